@@ -1,0 +1,91 @@
+"""Verdicts and their composition.
+
+A checker returns a :class:`CheckResult`; results combine with invalid > unknown > valid. A checker
+that raises is turned into ``unknown`` carrying the error (Jepsen's ``check-safe``), so one broken
+checker never hides the others' findings.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+
+class Verdict(StrEnum):
+    VALID = "valid"
+    INVALID = "invalid"
+    UNKNOWN = "unknown"
+
+    @property
+    def rank(self) -> int:
+        return {"valid": 0, "unknown": 1, "invalid": 2}[self.value]
+
+    @property
+    def exit_code(self) -> int:
+        return {"valid": 0, "invalid": 1, "unknown": 2}[self.value]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckResult:
+    """What one checker concluded. ``summary`` is one sentence a student understands;
+    ``anomalies`` are the offending items, each a JSON object with its own evidence."""
+
+    checker: str
+    verdict: Verdict
+    summary: str
+    anomalies: list[dict[str, Any]] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "checker": self.checker,
+            "verdict": self.verdict.value,
+            "summary": self.summary,
+            "anomalies": self.anomalies,
+            "stats": self.stats,
+        }
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> CheckResult:
+        return CheckResult(
+            checker=d["checker"],
+            verdict=Verdict(d["verdict"]),
+            summary=d["summary"],
+            anomalies=list(d.get("anomalies", [])),
+            stats=dict(d.get("stats", {})),
+        )
+
+
+class Checker(Protocol):
+    """A checker is a pure function of the run's data.
+
+    It must not talk to the cluster, must not mutate its inputs, and must return ``unknown`` (not
+    ``valid``) when the data cannot decide the question, for example when only ``info`` ops exist.
+    """
+
+    name: str
+
+    def __call__(self, run: Any) -> CheckResult: ...
+
+
+def combine(results: Iterable[CheckResult]) -> Verdict:
+    worst = Verdict.VALID
+    for r in results:
+        if r.verdict.rank > worst.rank:
+            worst = r.verdict
+    return worst
+
+
+def check_safe(name: str, fn: Callable[[], CheckResult]) -> CheckResult:
+    try:
+        return fn()
+    except Exception as e:  # a checker bug must not hide the other checkers' findings
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.UNKNOWN,
+            summary=f"checker {name} crashed: {type(e).__name__}: {e}",
+            stats={"traceback": traceback.format_exc()},
+        )

@@ -1,0 +1,1 @@
+"""Clusters: named nodes reached through one backend (Docker now; SSH for real machines)."""

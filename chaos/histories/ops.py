@@ -1,0 +1,145 @@
+"""The records a run is made of: client/nemesis operations and system events.
+
+An operation is Jepsen-shaped: every logical op appears twice in a history, an ``invoke`` and a
+completion that is ``ok`` (it happened), ``fail`` (it certainly did not happen) or ``info`` (unknown:
+a timeout, a crash, a partition). Checkers must treat ``info`` as "maybe".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class OpType(StrEnum):
+    INVOKE = "invoke"
+    OK = "ok"
+    FAIL = "fail"
+    INFO = "info"
+
+
+NEMESIS = "nemesis"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Op:
+    """One line of a history.
+
+    ``time`` is seconds since the start of the run (monotonic clock); ``process`` is a client's
+    logical process number, or ``"nemesis"``. ``value`` is any JSON value. ``extra`` keeps fields a
+    producer added (node, target, pid, error detail) without the record having to know them.
+    """
+
+    index: int
+    time: float
+    process: int | str
+    type: OpType
+    f: str
+    value: Any = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_invoke(self) -> bool:
+        return self.type is OpType.INVOKE
+
+    @property
+    def is_nemesis(self) -> bool:
+        return self.process == NEMESIS
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "index": self.index,
+            "time": round(self.time, 6),
+            "process": self.process,
+            "type": self.type.value,
+            "f": self.f,
+            "value": self.value,
+        }
+        if self.error is not None:
+            d["error"] = self.error
+        if self.extra:
+            d.update(self.extra)
+        return d
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> Op:
+        known = {"index", "time", "process", "type", "f", "value", "error"}
+        return Op(
+            index=int(d["index"]),
+            time=float(d["time"]),
+            process=d["process"],
+            type=OpType(d["type"]),
+            f=str(d["f"]),
+            value=d.get("value"),
+            error=d.get("error"),
+            extra={k: v for k, v in d.items() if k not in known},
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """Something the system under test reported about itself (publish, delivery, commit, ...).
+
+    ``time`` is seconds since the start of the run, on the same clock as ops: services stamp
+    ``CLOCK_MONOTONIC``, which containers on one host share, and the orchestrator subtracts the
+    run's origin. ``data`` holds the kind-specific fields (amount, token, seq, ...).
+    """
+
+    time: float
+    node: str
+    component: str
+    kind: str
+    task_id: str | None = None
+    event_id: str | None = None
+    pid: int | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "time": round(self.time, 6),
+            "node": self.node,
+            "component": self.component,
+            "kind": self.kind,
+        }
+        if self.task_id is not None:
+            d["task_id"] = self.task_id
+        if self.event_id is not None:
+            d["event_id"] = self.event_id
+        if self.pid is not None:
+            d["pid"] = self.pid
+        if self.data:
+            d["data"] = self.data
+        return d
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> Event:
+        return Event(
+            time=float(d["time"]),
+            node=str(d["node"]),
+            component=str(d["component"]),
+            kind=str(d["kind"]),
+            task_id=d.get("task_id"),
+            event_id=d.get("event_id"),
+            pid=d.get("pid"),
+            data=dict(d.get("data") or {}),
+        )
+
+
+def pair_index(history: list[Op]) -> dict[int, int]:
+    """Map each invoke's index to its completion's index (Jepsen's pairing by process).
+
+    A process has at most one outstanding op; an invoke with no completion (the run ended, or the
+    process crashed and never reported) is left out, which callers read as ``info``.
+    """
+    open_by_process: dict[int | str, int] = {}
+    pairs: dict[int, int] = {}
+    for pos, op in enumerate(history):
+        if op.type is OpType.INVOKE:
+            open_by_process[op.process] = pos
+        else:
+            inv = open_by_process.pop(op.process, None)
+            if inv is not None:
+                pairs[inv] = pos
+    return pairs

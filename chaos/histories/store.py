@@ -1,0 +1,95 @@
+"""The store: one folder per run with everything needed to re-check and re-render it offline.
+
+Layout of ``store/<test>/<run-id>/``::
+
+    spec.json         the resolved test spec (lab, solution, nemesis, seed, versions)
+    history.jsonl     client and nemesis ops, appended live
+    events.jsonl      what the services reported, merged and sorted at the end of the run
+    final.json        the final state read after heal and recovery
+    schedule.json     the resolved fault schedule (what the seed produced)
+    results.json      checker results and the combined verdict
+    lab-report.json   the lab's own report (lab3: the three scenarios' figures)
+    logs/<node>/*.log process output collected from the nodes
+
+``store/latest`` and ``store/<test>/latest`` point at the newest run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chaos.histories.jsonl import LineProblem, read_events, read_history
+from chaos.histories.ops import Event, Op
+
+DEFAULT_STORE = Path(os.environ.get("CHAOS_STORE", "store"))
+
+
+def new_run_dir(store: Path, test: str) -> Path:
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime())
+    d = store / test / f"{stamp}-{secrets.token_hex(2)}"
+    d.mkdir(parents=True)
+    for link in (store / "latest", store / test / "latest"):
+        tmp = link.with_name(link.name + ".tmp")
+        if tmp.is_symlink() or tmp.exists():
+            tmp.unlink()
+        tmp.symlink_to(d.resolve())
+        os.replace(tmp, link)
+    return d
+
+
+def write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def read_json(path: Path, default: Any = None) -> Any:
+    if not path.exists():
+        return default
+    return json.loads(path.read_text())
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """A run loaded from disk. ``problems`` lists lines the readers had to skip."""
+
+    path: Path
+    spec: dict[str, Any]
+    history: list[Op]
+    events: list[Event]
+    final: dict[str, Any]
+    schedule: list[dict[str, Any]]
+    problems: list[LineProblem]
+
+    @property
+    def lab(self) -> str:
+        return str(self.spec.get("lab", ""))
+
+
+class NotARun(Exception):
+    pass
+
+
+def load_run(path: Path) -> StoredRun:
+    path = path.resolve() if path.is_symlink() else path
+    hist = path / "history.jsonl"
+    if not path.is_dir() or not hist.exists():
+        raise NotARun(f"{path} is not a stored run (no history.jsonl in it)")
+    h = read_history(hist)
+    ev_path = path / "events.jsonl"
+    e = read_events(ev_path) if ev_path.exists() else None
+    return StoredRun(
+        path=path,
+        spec=read_json(path / "spec.json", {}),
+        history=h.records,
+        events=sorted(e.records, key=lambda x: x.time) if e else [],
+        final=read_json(path / "final.json", {}),
+        schedule=read_json(path / "schedule.json", []),
+        problems=h.problems + (e.problems if e else []),
+    )
