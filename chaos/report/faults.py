@@ -1,0 +1,144 @@
+"""Nemesis intervals: fault starts paired with their heals by ``fault_id``.
+
+A band runs from the start's completion (the fault is in effect) to the heal's completion (it is
+certainly over), per docs/history-format.md. A fault never healed runs to the end of the run and is
+marked open, because that is exactly what a reader must notice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaos.histories.ops import Op, OpType
+
+# Colours by fault kind, shared by the plots, the timeline and the sequence diagrams so a reader
+# learns them once. Lab fault points get the purple family.
+FAULT_COLOURS = {
+    "pause": "#f4a261",
+    "freeze": "#e9c46a",
+    "kill": "#e76f51",
+    "partition": "#6baed6",
+    "crash": "#e76f51",
+}
+FAULT_POINT_COLOUR = "#b39ddb"
+OTHER_COLOURS = ("#a1d99b", "#fdae6b", "#bcbddc", "#c7e9c0", "#fdd0a2")
+
+
+def fault_colour(kind: str) -> str:
+    if kind in FAULT_COLOURS:
+        return FAULT_COLOURS[kind]
+    if "-" in kind:  # lab fault points are hyphenated names (relay-crash-before-publish)
+        return FAULT_POINT_COLOUR
+    return OTHER_COLOURS[sum(map(ord, kind)) % len(OTHER_COLOURS)]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FaultBand:
+    fault_id: str
+    fault: str
+    start: float
+    end: float
+    open: bool
+    nodes: tuple[str, ...] = ()
+    process: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def colour(self) -> str:
+        return fault_colour(self.fault)
+
+    @property
+    def target(self) -> str:
+        where = ",".join(self.nodes)
+        if self.process and where:
+            return f"{self.process}@{where}"
+        return where or self.process or "?"
+
+    @property
+    def label(self) -> str:
+        sig = self.detail.get("signal")
+        extra = f" ({sig})" if sig else ""
+        return f"{self.fault} {self.target}{extra}"
+
+    def overlaps(self, t0: float, t1: float) -> bool:
+        return self.start <= t1 and self.end >= t0
+
+
+def _target(value: Any, op: Op) -> tuple[tuple[str, ...], str | None, dict[str, Any]]:
+    detail = value if isinstance(value, dict) else {}
+    nodes: list[str] = []
+    grudge = detail.get("grudge")
+    if isinstance(grudge, dict):
+        nodes = sorted(str(n) for n in grudge)
+    elif isinstance(detail.get("nodes"), list):
+        nodes = [str(n) for n in detail["nodes"]]
+    elif detail.get("node") is not None:
+        nodes = [str(detail["node"])]
+    elif op.extra.get("node") is not None:
+        nodes = [str(op.extra["node"])]
+    process = detail.get("process") or op.extra.get("target_process")
+    return tuple(nodes), (str(process) if process else None), detail
+
+
+def fault_bands(history: list[Op], end_time: float) -> list[FaultBand]:
+    open_invoke: Op | None = None
+    starts: dict[str, tuple[Op, Op | None]] = {}
+    order: list[str] = []
+    bands: list[FaultBand] = []
+
+    def close(fid: str, t: float, is_open: bool) -> None:
+        inv, comp = starts.pop(fid)
+        src = comp if comp is not None else inv
+        nodes, process, detail = _target(src.value, src)
+        if not nodes and comp is not None:
+            nodes, process, detail = _target(inv.value, inv)
+        bands.append(
+            FaultBand(
+                fault_id=fid,
+                fault=str(inv.extra.get("fault") or inv.f),
+                start=src.time,
+                end=max(t, src.time),
+                open=is_open,
+                nodes=nodes,
+                process=process,
+                detail=detail,
+            )
+        )
+
+    for op in history:
+        if not op.is_nemesis:
+            continue
+        if op.type is OpType.INVOKE:
+            open_invoke = op
+            if _phase(op) == "start":
+                fid = str(op.extra.get("fault_id") or f"@{op.index}")
+                starts[fid] = (op, None)
+                order.append(fid)
+            continue
+        inv, open_invoke = open_invoke, None
+        if inv is None:
+            continue
+        phase = _phase(inv)
+        fid = str(inv.extra.get("fault_id") or op.extra.get("fault_id") or f"@{inv.index}")
+        if phase == "start" and fid in starts:
+            starts[fid] = (inv, op)
+        elif phase == "heal":
+            ids = [fid] if fid in starts else ([] if inv.extra.get("fault_id") else list(starts))
+            # A heal without a fault_id is a heal-all: it ends every fault still in effect.
+            for f in ids:
+                close(f, op.time, False)
+    for fid in [f for f in order if f in starts]:
+        close(fid, end_time, True)
+    bands.sort(key=lambda b: b.start)
+    return bands
+
+
+def _phase(op: Op) -> str:
+    phase = op.extra.get("phase")
+    if phase:
+        return str(phase)
+    # Producers that do not write a phase still follow Jepsen's naming (start-x / stop-x, heal).
+    if op.f.startswith(("stop", "heal", "resume", "recover")):
+        return "heal"
+    return "start"

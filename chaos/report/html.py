@@ -1,0 +1,54 @@
+"""Small HTML helpers: escaping, tables of whatever keys a record has, safe inline JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from html import escape
+from typing import Any
+
+
+def e(x: Any) -> str:
+    return escape(str(x), quote=True)
+
+
+def fmt_value(v: Any, limit: int = 400) -> str:
+    """A JSON value as short text for a table cell."""
+    if isinstance(v, str):
+        s = v
+    elif isinstance(v, float):
+        s = f"{v:.6g}"
+    else:
+        s = json.dumps(v, separators=(", ", ": "), default=str)
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def fmt_time(t: float) -> str:
+    return f"{t:.3f} s"
+
+
+def kv_table(d: Mapping[str, Any], cls: str = "kv") -> str:
+    rows = "".join(f"<tr><th>{e(k)}</th><td>{e(fmt_value(v))}</td></tr>" for k, v in d.items())
+    return f'<table class="{cls}">{rows}</table>'
+
+
+def table(
+    headers: Sequence[str], rows: Iterable[Sequence[Any]], cls: str = "grid", raw: bool = False
+) -> str:
+    """Rows of cells; ``raw`` cells are trusted HTML built by the caller (already escaped)."""
+    head = "".join(f"<th>{e(h)}</th>" for h in headers)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{c if raw else e(fmt_value(c))}</td>" for c in row) + "</tr>"
+        for row in rows
+    )
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def script_json(element_id: str, obj: Any) -> str:
+    # "<" is escaped so that no value (an op's payload is arbitrary) can close the script element.
+    text = json.dumps(obj, separators=(",", ":"), default=str).replace("<", "\\u003c")
+    return f'<script type="application/json" id="{e(element_id)}">{text}</script>'
+
+
+def section(sid: str, title: str, body: str) -> str:
+    return f'<section id="{e(sid)}"><h2>{e(title)}</h2>{body}</section>'

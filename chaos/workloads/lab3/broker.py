@@ -1,0 +1,83 @@
+"""JetStream set-up and read-back for lab3, from the orchestrator's side."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from chaos.workloads.lab3 import keys
+
+
+async def _ensure(url: str, ack_wait: float) -> None:
+    import nats
+    from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StorageType, StreamConfig
+
+    nc = await nats.connect(url, connect_timeout=2, max_reconnect_attempts=3)
+    try:
+        js = nc.jetstream()
+        # limits retention (not work-queue) so that the stream's message count is the number of
+        # copies ever published: the figure the lab report asks for
+        await js.add_stream(
+            StreamConfig(
+                name=keys.STREAM,
+                subjects=[keys.SUBJECT],
+                storage=StorageType.FILE,
+                retention=RetentionPolicy.LIMITS,
+            )
+        )
+        await js.add_consumer(
+            keys.STREAM,
+            ConsumerConfig(
+                durable_name=keys.CONSUMER,
+                ack_policy=AckPolicy.EXPLICIT,
+                ack_wait=ack_wait,
+                max_deliver=-1,
+                max_ack_pending=1000,
+            ),
+        )
+    finally:
+        await nc.close()
+
+
+def ensure_stream(url: str, ack_wait: float, attempts: int = 40) -> None:
+    last: Exception | None = None
+    for _ in range(attempts):
+        try:
+            asyncio.run(_ensure(url, ack_wait))
+            return
+        except Exception as e:  # the broker may still be starting
+            last = e
+            import time
+
+            time.sleep(0.25)
+    raise RuntimeError(f"could not set up the JetStream stream at {url}: {last}")
+
+
+async def _read(url: str) -> dict[str, Any]:
+    import nats
+
+    nc = await nats.connect(url, connect_timeout=2, max_reconnect_attempts=2)
+    try:
+        js = nc.jetstream()
+        si = await js.stream_info(keys.STREAM)
+        ci = await js.consumer_info(keys.STREAM, keys.CONSUMER)
+        return {
+            "stream": {
+                "messages": si.state.messages,
+                "first_seq": si.state.first_seq,
+                "last_seq": si.state.last_seq,
+            },
+            "consumer": {
+                "num_redelivered": ci.num_redelivered,
+                "num_ack_pending": ci.num_ack_pending,
+                "num_pending": ci.num_pending,
+                "delivered_stream_seq": ci.delivered.stream_seq if ci.delivered else None,
+                "ack_floor_stream_seq": ci.ack_floor.stream_seq if ci.ack_floor else None,
+            },
+        }
+    finally:
+        await nc.close()
+
+
+def read_broker(url: str) -> dict[str, Any]:
+    return asyncio.run(_read(url))

@@ -1,0 +1,1 @@
+"""The lab3 solutions shipped with chaos: ``starter`` (TODOs), ``reference`` and two buggy examples."""
