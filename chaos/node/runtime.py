@@ -15,6 +15,7 @@ fault on. Two kinds:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -79,25 +80,29 @@ class Hooks:
     """The fault hooks of one service process (see the module docstring)."""
 
     def __init__(self, control: Path | None, ident: Identity, events: EventLog) -> None:
-        self._dir = control / ident.node if control else None
+        # a node's own folder first, then "any": a point armed for any node is claimed by whichever
+        # process reaches it first (rename is atomic across containers: one host folder)
+        self._dirs = [control / ident.node, control / "any"] if control else []
         self._ident = ident
         self._events = events
 
     def _claim(self, name: str) -> dict[str, Any] | None:
-        if self._dir is None:
-            return None
-        src = self._dir / name
-        if not src.exists():
-            return None
-        dst = self._dir / f"{name}.claimed-{os.getpid()}-{time.monotonic_ns()}"
-        try:
-            os.rename(src, dst)
-        except FileNotFoundError:
-            return None  # another process claimed it first
-        try:
-            return dict(json.loads(dst.read_text() or "{}"))
-        except ValueError:
-            return {}
+        for d in self._dirs:
+            src = d / name
+            if not src.exists():
+                continue
+            dst = d / f"{name}.claimed-{os.getpid()}-{time.monotonic_ns()}"
+            try:
+                os.rename(src, dst)
+            except FileNotFoundError:
+                continue  # another process claimed it first
+            try:
+                spec = dict(json.loads(dst.read_text() or "{}"))
+            except ValueError:
+                spec = {}
+            spec["_dir"] = str(d)
+            return spec
+        return None
 
     def armed(self, point: str, *, task_id: str | None = None, event_id: str | None = None) -> bool:
         """True once for a fault point the orchestrator armed; reports a ``fault-point`` event."""
@@ -119,19 +124,15 @@ class Hooks:
         """Wait here if the orchestrator asked to stop this process at event ``kind``."""
         name = f"hold-{self._ident.component}-{kind}"
         spec = self._claim(name)
-        if spec is None or self._dir is None:
+        if spec is None:
             return
-        self._events.emit(
-            "fault-point", task_id=task_id, event_id=event_id, point=name, hold=True
-        )
-        release = self._dir / f"{name}.release"
+        self._events.emit("fault-point", task_id=task_id, event_id=event_id, point=name, hold=True)
+        release = Path(spec["_dir"]) / f"{name}.release"
         deadline = time.monotonic() + float(spec.get("timeout", 30.0))
         while not release.exists() and time.monotonic() < deadline:
             time.sleep(0.005)
-        try:
+        with contextlib.suppress(FileNotFoundError):
             release.unlink()
-        except FileNotFoundError:
-            pass
 
 
 def env(name: str, default: str | None = None) -> str:

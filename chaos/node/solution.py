@@ -45,7 +45,11 @@ def missing_functions(path: Path, required: list[str]) -> list[str]:
             if name not in imported:
                 out.append(f"{name} (not defined)")
             continue
-        body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        body = [
+            s
+            for s in fn.body
+            if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+        ]
         if len(body) == 1 and isinstance(body[0], ast.Raise):
             exc = body[0].exc
             target = exc.func if isinstance(exc, ast.Call) else exc

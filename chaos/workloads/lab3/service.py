@@ -9,6 +9,7 @@ folder (see chaos.node.runtime), never through the HTTP API.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import threading
@@ -93,8 +94,9 @@ def run_api(ctx: Context, port: int) -> None:
                 traceback.print_exc()
                 self._reply(500, {"error": f"{type(e).__name__}: {e}"})
                 return
-            ctx.events.emit("task-accepted", task_id=task_id, event_id=got, amount=amount,
-                            new=got == event_id)
+            ctx.events.emit(
+                "task-accepted", task_id=task_id, event_id=got, amount=amount, new=got == event_id
+            )
             self._reply(200, {"task_id": task_id, "event_id": got})
 
     server = ThreadingHTTPServer(("0.0.0.0", port), Handler)
@@ -135,7 +137,9 @@ async def relay_one(ctx: Context, store: Store, nc: Any, js: Any, entry: dict[st
     lease = ctx.etcd.lease(CLAIM_TTL)
     ok, _ = store.txn(
         compare=[store.absent(keys.outbox_claim(event_id))],
-        success=[ctx.etcd.transactions.put(keys.outbox_claim(event_id), ctx.ident.node, lease=lease)],
+        success=[
+            ctx.etcd.transactions.put(keys.outbox_claim(event_id), ctx.ident.node, lease=lease)
+        ],
     )
     if not ok:
         lease.revoke()
@@ -166,32 +170,47 @@ async def relay_one(ctx: Context, store: Store, nc: Any, js: Any, entry: dict[st
             ack = await js.publish(keys.SUBJECT, payload, timeout=ctx.ack_timeout)
         except Exception as e:
             ctx.events.emit(kind, task_id=task_id, event_id=event_id, attempt=attempt, acked=False)
-            ctx.events.emit("publish-ack-lost", task_id=task_id, event_id=event_id,
-                            attempt=attempt, error=f"{type(e).__name__}: {e}")
+            ctx.events.emit(
+                "publish-ack-lost",
+                task_id=task_id,
+                event_id=event_id,
+                attempt=attempt,
+                error=f"{type(e).__name__}: {e}",
+            )
             return
-        ctx.events.emit(kind, task_id=task_id, event_id=event_id, attempt=attempt, acked=True,
-                        stream_seq=ack.seq)
+        ctx.events.emit(
+            kind,
+            task_id=task_id,
+            event_id=event_id,
+            attempt=attempt,
+            acked=True,
+            stream_seq=ack.seq,
+        )
         cur, rev = store.get(keys.outbox(event_id))
         if cur is not None and cur.get("status") == "pending":
             store.txn(
                 compare=[store.unchanged(keys.outbox(event_id), rev)],
-                success=[store.put(keys.outbox(event_id), {**cur, "status": "published",
-                                                           "stream_seq": ack.seq})],
+                success=[
+                    store.put(
+                        keys.outbox(event_id), {**cur, "status": "published", "stream_seq": ack.seq}
+                    )
+                ],
             )
-            ctx.events.emit("marked-published", task_id=task_id, event_id=event_id,
-                            stream_seq=ack.seq)
+            ctx.events.emit(
+                "marked-published", task_id=task_id, event_id=event_id, stream_seq=ack.seq
+            )
     finally:
-        try:
+        with contextlib.suppress(Exception):  # the lease expires on its own
             lease.revoke()
-        except Exception:
-            pass  # the lease expires on its own
 
 
 # ---------------------------------------------------------------- worker
 
 
 class _Delivery:
-    def __init__(self, ctx: Context, msg: Any, loop: asyncio.AbstractEventLoop, event: dict[str, Any]):
+    def __init__(
+        self, ctx: Context, msg: Any, loop: asyncio.AbstractEventLoop, event: dict[str, Any]
+    ):
         self._ctx, self._msg, self._loop, self._event = ctx, msg, loop, event
         self.num_delivered = int(msg.metadata.num_delivered)
         self.acked = False
@@ -206,8 +225,12 @@ class _Delivery:
             )
         asyncio.run_coroutine_threadsafe(self._msg.ack_sync(timeout=2), self._loop).result(5)
         self.acked = True
-        self._ctx.events.emit("ack", task_id=self._event["task_id"],
-                              event_id=self._event["event_id"], num_delivered=self.num_delivered)
+        self._ctx.events.emit(
+            "ack",
+            task_id=self._event["task_id"],
+            event_id=self._event["event_id"],
+            num_delivered=self.num_delivered,
+        )
 
     def before_commit(self) -> None:
         # the crash point sits between the two steps, whichever order a solution uses
@@ -234,7 +257,7 @@ async def run_worker(ctx: Context) -> None:
     while True:
         try:
             msgs = await sub.fetch(1, timeout=1)
-        except (nats.errors.TimeoutError, asyncio.TimeoutError):
+        except (TimeoutError, nats.errors.TimeoutError):
             continue
         except Exception as e:
             ctx.events.emit("worker-error", error=f"{type(e).__name__}: {e}")
@@ -248,8 +271,13 @@ async def handle(ctx: Context, loop: asyncio.AbstractEventLoop, msg: Any, comput
     event = json.loads(msg.data)
     task_id, event_id = event["task_id"], event["event_id"]
     delivery = _Delivery(ctx, msg, loop, event)
-    ctx.events.emit("delivery", task_id=task_id, event_id=event_id,
-                    num_delivered=delivery.num_delivered, stream_seq=msg.metadata.sequence.stream)
+    ctx.events.emit(
+        "delivery",
+        task_id=task_id,
+        event_id=event_id,
+        num_delivered=delivery.num_delivered,
+        stream_seq=msg.metadata.sequence.stream,
+    )
     ctx.hooks.hold("delivery", task_id=task_id, event_id=event_id)
     store = ctx.store(before_commit=delivery.before_commit)
 
@@ -259,20 +287,36 @@ async def handle(ctx: Context, loop: asyncio.AbstractEventLoop, msg: Any, comput
     try:
         outcome = await loop.run_in_executor(None, work)
     except Exception as e:
-        ctx.events.emit("protocol-error", task_id=task_id, event_id=event_id, where="complete",
-                        error=f"{type(e).__name__}: {e}")
+        ctx.events.emit(
+            "protocol-error",
+            task_id=task_id,
+            event_id=event_id,
+            where="complete",
+            error=f"{type(e).__name__}: {e}",
+        )
         traceback.print_exc()
         return  # no ACK: the broker redelivers after AckWait
     if outcome == COMMITTED:
         delivery.committed = True
-        ctx.events.emit("commit", task_id=task_id, event_id=event_id, amount=event["amount"],
-                        num_delivered=delivery.num_delivered)
+        ctx.events.emit(
+            "commit",
+            task_id=task_id,
+            event_id=event_id,
+            amount=event["amount"],
+            num_delivered=delivery.num_delivered,
+        )
     elif outcome == DUPLICATE:
-        ctx.events.emit("suppressed", task_id=task_id, event_id=event_id,
-                        num_delivered=delivery.num_delivered)
+        ctx.events.emit(
+            "suppressed", task_id=task_id, event_id=event_id, num_delivered=delivery.num_delivered
+        )
     else:
-        ctx.events.emit("protocol-error", task_id=task_id, event_id=event_id, where="complete",
-                        error=f"complete returned {outcome!r}, expected 'committed' or 'duplicate'")
+        ctx.events.emit(
+            "protocol-error",
+            task_id=task_id,
+            event_id=event_id,
+            where="complete",
+            error=f"complete returned {outcome!r}, expected 'committed' or 'duplicate'",
+        )
         return
     try:
         await loop.run_in_executor(None, delivery.ack)

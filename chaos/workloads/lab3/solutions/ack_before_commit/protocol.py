@@ -17,7 +17,9 @@ __all__ = ["complete", "create"]
 
 
 def complete(
-    store: Store, event: dict[str, Any], compute: Callable[[dict[str, Any]], dict[str, Any]],
+    store: Store,
+    event: dict[str, Any],
+    compute: Callable[[dict[str, Any]], dict[str, Any]],
     delivery: Delivery,
 ) -> str:
     delivery.ack()  # BUG: the broker forgets the event before the effect is committed

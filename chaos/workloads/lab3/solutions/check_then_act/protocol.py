@@ -17,7 +17,9 @@ __all__ = ["complete", "create"]
 
 
 def complete(
-    store: Store, event: dict[str, Any], compute: Callable[[dict[str, Any]], dict[str, Any]],
+    store: Store,
+    event: dict[str, Any],
+    compute: Callable[[dict[str, Any]], dict[str, Any]],
     delivery: Delivery,
 ) -> str:
     event_id, task_id, amount = event["event_id"], event["task_id"], int(event["amount"])
@@ -32,7 +34,10 @@ def complete(
             success=[
                 store.put(keys.dedup(event_id), {"task_id": task_id}),
                 store.put(keys.result(task_id), {"event_id": event_id, **result}),
-                store.put(keys.task(task_id), {"task_id": task_id, "amount": amount, "status": "completed"}),
+                store.put(
+                    keys.task(task_id),
+                    {"task_id": task_id, "amount": amount, "status": "completed"},
+                ),
                 store.put(keys.COUNTER, counter + amount),
             ],
         )

@@ -15,7 +15,9 @@ def create(store: Store, task_id: str, amount: int, event_id: str) -> str:
         compare=[store.absent(keys.idempotency(task_id))],
         success=[
             store.put(keys.idempotency(task_id), event_id),
-            store.put(keys.task(task_id), {"task_id": task_id, "amount": amount, "status": "pending"}),
+            store.put(
+                keys.task(task_id), {"task_id": task_id, "amount": amount, "status": "pending"}
+            ),
             store.put(
                 keys.outbox(event_id),
                 {"event_id": event_id, "task_id": task_id, "amount": amount, "status": "pending"},
@@ -29,7 +31,9 @@ def create(store: Store, task_id: str, amount: int, event_id: str) -> str:
 
 
 def complete(
-    store: Store, event: dict[str, Any], compute: Callable[[dict[str, Any]], dict[str, Any]],
+    store: Store,
+    event: dict[str, Any],
+    compute: Callable[[dict[str, Any]], dict[str, Any]],
     delivery: Delivery,
 ) -> str:
     """Dedup record + result + completed task + counter in one transaction.
@@ -42,11 +46,17 @@ def complete(
     while True:
         counter, counter_rev = store.get_int(keys.COUNTER)
         ok, responses = store.txn(
-            compare=[store.absent(keys.dedup(event_id)), store.unchanged(keys.COUNTER, counter_rev)],
+            compare=[
+                store.absent(keys.dedup(event_id)),
+                store.unchanged(keys.COUNTER, counter_rev),
+            ],
             success=[
                 store.put(keys.dedup(event_id), {"task_id": task_id}),
                 store.put(keys.result(task_id), {"event_id": event_id, **result}),
-                store.put(keys.task(task_id), {"task_id": task_id, "amount": amount, "status": "completed"}),
+                store.put(
+                    keys.task(task_id),
+                    {"task_id": task_id, "amount": amount, "status": "completed"},
+                ),
                 store.put(keys.COUNTER, counter + amount),
             ],
             failure=[store.get_op(keys.dedup(event_id))],

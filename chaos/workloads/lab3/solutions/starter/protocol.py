@@ -24,7 +24,9 @@ def create(store: Store, task_id: str, amount: int, event_id: str) -> str:
 
 
 def complete(
-    store: Store, event: dict[str, Any], compute: Callable[[dict[str, Any]], dict[str, Any]],
+    store: Store,
+    event: dict[str, Any],
+    compute: Callable[[dict[str, Any]], dict[str, Any]],
     delivery: Delivery,
 ) -> str:
     """Apply the event's effect at most once; return "committed" or "duplicate"."""

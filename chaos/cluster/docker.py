@@ -1,0 +1,312 @@
+"""The Docker backend: one private bridge network and N node containers per run.
+
+Everything it creates carries the labels ``chaos.project=chaos`` and ``chaos.run=<run id>`` so that
+teardown removes exactly this run's resources and ``chaos cleanup`` can find a crashed run's
+leftovers without touching anything else on the engine.
+
+Processes inside a node are reached from the host: a named process writes its pid file, and the
+host maps that pid to its own pid namespace to signal it directly (the container's PID 1 would
+ignore signals sent from inside). Files are read and written through ``/proc/<pid>/root``, and
+network commands run with ``nsenter`` in the node's network namespace, using the host's tools.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+
+from chaos.cluster.base import ClusterError, ExecResult
+
+LABEL_PROJECT = "chaos.project"
+LABEL_RUN = "chaos.run"
+PROJECT = "chaos"
+SRC_MOUNT = "/opt/chaos-src"
+LIVE_MOUNT = "/chaos"
+
+
+def engine() -> docker.DockerClient:
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+        return client
+    except Exception as e:
+        raise ClusterError(
+            "no Docker engine answers: start it (`scripts/bootstrap` installs docker.io and starts "
+            f"dockerd), or set DOCKER_HOST ({type(e).__name__}: {e})"
+        ) from e
+
+
+class DockerCluster:
+    """A cluster of containers on a private network. Use as a context manager: exit tears down."""
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        nodes: int,
+        image: str,
+        src_dir: Path,
+        live_dir: Path,
+        extra_mounts: dict[str, str] | None = None,
+        client: docker.DockerClient | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.nodes = [f"n{i}" for i in range(1, nodes + 1)]
+        self._client = client or engine()
+        self._image = image
+        self._src = src_dir.resolve()
+        self._live = live_dir.resolve()
+        self._mounts = extra_mounts or {}
+        self._containers: dict[str, Any] = {}
+        self._init_pid: dict[str, int] = {}
+        self._addr: dict[str, str] = {}
+        self._network: Any = None
+        self._host_pid_cache: dict[tuple[str, int], int] = {}
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {LABEL_PROJECT: PROJECT, LABEL_RUN: self.run_id}
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        name = f"chaos-{self.run_id}"
+        self._network = self._client.networks.create(
+            name, driver="bridge", labels=self.labels, check_duplicate=True
+        )
+        volumes = {
+            str(self._src): {"bind": SRC_MOUNT, "mode": "ro"},
+            str(self._live): {"bind": LIVE_MOUNT, "mode": "rw"},
+        }
+        for host, inside in self._mounts.items():
+            volumes[host] = {"bind": inside, "mode": "ro"}
+        for node in self.nodes:
+            c = self._client.containers.create(
+                self._image,
+                command=["sleep", "infinity"],
+                name=f"chaos-{self.run_id}-{node}",
+                hostname=node,
+                labels={**self.labels, "chaos.node": node},
+                init=True,
+                volumes=volumes,
+                network=name,
+                environment={"CHAOS_NODE": node},
+                detach=True,
+            )
+            self._containers[node] = c
+        for c in self._containers.values():
+            c.start()
+        for node, c in self._containers.items():
+            c.reload()
+            self._init_pid[node] = int(c.attrs["State"]["Pid"])
+            self._addr[node] = c.attrs["NetworkSettings"]["Networks"][name]["IPAddress"]
+
+    def teardown(self) -> None:
+        remove_run(self._client, self.run_id)
+
+    def __enter__(self) -> DockerCluster:
+        try:
+            self.start()
+        except BaseException:
+            self.teardown()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.teardown()
+
+    # ------------------------------------------------------------ nodes
+
+    def address(self, node: str) -> str:
+        return self._addr[node]
+
+    def container_name(self, node: str) -> str:
+        return str(self._containers[node].name)
+
+    def _root(self, node: str) -> Path:
+        return Path(f"/proc/{self._init_pid[node]}/root")
+
+    def exec(self, node: str, argv: list[str], *, timeout: float = 60.0) -> ExecResult:
+        # `docker exec` through the CLI honours a timeout; the SDK's exec_run has none
+        cmd = ["docker", "exec", self.container_name(node), *argv]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return ExecResult(124, f"timed out after {timeout}s: {shlex.join(argv)}")
+        return ExecResult(p.returncode, p.stdout + p.stderr)
+
+    def spawn(
+        self, node: str, name: str, argv: list[str], *, env: dict[str, str] | None = None
+    ) -> int:
+        if self.pid(node, name) is not None:
+            raise ClusterError(f"{name} is already running on {node}")
+        pidfile = f"/run/chaos/{name}.pid"
+        pf = self._root(node) / pidfile.lstrip("/")
+        if pf.exists():
+            pf.unlink()
+        script = (
+            f"mkdir -p /run/chaos /var/log/chaos; echo $$ > {pidfile}; "
+            f"exec {shlex.join(argv)} >> /var/log/chaos/{name}.log 2>&1"
+        )
+        c = self._containers[node]
+        c.exec_run(["sh", "-c", script], environment=env or {}, detach=True)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            pid = self.pid(node, name)
+            if pid is not None:
+                return pid
+            time.sleep(0.02)
+        raise ClusterError(f"{name} did not start on {node}; see its log in the run's logs/")
+
+    def _ns_pid(self, node: str, name: str) -> int | None:
+        try:
+            text = (self._root(node) / f"run/chaos/{name}.pid").read_text().strip()
+            return int(text) if text else None
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def _host_pid(self, node: str, ns_pid: int) -> int | None:
+        key = (node, ns_pid)
+        cached = self._host_pid_cache.get(key)
+        if (
+            cached is not None
+            and _ns_pid_of(cached) == ns_pid
+            and _same_pidns(cached, self._init_pid[node])
+        ):
+            return cached
+        init = self._init_pid[node]
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            hp = int(entry)
+            if _ns_pid_of(hp) == ns_pid and _same_pidns(hp, init):
+                self._host_pid_cache[key] = hp
+                return hp
+        return None
+
+    def host_pid(self, node: str, name: str) -> int | None:
+        ns = self._ns_pid(node, name)
+        return None if ns is None else self._host_pid(node, ns)
+
+    def pid(self, node: str, name: str) -> int | None:
+        ns = self._ns_pid(node, name)
+        if ns is None:
+            return None
+        hp = self._host_pid(node, ns)
+        if hp is None or _state(hp) in (None, "Z", "X"):
+            return None
+        return ns
+
+    def signal(self, node: str, name: str, sig: int) -> int | None:
+        hp = self.host_pid(node, name)
+        if hp is None:
+            return None
+        try:
+            os.kill(hp, sig)
+        except ProcessLookupError:
+            return None
+        return self._ns_pid(node, name)
+
+    def process_state(self, node: str, name: str) -> str | None:
+        hp = self.host_pid(node, name)
+        return None if hp is None else _state(hp)
+
+    def net_exec(self, node: str, argv: list[str]) -> ExecResult:
+        cmd = ["nsenter", "-t", str(self._init_pid[node]), "-n", *argv]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        return ExecResult(p.returncode, p.stdout + p.stderr)
+
+    def put_file(self, node: str, path: str, data: bytes) -> None:
+        p = self._root(node) / path.lstrip("/")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+
+    def get_file(self, node: str, path: str) -> bytes | None:
+        try:
+            return (self._root(node) / path.lstrip("/")).read_bytes()
+        except (FileNotFoundError, PermissionError):
+            return None
+
+    def collect_logs(self, dest: Path) -> None:
+        for node in self.nodes:
+            src = self._root(node) / "var/log/chaos"
+            if not src.is_dir():
+                continue
+            out = dest / node
+            out.mkdir(parents=True, exist_ok=True)
+            for f in src.glob("*.log"):
+                with contextlib.suppress(OSError):
+                    (out / f.name).write_bytes(f.read_bytes())
+
+    # ------------------------------------------------------------ freeze (cgroup freezer)
+
+    def freeze(self, node: str) -> None:
+        self._containers[node].pause()
+
+    def thaw(self, node: str) -> None:
+        c = self._containers[node]
+        c.reload()
+        if c.status == "paused":
+            c.unpause()
+
+
+def _state(host_pid: int) -> str | None:
+    try:
+        with open(f"/proc/{host_pid}/stat") as fh:
+            stat = fh.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return stat[stat.rfind(")") + 2]
+
+
+def _ns_pid_of(host_pid: int) -> int | None:
+    try:
+        with open(f"/proc/{host_pid}/status") as fh:
+            for line in fh:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except (FileNotFoundError, ProcessLookupError, ValueError):
+        return None
+    return None
+
+
+def _same_pidns(a: int, b: int) -> bool:
+    try:
+        return os.readlink(f"/proc/{a}/ns/pid") == os.readlink(f"/proc/{b}/ns/pid")
+    except OSError:
+        return False
+
+
+def remove_run(client: docker.DockerClient, run_id: str | None) -> list[str]:
+    """Remove the containers and networks of one run (or of every chaos run when ``run_id`` is None).
+
+    Paused containers are thawed first (a frozen container cannot be killed cleanly on cgroup v1).
+    Returns what it removed. Only resources labelled ``chaos.project=chaos`` are ever touched.
+    """
+    flt = [f"{LABEL_PROJECT}={PROJECT}"]
+    if run_id is not None:
+        flt.append(f"{LABEL_RUN}={run_id}")
+    removed: list[str] = []
+    for c in client.containers.list(all=True, filters={"label": flt}):
+        try:
+            if c.status == "paused":
+                c.unpause()
+            c.remove(force=True, v=True)
+            removed.append(f"container {c.name}")
+        except docker.errors.NotFound:
+            pass
+    for n in client.networks.list(filters={"label": flt}):
+        try:
+            n.remove()
+            removed.append(f"network {n.name}")
+        except docker.errors.NotFound:
+            pass
+    return removed

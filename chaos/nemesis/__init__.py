@@ -1,0 +1,1 @@
+"""Nemeses: faults, their targets and schedules, and the heal that always runs."""

@@ -1,0 +1,67 @@
+"""Lab fault points: a one-shot fault the service fires at an exact place of its protocol.
+
+The orchestrator arms the point by writing a file in the control folder (shared by every node, so
+whichever process reaches the point first claims it). A crashing point kills the process; the
+supervisor restarts it, which is the heal.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from chaos.orchestrator.context import RunContext
+
+
+class FaultPointNemesis:
+    def __init__(self, point: str, *, component: str, crashes: bool, wait: float = 30.0) -> None:
+        self.name = point
+        self.point = point
+        self.component = component
+        self.crashes = crashes
+        self.wait = wait
+
+    def run(self, ctx: RunContext) -> None:
+        path = ctx.control_dir() / self.point
+        fired: dict[str, Any] = {}
+
+        def apply() -> list[dict[str, Any]]:
+            path.write_text(json.dumps({"armed_at": ctx.now()}))
+            return [{"point": self.point, "component": self.component, "armed": "any node"}]
+
+        def undo() -> dict[str, Any]:
+            path.unlink(missing_ok=True)  # not fired yet: disarm
+            return {"point": self.point, **fired}
+
+        fid = ctx.faults.start(self.point, apply, undo, intent={"point": self.point})
+        ctx.progress(f"armed fault point {self.point}")
+        ev = ctx.events.wait_for(
+            lambda e: e.kind == "fault-point" and e.data.get("point") == self.point,
+            self.wait,
+            ctx.stop,
+        )
+        if ev is None:
+            ctx.progress(f"fault point {self.point} never fired")
+            ctx.faults.heal(fid)
+            return
+        fired.update(
+            {
+                "node": ev.node,
+                "process": ev.component,
+                "pid": ev.pid,
+                "task_id": ev.task_id,
+                "fired_at": round(ev.time, 3),
+            }
+        )
+        ctx.progress(f"{self.point} fired on {ev.node} ({ev.component}, task {ev.task_id})")
+        if self.crashes:
+            # the heal is the restart: wait until the supervisor has the process running again
+            deadline = time.monotonic() + self.wait
+            while time.monotonic() < deadline and not ctx.stop.is_set():
+                pid = ctx.cluster.pid(ev.node, ev.component)
+                if pid is not None and pid != ev.pid:
+                    fired["restarted_pid"] = pid
+                    break
+                time.sleep(0.05)
+        ctx.faults.heal(fid)

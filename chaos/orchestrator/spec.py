@@ -1,0 +1,38 @@
+"""The test spec: everything a run needs, resolved to plain data and stored with the run."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TestSpec:
+    """A run's parameters. Every random choice of the run derives from ``seed``."""
+
+    lab: str
+    solution: str = "reference"
+    nemesis: tuple[str, ...] = ()
+    seed: int = 0
+    nodes: int = 3
+    tasks: int | None = None
+    rate: float | None = None
+    concurrency: int = 3
+    time_limit: float = 30.0
+    recovery_timeout: float = 40.0
+    ack_wait: float = 2.0
+    pause_duration: float | None = None
+    nemesis_interval: float = 8.0
+    work_seconds: float = 0.5
+    scenario: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["nemesis"] = list(self.nemesis)
+        return d
+
+    @property
+    def name(self) -> str:
+        return self.lab

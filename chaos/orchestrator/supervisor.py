@@ -1,0 +1,102 @@
+"""Keeps the system's named processes running, as a process supervisor on the nodes would.
+
+A process that exits on its own (a lab fault point crashes it, or it hits a bug) is restarted after
+``restart_delay``. A nemesis that kills a process on purpose first ``hold``s it, so that the restart
+happens when the nemesis says, not before.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from chaos.cluster.base import Cluster
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessSpec:
+    node: str
+    name: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    role: str = ""
+
+
+class Supervisor:
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        restart_delay: float = 1.0,
+        on_exit: Callable[[ProcessSpec], None] | None = None,
+        on_restart: Callable[[ProcessSpec, int], None] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.specs: dict[tuple[str, str], ProcessSpec] = {}
+        self._held: set[tuple[str, str]] = set()
+        self._restart_delay = restart_delay
+        self._on_exit = on_exit or (lambda s: None)
+        self._on_restart = on_restart or (lambda s, pid: None)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.restarts = 0
+
+    def start_process(self, spec: ProcessSpec) -> int:
+        with self._lock:
+            self.specs[(spec.node, spec.name)] = spec
+        return self.cluster.spawn(spec.node, spec.name, spec.argv, env=spec.env)
+
+    def processes(self, role: str | None = None) -> list[ProcessSpec]:
+        with self._lock:
+            return [s for s in self.specs.values() if role is None or s.role == role]
+
+    def hold(self, node: str, name: str) -> None:
+        with self._lock:
+            self._held.add((node, name))
+
+    def release(self, node: str, name: str, *, restart: bool = True) -> int | None:
+        with self._lock:
+            self._held.discard((node, name))
+            spec = self.specs.get((node, name))
+        if restart and spec is not None and self.cluster.pid(node, name) is None:
+            pid = self.cluster.spawn(node, name, spec.argv, env=spec.env)
+            self._on_restart(spec, pid)
+            return pid
+        return None
+
+    def watch(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="supervisor", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        dead_since: dict[tuple[str, str], float] = {}
+        while not self._stop.wait(0.1):
+            with self._lock:
+                items = [(k, s) for k, s in self.specs.items() if k not in self._held]
+            for key, spec in items:
+                if self.cluster.pid(spec.node, spec.name) is not None:
+                    dead_since.pop(key, None)
+                    continue
+                if key not in dead_since:
+                    dead_since[key] = time.monotonic()
+                    self._on_exit(spec)
+                    continue
+                if time.monotonic() - dead_since[key] >= self._restart_delay:
+                    with self._lock:
+                        if key in self._held:
+                            continue
+                    try:
+                        pid = self.cluster.spawn(spec.node, spec.name, spec.argv, env=spec.env)
+                    except Exception:
+                        continue  # the node may be frozen or gone; try again next round
+                    self.restarts += 1
+                    dead_since.pop(key, None)
+                    self._on_restart(spec, pid)

@@ -1,0 +1,323 @@
+"""lab3 on a cluster: etcd on every node, one JetStream broker, api + relay + worker per node."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from chaos.checkers.verdict import CheckResult
+from chaos.histories.ops import OpType
+from chaos.histories.store import StoredRun
+from chaos.node.solution import SolutionError, missing_functions
+from chaos.orchestrator.context import RunContext
+from chaos.orchestrator.spec import TestSpec
+from chaos.orchestrator.supervisor import ProcessSpec
+from chaos.workloads.lab3 import broker, checkers, keys, lab_report
+from chaos.workloads.systems import etcd, nats
+
+API_PORT = 8080
+STANDARD_SET = [("t1", 2), ("t2", 3), ("t3", 5)]
+SOLUTIONS_DIR = Path(__file__).parent / "solutions"
+SOLUTION_MOUNT = "/opt/solution"
+ROLES = ("api", "relay", "worker")
+
+
+def solution_path(solution: str) -> Path:
+    """A built-in solution's folder (``reference``, ``check-then-act``...) or a user's folder/file."""
+    builtin = SOLUTIONS_DIR / solution.replace("-", "_")
+    if "/" not in solution and builtin.is_dir():
+        return builtin
+    p = Path(solution).expanduser()
+    if p.exists():
+        return p.resolve()
+    names = sorted(
+        d.name.replace("_", "-") for d in SOLUTIONS_DIR.iterdir() if (d / "protocol.py").exists()
+    )
+    raise ValueError(
+        f"solution {solution!r} is neither a built-in ({', '.join(names)}) nor an existing path"
+    )
+
+
+class Lab3:
+    name = "lab3"
+    # the seed's three scenarios: point -> (component that fires it, whether it crashes the process)
+    fault_points = {
+        "relay-crash-before-publish": ("relay", True),
+        "lost-publish-ack": ("relay", False),
+        "worker-crash-before-ack": ("worker", True),
+    }
+
+    def pause_target(self, ctx: RunContext) -> Any:
+        return busy_worker(ctx)
+
+    def preflight(self, spec: TestSpec) -> None:
+        path = solution_path(spec.solution)
+        try:
+            missing = missing_functions(path, ["create", "complete"])
+        except SolutionError as e:
+            raise ValueError(str(e)) from e
+        if missing:
+            where = path / "protocol.py" if path.is_dir() else path
+            raise ValueError(
+                f"solution {spec.solution!r} is not complete: {', '.join(missing)} in {where}; "
+                "see docs/labs/lab3.md for what each function must do"
+            )
+
+    # ------------------------------------------------------------ deploy
+
+    def mounts(self, spec: TestSpec) -> dict[str, str]:
+        path = solution_path(spec.solution)
+        return {str(path if path.is_dir() else path.parent): SOLUTION_MOUNT}
+
+    def service_env(self, ctx: RunContext, node: str) -> dict[str, str]:
+        path = solution_path(ctx.spec.solution)
+        sol = SOLUTION_MOUNT if path.is_dir() else f"{SOLUTION_MOUNT}/{path.name}"
+        return {
+            "CHAOS_NODE": node,
+            "CHAOS_LIVE": "/chaos",
+            "CHAOS_SOLUTION": sol,
+            # the local member first: a service talks to its own node's etcd, as in production
+            "CHAOS_ETCD": ",".join(
+                [f"127.0.0.1:{etcd.CLIENT_PORT}"]
+                + [
+                    e
+                    for n, e in zip(ctx.cluster.nodes, etcd.endpoints(ctx), strict=True)
+                    if n != node
+                ]
+            ),
+            "CHAOS_NATS": nats.url(ctx),
+            "CHAOS_API_PORT": str(API_PORT),
+            "CHAOS_WORK_SECONDS": str(ctx.spec.work_seconds),
+            "CHAOS_PUBLISH_ACK_TIMEOUT": "1.0",
+        }
+
+    def deploy(self, ctx: RunContext) -> None:
+        ctx.progress("starting etcd on every node and the JetStream broker")
+        etcd.deploy(ctx)
+        nats.deploy(ctx)
+        broker.ensure_stream(nats.url(ctx), ctx.spec.ack_wait)
+        c = etcd.client(ctx)
+        try:
+            c.put(keys.COUNTER, "0")
+        finally:
+            c.close()
+        ctx.progress("starting api, relay and worker on every node")
+        for node in ctx.cluster.nodes:
+            env = self.service_env(ctx, node)
+            for role in ROLES:
+                ctx.supervisor.start_process(
+                    ProcessSpec(
+                        node=node,
+                        name=role,
+                        role=role,
+                        argv=["python3", "-m", "chaos.workloads.lab3.service", role],
+                        env=env,
+                    )
+                )
+        self._wait_api(ctx)
+
+    def _wait_api(self, ctx: RunContext, wait: float = 20.0) -> None:
+        deadline = time.monotonic() + wait
+        for node in ctx.cluster.nodes:
+            while True:
+                try:
+                    with socket.create_connection((ctx.cluster.address(node), API_PORT), 0.5):
+                        break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(
+                            f"lab3 api on {node} did not start; see logs/{node}/api.log"
+                        ) from None
+                    time.sleep(0.05)
+
+    # ------------------------------------------------------------ client
+
+    def tasks(self, ctx: RunContext) -> list[tuple[str, int]]:
+        if ctx.spec.tasks is None and ctx.spec.rate is None:
+            return list(STANDARD_SET)
+        rng = ctx.rng_for("workload")
+        n = ctx.spec.tasks if ctx.spec.tasks is not None else 10**9
+        return [(f"t{i}", rng.randint(1, 9)) for i in range(1, n + 1)]
+
+    def run_client(self, ctx: RunContext) -> None:
+        todo = self.tasks(ctx)
+        lock = threading.Lock()
+        it = iter(todo)
+        interval = 1.0 / ctx.spec.rate if ctx.spec.rate else 0.0
+        deadline = time.monotonic() + ctx.spec.time_limit if ctx.spec.rate else float("inf")
+        next_at = [time.monotonic()]
+
+        def next_task() -> tuple[str, int] | None:
+            with lock:
+                if ctx.stop.is_set() or time.monotonic() >= deadline:
+                    return None
+                item = next(it, None)
+                if item is None or not interval:
+                    return item
+                wait = next_at[0] - time.monotonic()
+                next_at[0] = max(next_at[0], time.monotonic()) + interval
+            if wait > 0:
+                time.sleep(wait)
+            return item
+
+        def worker(process: int) -> None:
+            node = ctx.cluster.nodes[process % len(ctx.cluster.nodes)]
+            while (item := next_task()) is not None:
+                self._create(ctx, process, node, *item)
+
+        threads = [
+            threading.Thread(target=worker, args=(p,), name=f"client-{p}", daemon=True)
+            for p in range(max(1, min(ctx.spec.concurrency, len(todo))))
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def _create(self, ctx: RunContext, process: int, node: str, task_id: str, amount: int) -> None:
+        value = {"task_id": task_id, "amount": amount}
+        ctx.history.record(
+            process=process, type=OpType.INVOKE, f="create", value=value, extra={"node": node}
+        )
+        body = json.dumps(value)
+        conn = http.client.HTTPConnection(ctx.cluster.address(node), API_PORT, timeout=3.0)
+        try:
+            conn.request("POST", "/tasks", body, {"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            data = json.loads(resp.read() or b"{}")
+            if resp.status == 200:
+                ctx.history.record(
+                    process=process, type=OpType.OK, f="create", value=data, extra={"node": node}
+                )
+            elif resp.status == 400:
+                ctx.history.record(
+                    process=process,
+                    type=OpType.FAIL,
+                    f="create",
+                    value=value,
+                    error=str(data.get("error")),
+                    extra={"node": node},
+                )
+            else:
+                # the transaction may have committed before the error: indeterminate
+                ctx.history.record(
+                    process=process,
+                    type=OpType.INFO,
+                    f="create",
+                    value=value,
+                    error=str(data.get("error")),
+                    extra={"node": node},
+                )
+        except ConnectionRefusedError as e:
+            ctx.history.record(
+                process=process,
+                type=OpType.FAIL,
+                f="create",
+                value=value,
+                error=f"connection refused: {e}",
+                extra={"node": node},
+            )
+        except (TimeoutError, OSError, http.client.HTTPException, ValueError) as e:
+            ctx.history.record(
+                process=process,
+                type=OpType.INFO,
+                f="create",
+                value=value,
+                error=f"{type(e).__name__}: {e}" if str(e) else "timeout",
+                extra={"node": node},
+            )
+        finally:
+            conn.close()
+
+    # ------------------------------------------------------------ recovery and final state
+
+    def recovered(self, ctx: RunContext) -> bool:
+        c = etcd.client(ctx, timeout=2.0)
+        try:
+            for value, _ in c.get_prefix(keys.TASKS_PREFIX):
+                if json.loads(value).get("status") != "completed":
+                    return False
+            for value, _ in c.get_prefix(keys.OUTBOX_PREFIX):
+                if json.loads(value).get("status") != "published":
+                    return False
+        except Exception:
+            return False
+        finally:
+            c.close()
+        try:
+            b = broker.read_broker(nats.url(ctx))
+        except Exception:
+            return False
+        return b["consumer"]["num_ack_pending"] == 0 and b["consumer"]["num_pending"] == 0
+
+    def final_state(self, ctx: RunContext) -> dict[str, Any]:
+        c = etcd.client(ctx, timeout=3.0)
+        try:
+            counter, _ = c.get(keys.COUNTER)
+            tasks = {
+                json.loads(v)["task_id"]: json.loads(v).get("status")
+                for v, _ in c.get_prefix(keys.TASKS_PREFIX)
+            }
+            results = {}
+            for v, meta in c.get_prefix(keys.RESULTS_PREFIX):
+                results[meta.key.decode().rsplit("/", 1)[-1]] = json.loads(v)
+            dedup = sorted(
+                meta.key.decode().rsplit("/", 1)[-1] for _, meta in c.get_prefix(keys.DEDUP_PREFIX)
+            )
+            pending: list[dict[str, Any]] = []
+            published: list[dict[str, Any]] = []
+            for v, _ in c.get_prefix(keys.OUTBOX_PREFIX):
+                entry = json.loads(v)
+                (published if entry.get("status") == "published" else pending).append(entry)
+        finally:
+            c.close()
+        state: dict[str, Any] = {
+            "counter": int(counter) if counter is not None else None,
+            "tasks": tasks,
+            "results": results,
+            "dedup": dedup,
+            "outbox": {"pending": pending, "published": published},
+        }
+        try:
+            state.update(broker.read_broker(nats.url(ctx)))
+        except Exception as e:
+            state["broker_error"] = f"{type(e).__name__}: {e}"
+        return state
+
+    # ------------------------------------------------------------ checks
+
+    def check(self, run: StoredRun) -> list[CheckResult]:
+        return checkers.check_all(run)
+
+    def lab_report(self, run: StoredRun, results: list[CheckResult]) -> dict[str, Any]:
+        return lab_report.scenario_report(run, results)
+
+
+def busy_worker(ctx: RunContext) -> Any:
+    """The worker that has been computing longest on a delivery it has not committed or ACKed."""
+    from chaos.nemesis.base import Target
+
+    last: dict[tuple[str, int | None], Any] = {}
+    for e in ctx.events.snapshot():
+        if e.component == "worker" and e.kind in {
+            "delivery",
+            "compute",
+            "commit",
+            "suppressed",
+            "ack",
+            "crash",
+            "protocol-error",
+        }:
+            last[(e.node, e.pid)] = e
+    busy = sorted((e for e in last.values() if e.kind == "compute"), key=lambda e: e.time)
+    for e in busy:
+        if ctx.cluster.pid(e.node, "worker") == e.pid and (
+            ctx.cluster.process_state(e.node, "worker") != "T"
+        ):
+            return Target(node=e.node, process="worker")
+    return None

@@ -1,0 +1,99 @@
+"""A 3-member (one per node) etcd cluster, started from the etcd binary in the node image."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import etcd3
+
+from chaos.orchestrator.context import RunContext
+from chaos.orchestrator.supervisor import ProcessSpec
+
+CLIENT_PORT = 2379
+PEER_PORT = 2380
+
+
+def endpoints(ctx: RunContext) -> list[str]:
+    return [f"{ctx.cluster.address(n)}:{CLIENT_PORT}" for n in ctx.cluster.nodes]
+
+
+def process(ctx: RunContext, node: str) -> ProcessSpec:
+    addr = ctx.cluster.address(node)
+    initial = ",".join(
+        f"{n}=http://{ctx.cluster.address(n)}:{PEER_PORT}" for n in ctx.cluster.nodes
+    )
+    return ProcessSpec(
+        node=node,
+        name="etcd",
+        role="etcd",
+        argv=[
+            "etcd",
+            "--name", node,
+            "--data-dir", "/data/etcd",
+            "--listen-client-urls", f"http://0.0.0.0:{CLIENT_PORT}",
+            "--advertise-client-urls", f"http://{addr}:{CLIENT_PORT}",
+            "--listen-peer-urls", f"http://0.0.0.0:{PEER_PORT}",
+            "--initial-advertise-peer-urls", f"http://{addr}:{PEER_PORT}",
+            "--initial-cluster", initial,
+            "--initial-cluster-state", "new",
+            "--initial-cluster-token", f"chaos-{ctx.cluster.run_id}",
+            # a short election timeout keeps recovery after a pause or partition within seconds
+            "--heartbeat-interval", "100",
+            "--election-timeout", "1000",
+            "--log-level", "warn",
+        ],
+    )  # fmt: skip
+
+
+def client(ctx: RunContext, timeout: float = 3.0) -> Any:
+    eps = [
+        etcd3.Endpoint(ctx.cluster.address(n), CLIENT_PORT, secure=False, time_retry=1.0)
+        for n in ctx.cluster.nodes
+    ]
+    return etcd3.MultiEndpointEtcd3Client(eps, timeout=timeout, failover=True)
+
+
+def member_client(ctx: RunContext, node: str, timeout: float = 2.0) -> Any:
+    return etcd3.client(ctx.cluster.address(node), CLIENT_PORT, timeout=timeout)
+
+
+def deploy(ctx: RunContext, wait: float = 30.0) -> None:
+    for node in ctx.cluster.nodes:
+        ctx.supervisor.start_process(process(ctx, node))
+    deadline = time.monotonic() + wait
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            ok = 0
+            for node in ctx.cluster.nodes:
+                c = member_client(ctx, node)
+                try:
+                    c.get("/chaos/health")
+                    ok += 1
+                finally:
+                    c.close()
+            if ok == len(ctx.cluster.nodes):
+                return
+        except Exception as e:  # members still electing
+            last = e
+        time.sleep(0.1)
+    raise RuntimeError(f"etcd cluster not healthy after {wait}s: {last}")
+
+
+def leader(ctx: RunContext) -> str | None:
+    """The node whose member is the current leader, or None when no member answers."""
+    for node in ctx.cluster.nodes:
+        try:
+            c = member_client(ctx, node, timeout=1.0)
+            try:
+                st = c.status()
+                lid = st.leader.id
+                for m in c.members:
+                    if m.id == lid:
+                        return str(m.name)
+            finally:
+                c.close()
+        except Exception:
+            continue
+    return None
