@@ -153,6 +153,7 @@ async def relay_one(ctx: Context, store: Store, nc: Any, js: Any, entry: dict[st
             compare=[store.unchanged(keys.outbox(event_id), rev)],
             success=[store.put(keys.outbox(event_id), {**cur, "attempts": attempt})],
         )
+        ctx.hooks.hold("publish", task_id=task_id, event_id=event_id)
         ctx.hooks.crash_if_armed(RELAY_CRASH, task_id=task_id, event_id=event_id)
         payload = json.dumps(
             {"event_id": event_id, "task_id": task_id, "amount": entry["amount"]}
@@ -233,6 +234,10 @@ class _Delivery:
         )
 
     def before_commit(self) -> None:
+        # a trigger may stop this worker here: after its delivery, right before it commits
+        self._ctx.hooks.hold(
+            "commit", task_id=self._event["task_id"], event_id=self._event["event_id"]
+        )
         # the crash point sits between the two steps, whichever order a solution uses
         if self.acked:
             self._ctx.hooks.crash_if_armed(
