@@ -23,6 +23,15 @@ def fmt_value(v: Any, limit: int = 400) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
+def as_text(v: Any) -> str:
+    """A spec field for a sentence or a command line: lists (``nemesis: [pause, kill]``) joined."""
+    if isinstance(v, list | tuple):
+        return ",".join(as_text(x) for x in v)
+    if v is None:
+        return ""
+    return v if isinstance(v, str) else fmt_value(v)
+
+
 def fmt_time(t: float) -> str:
     return f"{t:.3f} s"
 

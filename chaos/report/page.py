@@ -1,0 +1,247 @@
+"""``render(run_dir)``: one self-contained HTML page per run, verdict first.
+
+Every section is built independently and a section that fails becomes a visible note instead of a
+traceback: a report is most needed for exactly the runs whose data is odd.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import traceback
+from collections.abc import Callable
+from functools import partial
+from importlib import resources
+from pathlib import Path
+
+import chaos
+from chaos.report.clientops import ClientOp, client_ops
+from chaos.report.faults import FaultBand, fault_bands
+from chaos.report.html import as_text, e, kv_table, section, table
+from chaos.report.lease import find_unsafe_leases
+from chaos.report.loading import RunData, load
+from chaos.report.plots import Plot, make_plots
+from chaos.report.sections import (
+    anomaly_task,
+    anomaly_title,
+    checker_results,
+    checkers_table,
+    lab_report_table,
+    lease_section,
+    missing_notice,
+    params_section,
+    plots_section,
+    problems_section,
+    verdict_block,
+)
+from chaos.report.sequence import sequence_svg, step_rows
+from chaos.report.tasks import TaskIndex, TaskView
+from chaos.report.timeline import timeline_data, timeline_html
+
+MAX_DIAGRAMS = 12
+REPORT_NAME = "report.html"
+
+
+def _safe(title: str, build: Callable[[], str]) -> str:
+    try:
+        return build()
+    except Exception as x:  # one odd field must not cost the reader the rest of the page
+        detail = "".join(traceback.format_exception_only(x)).strip()
+        return (
+            f'<div class="notice">The {e(title)} section could not be drawn: '
+            f"<code>{e(detail)}</code></div>"
+        )
+
+
+def _file_name(task_id: str) -> str:
+    return "sequence-" + re.sub(r"[^A-Za-z0-9_.-]", "_", task_id)[:80] + ".svg"
+
+
+class _Page:
+    def __init__(self, run: RunData) -> None:
+        self.run = run
+        self.end = run.end_time
+        self.ops: list[ClientOp] = client_ops(run.history, self.end)
+        self.bands: list[FaultBand] = fault_bands(run.history, self.end)
+        self.tasks = TaskIndex(run.events, self.ops, self.bands)
+        self.plots: list[Plot] = []
+        self.sections: list[tuple[str, str, str]] = []
+
+    def add(self, sid: str, title: str, build: Callable[[], str]) -> None:
+        body = _safe(title, build)
+        if body:
+            self.sections.append((sid, title, body))
+
+    def diagram(self, view: TaskView, caption: str) -> str:
+        svg = sequence_svg(view, caption)
+        plots = self.run.path / "plots"
+        try:
+            plots.mkdir(exist_ok=True)
+            (plots / _file_name(view.task_id)).write_text(svg, encoding="utf-8")
+        except OSError:
+            pass  # the page itself carries the diagram; a read-only store only loses the file copy
+        rows = step_rows(view)
+        chain = table(["time (s)", "where", "event", "data"], rows) if rows else ""
+        return (
+            f'<div class="seq-wrap">{svg}</div>'
+            f"<details><summary>events of task {e(view.task_id)}</summary>{chain}</details>"
+        )
+
+    def anomalies(self) -> str:
+        out: list[str] = []
+        drawn = 0
+        rest: list[list[str]] = []
+        for r in checker_results(self.run):
+            for a in r.get("anomalies") or []:
+                if not isinstance(a, dict):
+                    a = {"value": a}
+                tid = anomaly_task(a)
+                if drawn >= MAX_DIAGRAMS:
+                    rest.append([str(r.get("checker", "?")), anomaly_title(a)])
+                    continue
+                drawn += 1
+                body = [
+                    f'<div class="anomaly" data-task="{e(tid or "")}">'
+                    f"<h3>{e(r.get('checker', '?'))}: {e(anomaly_title(a))}</h3>",
+                    kv_table({k: v for k, v in a.items() if v != anomaly_title(a)}),
+                ]
+                view = self.tasks.view(tid) if tid else None
+                if view is not None:
+                    body.append(
+                        _safe("sequence diagram", partial(self.diagram, view, f"task {tid}"))
+                    )
+                elif tid:
+                    body.append(f'<p class="muted">No events or ops name task {e(tid)}.</p>')
+                body.append("</div>")
+                out.append("".join(body))
+        if rest:
+            out.append(f"<h3>{len(rest)} more anomalies</h3>" + table(["checker", "anomaly"], rest))
+        return "".join(out)
+
+    def anomaly_tasks(self) -> list[str]:
+        return [
+            t
+            for r in checker_results(self.run)
+            for a in (r.get("anomalies") or [])
+            if isinstance(a, dict) and (t := anomaly_task(a))
+        ]
+
+    def normal_task(self) -> str:
+        tid = self.tasks.normal(self.anomaly_tasks())
+        view = self.tasks.view(tid) if tid else None
+        if view is None:
+            return ""
+        return (
+            f"<p>Task <b>{e(tid)}</b> went the ordinary way — compare its hops with the "
+            "anomaly's.</p>" + self.diagram(view, f"task {tid} (normal)")
+        )
+
+    def excerpt(self) -> str:
+        tid = self.tasks.best_excerpt()
+        view = self.tasks.view(tid) if tid else None
+        if view is None:
+            return ""
+        rows = step_rows(view)
+        return (
+            f"<p>The events of task <b>{e(tid)}</b>, chosen because it shows the most of "
+            "publish → delivery → commit → redelivery → suppression → ACK.</p>"
+            + table(["time (s)", "where", "event", "data"], rows)
+        )
+
+    def timeline(self) -> str:
+        if not self.ops and not self.run.events:
+            return '<p class="muted">No ops and no events were recorded.</p>'
+        return timeline_html(timeline_data(self.ops, self.bands, self.run.events, self.end))
+
+    def plot_section(self) -> str:
+        if not self.ops:
+            return '<p class="muted">No client ops were recorded: nothing to plot.</p>'
+        self.plots = make_plots(self.ops, self.bands, self.run.path / "plots", self.end)
+        return plots_section(self.plots)
+
+    def faults(self) -> str:
+        if not self.bands:
+            return ""
+        rows = [
+            [
+                b.fault_id,
+                b.fault,
+                b.target,
+                f"{b.start:.3f}",
+                "never healed" if b.open else f"{b.end:.3f}",
+                f"{b.end - b.start:.3f}",
+            ]
+            for b in self.bands
+        ]
+        return table(["fault id", "fault", "target", "from (s)", "to (s)", "for (s)"], rows)
+
+
+def build_page(run: RunData) -> str:
+    p = _Page(run)
+    lab = run.lab
+    p.add("checkers", "Checkers", lambda: checkers_table(run))
+    p.add("anomalies", "Anomalies and their evidence", p.anomalies)
+    if lab == "lab1" or any(ev.kind == "lock-acquired" for ev in run.events):
+        p.add(
+            "lease", "Unsafe lease", lambda: lease_section(find_unsafe_leases(run.events, p.bands))
+        )
+    if p.tasks.events_by_task:
+        p.add("normal", "A normal task, for comparison", p.normal_task)
+    p.add("timeline", "Timeline", p.timeline)
+    p.add("faults", "Faults injected", p.faults)
+    p.add("plots", "Latency and throughput", p.plot_section)
+    if run.lab_report or lab == "lab3":
+        p.add(
+            "lab-report",
+            "Lab report",
+            lambda: (
+                lab_report_table(run.lab_report)
+                or '<p class="muted">lab-report.json is missing.</p>'
+            ),
+        )
+    if p.tasks.events_by_task:
+        p.add("excerpt", "Event excerpt of one task", p.excerpt)
+    if run.final:
+        p.add("final", "Final state", lambda: kv_table(run.final))
+    p.add("params", "Parameters and reproduction", lambda: params_section(run))
+    p.add("problems", "Problems reading the run", lambda: problems_section(run))
+
+    css = resources.files("chaos.report").joinpath("assets/report.css").read_text("utf-8")
+    title = f"{lab or 'run'} · {run.name}"
+    spec = run.spec
+    sub = " · ".join(
+        f"{k} {as_text(spec[k])}" for k in ("solution", "nemesis", "seed") if as_text(spec.get(k))
+    )
+    nav = "".join(f'<a href="#{e(sid)}">{e(t)}</a>' for sid, t, _ in p.sections)
+    body = "".join(section(sid, t, b) for sid, t, b in p.sections)
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        # No network: everything is inline, and the policy makes a stray URL fail loudly.
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "img-src data: 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
+        f"<title>chaos report · {e(title)}</title><style>{css}</style></head><body><main>"
+        f"<h1>chaos report · {e(title)}</h1>"
+        f'<div class="muted">{e(sub)}</div>'
+        + _safe("verdict", lambda: verdict_block(run))
+        + missing_notice(run)
+        + f"<nav>{nav}</nav>"
+        + body
+        + f'<p class="muted">Rendered {e(stamp)} by chaos {e(chaos.__version__)} from '
+        f"<code>{e(run.path)}</code>.</p></main></body></html>\n"
+    )
+
+
+def render(run_dir: Path) -> Path:
+    """Write ``run_dir/report.html`` (and ``run_dir/plots/``) and return the page's path."""
+    run = load(Path(run_dir))
+    page = build_page(run)
+    out = run.path / REPORT_NAME
+    # Written aside then renamed: ``chaos serve`` may be sending the old page while this runs.
+    tmp = out.with_name(f".{REPORT_NAME}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    tmp.write_text(page, encoding="utf-8")
+    os.replace(tmp, out)
+    return out

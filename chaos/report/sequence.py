@@ -1,0 +1,329 @@
+"""A per-task sequence diagram (inline SVG): lanes for the client, the API, etcd, the relay, the
+broker and each worker replica; one arrow per hop; crashes as marks; nemesis intervals as bands
+across the lanes of the process or node they hit.
+
+Rows follow the order of events rather than a linear time axis: a task's hops are milliseconds
+apart while the fault that matters lasts seconds, and a linear scale would stack the hops on top
+of each other. Each row carries its time, and long gaps are marked.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_left
+from dataclasses import dataclass
+from typing import Any
+
+from chaos.histories.ops import Event
+from chaos.report.faults import FaultBand
+from chaos.report.html import e
+from chaos.report.tasks import TaskView
+
+LEFT = 96
+LANE_W = 150
+TOP = 46
+ROW_H = 26
+MAX_ROWS = 160
+GAP = 1.0  # seconds of silence worth marking in a diagram
+BROKER_PROCESSES = ("nats", "nats-server", "broker", "jetstream")
+
+INK = "#222"
+OK_COLOUR = "#2b7a3d"
+BAD_COLOUR = "#c62828"
+SOFT = "#5c6bc0"
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    time: float
+    src: str
+    dst: str | None  # None: a note on ``src`` rather than an arrow
+    label: str
+    colour: str = INK
+    dashed: bool = False
+    mark: str = ""  # "x" crash / lost message, "d" fault point
+    tip: str = ""
+
+
+def _lane(ev: Event) -> str:
+    return f"{ev.component}@{ev.node}"
+
+
+def _steps(view: TaskView) -> list[Step]:
+    steps: list[Step] = []
+    api_of_task = next((_lane(x) for x in view.events if x.component == "api"), "api")
+    commits = 0
+    for op in view.ops:
+        api = f"api@{op.node}" if op.node else api_of_task
+        args = op.value if isinstance(op.value, dict) else {}
+        shown = ", ".join(f"{k}={v}" for k, v in args.items() if k != "task_id")
+        steps.append(
+            Step(op.start, "client", api, f"{op.f}({shown})", tip=json.dumps(op.value, default=str))
+        )
+        if not op.completed:
+            continue
+        colour = {"ok": OK_COLOUR, "fail": BAD_COLOUR}.get(op.type, "#b26a00")
+        what = op.type if not op.error else f"{op.type}: {op.error}"
+        steps.append(
+            Step(
+                op.end,
+                api,
+                "client",
+                what,
+                colour=colour,
+                dashed=op.type != "ok",
+                tip=json.dumps(op.result, default=str),
+            )
+        )
+    for ev in view.events:
+        lane, d = _lane(ev), ev.data
+        tip = json.dumps(ev.to_json(), default=str)
+        k = ev.kind
+        if k == "task-accepted":
+            steps.append(Step(ev.time, lane, "etcd", "txn: task + idem + outbox", tip=tip))
+        elif k == "publish":
+            attempt = d.get("attempt")
+            verb = "republish" if isinstance(attempt, int) and attempt > 1 else "publish"
+            seq = f" → seq {d['stream_seq']}" if d.get("stream_seq") is not None else ""
+            n = f" #{attempt}" if attempt is not None else ""
+            steps.append(Step(ev.time, lane, "broker", f"{verb}{n}{seq}", tip=tip))
+        elif k == "publish-ack-lost":
+            steps.append(
+                Step(ev.time, "broker", lane, "publish ACK lost", BAD_COLOUR, True, "x", tip)
+            )
+        elif k == "marked-published":
+            steps.append(Step(ev.time, lane, "etcd", "mark outbox published", tip=tip))
+        elif k == "delivery":
+            num = d.get("num_delivered")
+            verb = "redeliver" if isinstance(num, int) and num > 1 else "deliver"
+            n = f" #{num}" if num is not None else ""
+            steps.append(Step(ev.time, "broker", lane, f"{verb}{n}", SOFT, tip=tip))
+        elif k == "commit":
+            commits += 1
+            parts = []
+            if d.get("amount") is not None:
+                parts.append(f"+{d['amount']}")
+            if d.get("counter") is not None:
+                parts.append(f"counter={d['counter']}")
+            label = "commit " + " ".join(parts)
+            if commits > 1:
+                steps.append(Step(ev.time, lane, "etcd", f"⚠ {label} AGAIN", BAD_COLOUR, tip=tip))
+            else:
+                steps.append(Step(ev.time, lane, "etcd", label, OK_COLOUR, tip=tip))
+        elif k == "suppressed":
+            steps.append(
+                Step(ev.time, lane, "etcd", "dedup hit: suppressed", OK_COLOUR, True, tip=tip)
+            )
+        elif k == "ack":
+            steps.append(Step(ev.time, lane, "broker", "ACK", tip=tip))
+        elif k == "crash":
+            fault = d.get("fault")
+            label = f"crash ({fault})" if fault else "crash"
+            steps.append(Step(ev.time, lane, None, label, BAD_COLOUR, mark="x", tip=tip))
+        elif k == "fault-point":
+            label = f"fault point {d.get('point', '')}".strip()
+            steps.append(Step(ev.time, lane, None, label, "#6a1b9a", mark="d", tip=tip))
+        else:
+            steps.append(Step(ev.time, lane, None, k, "#555", tip=tip))
+    steps.sort(key=lambda s: s.time)
+    return steps
+
+
+def _lanes(steps: list[Step]) -> list[str]:
+    used = {s.src for s in steps} | {s.dst for s in steps if s.dst}
+
+    def rank(lane: str) -> tuple[int, str]:
+        comp = lane.split("@")[0]
+        order = {"client": 0, "api": 1, "etcd": 2, "relay": 3, "broker": 4, "worker": 5}
+        return order.get(comp, 6), lane
+
+    return sorted(used, key=rank)
+
+
+def _band_lanes(band: FaultBand, lanes: list[str]) -> list[str]:
+    hit = []
+    for lane in lanes:
+        comp, _, node = lane.partition("@")
+        if lane == "etcd":
+            ok = band.process == "etcd"
+        elif lane == "broker":
+            ok = band.process in BROKER_PROCESSES
+        elif lane == "client":
+            ok = False
+        else:
+            node_ok = not band.nodes or node in band.nodes
+            proc_ok = band.process is None or band.process.startswith(comp)
+            ok = node_ok and proc_ok and bool(band.nodes or band.process)
+        if ok:
+            hit.append(lane)
+    return hit
+
+
+def sequence_svg(view: TaskView, title: str = "") -> str:
+    steps = _steps(view)
+    truncated = len(steps) > MAX_ROWS
+    steps = steps[:MAX_ROWS]
+    lanes = _lanes(steps) or ["client"]
+    t0 = steps[0].time if steps else view.start
+    t1 = steps[-1].time if steps else view.end
+    # Band boundaries inside the window become rows of their own, so a reader sees exactly where
+    # the pause began and ended among the task's hops.
+    rows: list[tuple[float, Step | None, str]] = [(s.time, s, "") for s in steps]
+    for b in view.bands:
+        if t0 <= b.start <= t1:
+            rows.append((b.start, None, f"⚡ {b.label} begins"))
+        if t0 <= b.end <= t1 and not b.open:
+            rows.append((b.end, None, f"⚡ {b.label} healed"))
+    rows.sort(key=lambda r: (r[0], r[1] is not None))
+
+    x_of = {lane: LEFT + i * LANE_W + LANE_W // 2 for i, lane in enumerate(lanes)}
+    # A long quiet stretch gets extra room for its "+4.68 s" mark.
+    ys: list[float] = []
+    y = float(TOP)
+    for i, r in enumerate(rows):
+        y += ROW_H * (1.6 if i and r[0] - rows[i - 1][0] >= GAP else 1)
+        ys.append(y)
+    height = int(y + ROW_H + 10)
+    width = LEFT + len(lanes) * LANE_W + 10
+    times = [r[0] for r in rows]
+
+    def y_at(t: float) -> float:
+        if not rows or t <= times[0]:
+            return TOP + 4 if not rows or t < times[0] else ys[0]
+        if t >= times[-1]:
+            return ys[-1] if t == times[-1] else height - 6
+        i = bisect_left(times, t)
+        if times[i] == t:
+            return ys[i]
+        a, b = times[i - 1], times[i]
+        return ys[i - 1] + (ys[i] - ys[i - 1]) * (t - a) / (b - a)
+
+    out: list[str] = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="seq" data-task="{e(view.task_id)}" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        f'font-family="system-ui,sans-serif" font-size="11">',
+        f"<title>{e(title or 'task ' + view.task_id)}</title>",
+        _markers({s.colour for s in steps}),
+        f'<rect width="{width}" height="{height}" fill="#fff"/>',
+    ]
+    for b in view.bands:
+        y0, y1 = y_at(b.start), y_at(b.end)
+        hit = _band_lanes(b, lanes)
+        xs = [(x_of[lane] - LANE_W // 2 + 4, LANE_W - 8) for lane in hit] or [(4, LEFT - 12)]
+        tip = f"{b.label} ({b.fault_id}) {b.start:.3f} to {b.end:.3f} s" + (
+            " never healed" if b.open else ""
+        )
+        for x, w in xs:
+            out.append(
+                f'<rect x="{x}" y="{y0:.1f}" width="{w}" height="{max(y1 - y0, 3):.1f}" '
+                f'fill="{b.colour}" fill-opacity="0.35" stroke="{b.colour}">'
+                f"<title>{e(tip)}</title></rect>"
+            )
+            if hit and y1 - y0 > 14:
+                out.append(
+                    f'<text x="{x + w - 4}" y="{y0 + 12:.1f}" text-anchor="end" font-size="10" '
+                    f'fill="#7a4a00">{e(b.fault)}</text>'
+                )
+    for lane, x in x_of.items():
+        out.append(
+            f'<line x1="{x}" y1="{TOP - 8}" x2="{x}" y2="{height - 6}" stroke="#bbb" '
+            'stroke-dasharray="2,3"/>'
+        )
+        out.append(
+            f'<rect x="{x - 62}" y="6" width="124" height="24" rx="4" fill="#eef2f7" '
+            'stroke="#8fa3bf"/>'
+            f'<text x="{x}" y="22" text-anchor="middle" font-weight="600">{e(lane)}</text>'
+        )
+    prev_t: float | None = None
+    for (t, step, label), y in zip(rows, ys, strict=True):
+        if prev_t is not None and t - prev_t >= GAP:
+            mid = y - ROW_H * 0.8
+            out.append(
+                f'<line x1="4" x2="{width - 4}" y1="{mid:.1f}" y2="{mid:.1f}" '
+                'stroke="#ccc" stroke-dasharray="6,4"/>'
+                f'<text x="{LEFT - 6}" y="{mid + 3:.1f}" fill="#888" font-size="10" '
+                f'text-anchor="end" paint-order="stroke" stroke="#fff" stroke-width="3">'
+                f"+{t - prev_t:.2f} s</text>"
+            )
+        prev_t = t
+        out.append(f'<text x="6" y="{y + 4}" fill="#666">{t:.3f} s</text>')
+        if step is None:
+            out.append(
+                f'<text x="{LEFT}" y="{y + 4}" fill="#8a4b00" font-style="italic">{e(label)}</text>'
+            )
+            continue
+        out.append(_draw(step, x_of, y))
+    if truncated:
+        out.append(
+            f'<text x="{LEFT}" y="{height - 4}" fill="#c62828">… more events not shown</text>'
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _marker_id(colour: str) -> str:
+    return "seq-ah-" + colour.lstrip("#")
+
+
+def _markers(colours: set[str]) -> str:
+    # One arrowhead per colour: ``context-stroke`` would be shorter but older browsers ignore it.
+    # Ids repeat across diagrams of one page with identical content, which is harmless.
+    marks = "".join(
+        f'<marker id="{_marker_id(c)}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
+        f'markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="{c}"/>'
+        "</marker>"
+        for c in sorted(colours)
+    )
+    return f"<defs>{marks}</defs>"
+
+
+def _draw(s: Step, x_of: dict[str, int], y: float) -> str:
+    x1 = x_of[s.src]
+    tip = f"<title>{e(s.tip)}</title>" if s.tip else ""
+    halo = 'paint-order="stroke" stroke="#fff" stroke-width="3"'
+    if s.dst is None or s.dst == s.src:
+        mark = ""
+        if s.mark == "x":
+            mark = (
+                f'<path d="M{x1 - 6},{y - 6}L{x1 + 6},{y + 6}M{x1 - 6},{y + 6}L{x1 + 6},{y - 6}" '
+                f'stroke="{s.colour}" stroke-width="3"/>'
+            )
+        else:
+            shape = f"M{x1},{y - 6}L{x1 + 6},{y}L{x1},{y + 6}L{x1 - 6},{y}z"
+            mark = f'<path d="{shape}" fill="{s.colour}"/>'
+        return (
+            f'<g>{tip}{mark}<text x="{x1 + 10}" y="{y + 4}" fill="{s.colour}" {halo}>'
+            f"{e(s.label)}</text></g>"
+        )
+    x2 = x_of[s.dst]
+    dash = ' stroke-dasharray="5,3"' if s.dashed else ""
+    end = x2 - 3 if x2 > x1 else x2 + 3
+    lost = ""
+    if s.mark == "x":
+        # The message never arrived: stop the arrow halfway and cross it out.
+        end = (x1 + x2) // 2
+        lost = (
+            f'<path d="M{end - 5},{y - 5}L{end + 5},{y + 5}M{end - 5},{y + 5}L{end + 5},{y - 5}" '
+            f'stroke="{s.colour}" stroke-width="2"/>'
+        )
+        head = ""
+    else:
+        head = f' marker-end="url(#{_marker_id(s.colour)})"'
+    mid = (x1 + x2) / 2
+    return (
+        f'<g>{tip}<line x1="{x1}" y1="{y}" x2="{end}" y2="{y}" stroke="{s.colour}" '
+        f'stroke-width="1.5"{dash}{head}/>{lost}'
+        f'<text x="{mid:.1f}" y="{y - 4}" text-anchor="middle" fill="{s.colour}" {halo}>'
+        f"{e(s.label)}</text></g>"
+    )
+
+
+def step_rows(view: TaskView) -> list[list[Any]]:
+    """The same hops as a table: time, where, kind, what (the lab's event excerpt)."""
+    rows: list[list[Any]] = []
+    for ev in view.events:
+        detail = dict(ev.data)
+        if ev.event_id:
+            detail = {"event_id": ev.event_id, **detail}
+        rows.append([f"{ev.time:.3f}", _lane(ev), ev.kind, detail or ""])
+    return rows
