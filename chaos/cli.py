@@ -346,5 +346,11 @@ def ls(store: Path) -> None:
         )
 
 
+from chaos.report.cli import report_command, serve_command  # noqa: E402
+
+main.add_command(report_command)
+main.add_command(serve_command)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
