@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import IO, Any
 
 import click
 
@@ -23,6 +24,9 @@ class _Failed(click.ClickException):
     def __init__(self, message: str, code: int) -> None:
         super().__init__(message)
         self.exit_code = code
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.secho(f"chaos: {self.message}", fg="red", err=True)
 
 
 @click.command("report")

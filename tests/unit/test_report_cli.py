@@ -1,0 +1,33 @@
+"""``chaos report`` and ``chaos serve`` on the command line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from chaos.cli import main
+from tests.fixtures import synthetic_runs as runs
+
+
+def test_report_renders_offline_and_prints_the_path(tmp_path: Path) -> None:
+    run_dir = runs.invalid_lab3(tmp_path / "store")
+    result = CliRunner().invoke(main, ["report", str(run_dir)])
+    assert result.exit_code == 0, result.output
+    out = Path(result.output.strip())
+    assert out == run_dir.resolve() / "report.html"
+    assert "task t7: counter incremented twice" in out.read_text()
+
+
+def test_report_on_a_folder_that_is_not_a_run_is_a_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["report", str(tmp_path)])
+    assert result.exit_code == 3
+    assert "is not a stored run" in result.output
+
+
+def test_serve_is_wired_with_a_loopback_default() -> None:
+    result = CliRunner().invoke(main, ["serve", "--help"])
+    assert result.exit_code == 0
+    assert "[default: 127.0.0.1]" in result.output and "--store" in result.output
