@@ -290,17 +290,28 @@ def check(path: Path, model: str | None) -> None:
 
 
 @main.command()
-@click.option("--run", "run_id", default=None, help="Only this run id (default: every chaos run).")
-def cleanup(run_id: str | None) -> None:
-    """Remove what crashed runs left: containers, networks, paused processes, partitions."""
+@click.option("--run", "run_id", default=None, help="Only this run id.")
+@click.option(
+    "--all",
+    "all_runs",
+    is_flag=True,
+    help="Also runs whose orchestrator is still alive (default: only orphaned runs).",
+)
+def cleanup(run_id: str | None, all_runs: bool) -> None:
+    """Remove what crashed runs left: containers, networks, paused processes, partitions.
+
+    Only resources labelled as chaos's own are touched, and by default only those of runs whose
+    orchestrator process is gone, so a run going on in another terminal is left alone.
+    """
     from chaos.cluster.base import ClusterError
-    from chaos.cluster.docker import engine, remove_run
+    from chaos.cluster.docker import engine
+    from chaos.orchestrator.reap import reap
 
     try:
         client = engine()
     except ClusterError as e:
         fail(str(e), EXIT_ENV)
-    removed = remove_run(client, run_id)
+    removed = reap(client, run_id=run_id, include_live=all_runs)
     for r in removed:
         click.echo(f"removed {r}")
     click.echo("nothing to clean up" if not removed else f"removed {len(removed)} resource(s)")

@@ -27,6 +27,8 @@ from chaos.cluster.base import ClusterError, ExecResult
 
 LABEL_PROJECT = "chaos.project"
 LABEL_RUN = "chaos.run"
+LABEL_OWNER = "chaos.owner"
+LABEL_LIVE = "chaos.live"
 PROJECT = "chaos"
 SRC_MOUNT = "/opt/chaos-src"
 LIVE_MOUNT = "/chaos"
@@ -73,7 +75,13 @@ class DockerCluster:
 
     @property
     def labels(self) -> dict[str, str]:
-        return {LABEL_PROJECT: PROJECT, LABEL_RUN: self.run_id}
+        # the owner's pid and start time let `chaos cleanup` tell a crashed run from a live one
+        return {
+            LABEL_PROJECT: PROJECT,
+            LABEL_RUN: self.run_id,
+            LABEL_OWNER: owner_token(os.getpid()),
+            LABEL_LIVE: str(self._live),
+        }
 
     # ------------------------------------------------------------ lifecycle
 
@@ -283,6 +291,40 @@ def _same_pidns(a: int, b: int) -> bool:
         return os.readlink(f"/proc/{a}/ns/pid") == os.readlink(f"/proc/{b}/ns/pid")
     except OSError:
         return False
+
+
+def owner_token(pid: int) -> str:
+    """``pid:starttime`` — a pid alone could be reused by another process after a crash."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            stat = fh.read()
+        start = stat[stat.rfind(")") + 2 :].split()[19]
+    except (OSError, IndexError):
+        start = "?"
+    return f"{pid}:{start}"
+
+
+def owner_alive(token: str | None) -> bool:
+    if not token or ":" not in token:
+        return False
+    pid = token.split(":", 1)[0]
+    return pid.isdigit() and owner_token(int(pid)) == token
+
+
+def orphaned_runs(client: docker.DockerClient) -> dict[str, str | None]:
+    """Runs whose orchestrator is gone: run id -> its live folder (where faults.json lives)."""
+    runs: dict[str, str | None] = {}
+    alive: set[str] = set()
+    flt = {"label": [f"{LABEL_PROJECT}={PROJECT}"]}
+    for obj in [*client.containers.list(all=True, filters=flt), *client.networks.list(filters=flt)]:
+        labels = obj.attrs.get("Config", {}).get("Labels") or obj.attrs.get("Labels") or {}
+        rid = labels.get(LABEL_RUN)
+        if rid is None:
+            continue
+        if owner_alive(labels.get(LABEL_OWNER)):
+            alive.add(rid)
+        runs.setdefault(rid, labels.get(LABEL_LIVE))
+    return {r: live for r, live in runs.items() if r not in alive}
 
 
 def remove_run(client: docker.DockerClient, run_id: str | None) -> list[str]:

@@ -15,7 +15,16 @@ from chaos.orchestrator.context import RunContext
 
 
 class FaultPointNemesis:
-    def __init__(self, point: str, *, component: str, crashes: bool, wait: float = 30.0) -> None:
+    def __init__(
+        self,
+        point: str,
+        *,
+        component: str,
+        crashes: bool,
+        wait: float = 30.0,
+        observe: Callable[[RunContext], dict[str, Any]] | None = None,
+    ) -> None:
+        self.observe = observe
         self.name = point
         self.point = point
         self.component = component

@@ -29,6 +29,7 @@ from chaos.nemesis.ledger import FaultLedger
 from chaos.nemesis.registry import make_nemesis
 from chaos.orchestrator.context import RunContext
 from chaos.orchestrator.live import EventTail
+from chaos.orchestrator.reap import reap
 from chaos.orchestrator.spec import TestSpec
 from chaos.orchestrator.supervisor import Supervisor
 from chaos.workloads import registry
@@ -96,6 +97,9 @@ def run_test(
     wl.preflight(spec)
     nemeses = [make_nemesis(n, wl, spec) for n in spec.nemesis]
     client = engine()
+    leftovers = reap(client)
+    if leftovers:
+        progress(f"removed {len(leftovers)} resource(s) left by a crashed earlier run")
     tag = node_image.build_image(client, progress)
 
     run_dir = new_run_dir(store, spec.lab)
