@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from chaos.orchestrator.context import RunContext
@@ -63,6 +64,12 @@ class FaultPointNemesis:
                 "fired_at": round(ev.time, 3),
             }
         )
+        if self.observe is not None:
+            # evidence of the state the fault left, taken before anything recovers it
+            try:
+                fired["at_fire"] = self.observe(ctx)
+            except Exception as e:
+                fired["at_fire"] = {"error": f"{type(e).__name__}: {e}"}
         ctx.progress(f"{self.point} fired on {ev.node} ({ev.component}, task {ev.task_id})")
         if self.crashes:
             # the heal is the restart: wait until the supervisor has the process running again

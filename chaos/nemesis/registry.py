@@ -14,7 +14,9 @@ def make_nemesis(name: str, wl: Any, spec: TestSpec) -> Any:
     points = getattr(wl, "fault_points", {})
     if name in points:
         component, crashes = points[name]
-        return FaultPointNemesis(name, component=component, crashes=crashes)
+        return FaultPointNemesis(
+            name, component=component, crashes=crashes, observe=getattr(wl, "observe", None)
+        )
     if name == "pause":
         duration = spec.pause_duration or spec.ack_wait + 3.0
         once = spec.tasks is None and spec.rate is None

@@ -55,6 +55,20 @@ class Lab3:
     def pause_target(self, ctx: RunContext) -> Any:
         return busy_worker(ctx)
 
+    def observe(self, ctx: RunContext) -> dict[str, Any]:
+        """A quick look at the outbox and the stream, taken the moment a fault point fires."""
+        c = etcd.client(ctx, timeout=2.0)
+        try:
+            entries = [json.loads(v) for v, _ in c.get_prefix(keys.OUTBOX_PREFIX)]
+        finally:
+            c.close()
+        b = broker.read_broker(nats.url(ctx))
+        return {
+            "outbox_pending": sum(1 for e in entries if e.get("status") == "pending"),
+            "outbox_published": sum(1 for e in entries if e.get("status") == "published"),
+            "stream_messages": b["stream"]["messages"],
+        }
+
     def preflight(self, spec: TestSpec) -> None:
         path = solution_path(spec.solution)
         try:
