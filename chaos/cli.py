@@ -24,7 +24,24 @@ EXIT_INTERNAL = 5
 EXIT_INTERRUPTED = 130
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class ChaosGroup(click.Group):
+    """Click exits 2 on a usage error, which is our "unknown" verdict: map it to 3."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            return super().main(*args, **kwargs)
+        except click.exceptions.Exit as e:
+            sys.exit(e.exit_code)
+        except click.ClickException as e:
+            e.show()
+            sys.exit(EXIT_USAGE)
+        except click.exceptions.Abort:
+            click.echo("aborted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+
+
+@click.group(cls=ChaosGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="chaos-orchestrator")
 def main() -> None:
     """A Jepsen-style chaos test orchestrator."""

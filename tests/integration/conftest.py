@@ -36,10 +36,11 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("store")
 
 
-def chaos(*args: str, store: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def chaos(*args: str, store: Path | None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """Run the CLI as a user would, in a subprocess."""
+    extra = ["--store", str(store)] if store is not None else []
     return subprocess.run(
-        [sys.executable, "-m", "chaos.cli", *args, "--store", str(store)],
+        [sys.executable, "-m", "chaos.cli", *args, *extra],
         capture_output=True, text=True, timeout=timeout, cwd=REPO,
     )  # fmt: skip
 
