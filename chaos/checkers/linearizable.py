@@ -1,0 +1,454 @@
+"""Linearizability: Wing & Gong's search with Lowe's just-in-time linearization and memoisation.
+
+The history is split by key (P-compositionality: a history is linearizable iff each key's
+sub-history is), and each key is searched like Porcupine does:
+
+* calls and returns sit in one doubly linked list in history order (arrays of ints, so lifting
+  an op out and putting it back are four list stores — Knuth's dancing links);
+* the search linearizes, at each point, one of the calls that come before the first pending
+  return; reaching a return whose op is not yet linearized means backtracking;
+* a cache of ``(bitmask of linearized ops, model state)`` pairs cuts every branch that reaches a
+  configuration seen before (Lowe's memoisation; the bitmask is a Python int).
+
+Indeterminate ops (``info``, or never completed) have no return: they may be linearized anywhere
+after their invoke or not at all (Knossos' and Porcupine's semantics; their return time is
++infinity), and the search succeeds as soon as every determinate op is linearized. Indeterminate
+reads tell nothing and are dropped before the search; ``fail`` ops did not happen.
+
+The keys' searches run interleaved in small slices, so one illegal key ends the whole check early
+even when another key is expensive; a time limit and a cap on cached states turn a search that
+would run too long into ``unknown``. On failure the evidence names the op that could not be
+linearized and the longest linearizable prefix found, as JSON.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator, Hashable, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
+
+from chaos.checkers.models import MODELS, UNKNOWN, Model, UnknownOp, _show, freeze
+from chaos.checkers.verdict import CheckResult, Verdict
+from chaos.histories.ops import Op, OpType
+
+__all__ = [
+    "DEFAULT_MAX_STATES",
+    "DEFAULT_TIME_LIMIT",
+    "Partition",
+    "check_linearizable",
+    "check_partitions",
+    "prepare",
+]
+
+DEFAULT_TIME_LIMIT = 60.0
+DEFAULT_MAX_STATES = 5_000_000
+PREFIX_SHOWN = 200  # longest-prefix evidence keeps at most this many ops (the tail)
+_SLICE = 4096  # search steps between looks at the clock / switches to another key
+
+_NO_KEY: Any = None
+
+
+@dataclass(slots=True, kw_only=True)
+class Partition:
+    """One key's ops, ready for the search. Op ids are 0..n-1 in invocation order; ``events``
+    lists the nodes in history order, ``2*id`` for a call and ``2*id+1`` for a return
+    (indeterminate ops have no return)."""
+
+    key: Any
+    inputs: list[Any] = field(default_factory=list)
+    outputs: list[Any] = field(default_factory=list)
+    determinate: list[bool] = field(default_factory=list)
+    # determinate ops that leave every state unchanged (reads): forced moves in the search
+    pure: list[bool] = field(default_factory=list)
+    events: list[int] = field(default_factory=list)
+    # (invoke, completion) of each op, for evidence; None for ops built without a history
+    sources: list[tuple[Op, Op | None]] | None = None
+
+
+@dataclass(slots=True)
+class _Outcome:
+    legal: bool
+    states: int
+    longest: list[int]
+    blocked: int = -1  # op that could not be linearized after ``longest``
+    state: Any = None
+
+
+# -------------------------------------------------------------------- preparing
+
+
+def _is_pair(v: Any) -> bool:
+    return isinstance(v, (list, tuple)) and len(v) == 2
+
+
+def _independent(pairs: Sequence[tuple[Op, Op | None]]) -> bool:
+    """Jepsen's independent histories carry ``[key value]`` tuples as values.
+
+    Decided on the whole history: every invoke's value is a pair, and at least one op could not
+    read as anything else (a read invoked with ``[k nil]``, or a cas with ``[k [from to]]``).
+    """
+    telling = False
+    for inv, _ in pairs:
+        v = inv.value
+        if not _is_pair(v):
+            return False
+        if inv.f in ("read", "get") or (inv.f == "cas" and _is_pair(v[1])):
+            telling = True
+    return telling
+
+
+def prepare(history: Sequence[Op], model: Model) -> tuple[list[Partition], dict[str, Any]]:
+    """Pair invokes with completions and split the ops by key into search-ready partitions.
+
+    Raises :class:`ValueError` when an op's ``f`` or value makes no sense to ``model``.
+    """
+    open_: dict[Any, Op] = {}
+    pairs: list[tuple[Op, Op | None]] = []
+    positions: list[tuple[int, int]] = []  # (invoke position, completion position or -1)
+    open_pos: dict[Any, int] = {}
+    slot_of: dict[Any, int] = {}
+    unmatched = 0
+    for pos, op in enumerate(history):
+        if op.process == "nemesis":
+            continue
+        if op.type is OpType.INVOKE:
+            if op.process in open_:
+                # A process invoked again without completing: the earlier op stays open forever.
+                pass
+            open_[op.process] = op
+            open_pos[op.process] = pos
+            slot_of[op.process] = len(pairs)
+            pairs.append((op, None))
+            positions.append((pos, -1))
+        else:
+            inv = open_.pop(op.process, None)
+            if inv is None:
+                unmatched += 1
+                continue
+            slot = slot_of.pop(op.process)
+            pairs[slot] = (inv, op)
+            positions[slot] = (open_pos.pop(op.process), pos)
+
+    independent = _independent(pairs)
+    parts: dict[Any, Partition] = {}
+    nodes: dict[Any, list[tuple[int, int]]] = {}
+    stats: dict[str, Any] = {
+        "ops": 0,
+        "dropped": 0,
+        "indeterminate": 0,
+        "unmatched_completions": unmatched,
+    }
+    for (inv, comp), (ipos, cpos) in zip(pairs, positions, strict=True):
+        typ = comp.type if comp is not None else None
+        if typ is OpType.INFO:
+            typ = None
+        v_in: Any = inv.value
+        v_out: Any = comp.value if comp is not None else None
+        key = inv.extra.get("key", _NO_KEY)
+        if independent:
+            key = v_in[0]
+            v_in = v_in[1]
+            if _is_pair(v_out):
+                v_out = v_out[1]
+        try:
+            enc = model.encode(inv.f, v_in, v_out, typ)
+        except UnknownOp:
+            raise ValueError(
+                f"op {inv.index} has f={inv.f!r}, which the {model.name} model does not know"
+            ) from None
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"op {inv.index}: {e}") from None
+        if enc is None:
+            stats["dropped"] += 1
+            continue
+        inp, out = enc
+        determinate = out is not UNKNOWN
+        read_only = model.read_only(inp, out)
+        if not determinate and read_only:
+            stats["dropped"] += 1
+            continue
+        key = freeze(key)
+        if model.partition is not None:
+            key = (key, model.partition(inp))
+        part = parts.get(key)
+        if part is None:
+            part = parts[key] = Partition(key=key, sources=[])
+            nodes[key] = []
+        i = len(part.inputs)
+        part.inputs.append(inp)
+        part.outputs.append(out)
+        part.determinate.append(determinate)
+        part.pure.append(read_only)
+        assert part.sources is not None
+        part.sources.append((inv, comp))
+        nodes[key].append((ipos, 2 * i))
+        if determinate:
+            nodes[key].append((cpos, 2 * i + 1))
+        stats["ops"] += 1
+        stats["indeterminate"] += not determinate
+    for key, part in parts.items():
+        part.events = [node for _, node in sorted(nodes[key])]
+    stats["keys"] = len(parts)
+    return list(parts.values()), stats
+
+
+# ---------------------------------------------------------------------- search
+
+
+def _search(part: Partition, model: Model) -> Generator[int, None, _Outcome]:
+    """Search one partition; yields its number of cached states every few thousand steps.
+
+    Beyond Lowe's memoisation, one partial-order reduction: an op that never changes the state
+    (a read, a cas that reported its compare failed) and can be linearized now is taken as a
+    forced move. Any linearization that places it later can place it here instead: the states
+    along the rest are the same, and since it is already invoked no real-time order forbids the
+    move. So if the configuration after it fails, the one before fails too, and its other
+    candidates are not tried.
+    """
+    n = len(part.inputs)
+    head, tail = 2 * n, 2 * n + 1
+    nxt = [0] * (2 * n + 2)
+    prv = [0] * (2 * n + 2)
+    order = [head, *part.events, tail]
+    for a, b in pairwise(order):
+        nxt[a] = b
+        prv[b] = a
+    inputs = part.inputs
+    outputs = part.outputs
+    det = part.determinate
+    pure = part.pure
+    step = model.step
+    remaining = sum(det)
+    cache: set[tuple[int, Hashable]] = set()
+    add = cache.add
+    # frames: (call node, state before, linearized before, forced)
+    stack: list[tuple[int, Any, int, bool]] = []
+    push = stack.append
+    pop = stack.pop
+    state: Any = model.init
+    lin = 0
+    longest: list[int] = []
+    blocked = -1
+    blocked_state: Any = state
+    budget = _SLICE
+    if remaining == 0:
+        return _Outcome(True, 0, [])
+    entry = nxt[head]
+    while True:
+        if not entry & 1:  # a call: try to linearize it here
+            op = entry >> 1
+            ok, new = step(state, inputs[op], outputs[op])
+            # An optional (indeterminate) op that leaves the state as it is gains nothing: the
+            # configuration without it can do all the one with it can.
+            if ok and (det[op] or not (new is state or new == state)):
+                new_lin = lin | (1 << op)
+                key = (new_lin, new)
+                if key not in cache:
+                    add(key)
+                    push((entry, state, lin, pure[op]))
+                    state = new
+                    lin = new_lin
+                    a = prv[entry]
+                    b = nxt[entry]
+                    nxt[a] = b
+                    prv[b] = a
+                    if det[op]:
+                        r = entry | 1
+                        a = prv[r]
+                        b = nxt[r]
+                        nxt[a] = b
+                        prv[b] = a
+                        remaining -= 1
+                        if not remaining:
+                            return _Outcome(True, len(cache), [e[0] >> 1 for e in stack])
+                    entry = nxt[head]
+                    budget -= 1
+                    if not budget:
+                        budget = _SLICE
+                        yield len(cache)
+                    continue
+            entry = nxt[entry]
+            continue
+        # A return (or the tail): its op had to be linearized by now. Backtrack, past any
+        # forced moves, to the last free choice and try its next candidate.
+        if len(stack) > len(longest) or blocked < 0:
+            longest = [e[0] >> 1 for e in stack]
+            blocked = entry >> 1
+            blocked_state = state
+        while True:
+            if not stack:
+                return _Outcome(False, len(cache), longest, blocked, blocked_state)
+            entry, state, lin, forced = pop()
+            if det[entry >> 1]:
+                r = entry | 1
+                nxt[prv[r]] = r
+                prv[nxt[r]] = r
+                remaining += 1
+            nxt[prv[entry]] = entry
+            prv[nxt[entry]] = entry
+            if not forced:
+                break
+        entry = nxt[entry]
+        budget -= 1
+        if not budget:
+            budget = _SLICE
+            yield len(cache)
+
+
+@dataclass(slots=True, kw_only=True)
+class PartitionsResult:
+    verdict: Verdict
+    states: int
+    seconds: float
+    failed: Partition | None = None
+    outcome: _Outcome | None = None
+    reason: str = ""
+
+
+def check_partitions(
+    parts: Sequence[Partition],
+    model: Model,
+    *,
+    time_limit: float | None = DEFAULT_TIME_LIMIT,
+    max_states: int | None = DEFAULT_MAX_STATES,
+    clock: Callable[[], float] = time.monotonic,
+) -> PartitionsResult:
+    """Search every partition, interleaved; stop at the first illegal one or at the budget."""
+    t0 = clock()
+    # Small keys first: with interleaving that only changes which key finishes first.
+    order = sorted(range(len(parts)), key=lambda i: len(parts[i].inputs))
+    active: list[tuple[int, Generator[int, None, _Outcome]]] = [
+        (i, _search(parts[i], model)) for i in order
+    ]
+    sizes = dict.fromkeys(range(len(parts)), 0)
+    finished_states = 0
+    while active:
+        still: list[tuple[int, Generator[int, None, _Outcome]]] = []
+        for i, gen in active:
+            try:
+                sizes[i] = next(gen)
+            except StopIteration as stop:
+                outcome: _Outcome = stop.value
+                sizes[i] = 0
+                finished_states += outcome.states
+                if not outcome.legal:
+                    for _, g in still:
+                        g.close()
+                    states = finished_states + sum(sizes.values())
+                    return PartitionsResult(
+                        verdict=Verdict.INVALID,
+                        states=states,
+                        seconds=clock() - t0,
+                        failed=parts[i],
+                        outcome=outcome,
+                    )
+                continue
+            still.append((i, gen))
+            states = finished_states + sum(sizes.values())
+            reason = ""
+            if max_states is not None and states > max_states:
+                reason = f"explored more than {max_states} states"
+            elif time_limit is not None and clock() - t0 > time_limit:
+                reason = f"ran out of time ({time_limit:g} s)"
+            if reason:
+                for _, g in active:
+                    g.close()
+                return PartitionsResult(
+                    verdict=Verdict.UNKNOWN,
+                    states=states,
+                    seconds=clock() - t0,
+                    reason=reason,
+                )
+        active = still
+    return PartitionsResult(verdict=Verdict.VALID, states=finished_states, seconds=clock() - t0)
+
+
+# ---------------------------------------------------------------------- evidence
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, tuple):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, frozenset):
+        return sorted((_jsonable(x) for x in v), key=repr)
+    return v
+
+
+def _op_evidence(part: Partition, model: Model, i: int) -> dict[str, Any]:
+    d: dict[str, Any] = {"op": model.describe(part.inputs[i], part.outputs[i])}
+    if part.sources is not None:
+        inv, comp = part.sources[i]
+        d["process"] = inv.process
+        d["invoke_index"] = inv.index
+        d["completion_index"] = comp.index if comp is not None else None
+        d["type"] = comp.type.value if comp is not None else "info"
+    return d
+
+
+def _failure(part: Partition, model: Model, outcome: _Outcome) -> dict[str, Any]:
+    prefix = outcome.longest
+    shown = prefix[-PREFIX_SHOWN:]
+    blocked = _op_evidence(part, model, outcome.blocked)
+    return {
+        "type": "nonlinearizable",
+        "key": _jsonable(part.key),
+        "op": blocked,
+        "state": _show(outcome.state),
+        "prefix_length": len(prefix),
+        "prefix_truncated": len(shown) < len(prefix),
+        "prefix": [_op_evidence(part, model, i) for i in shown],
+    }
+
+
+def check_linearizable(
+    history: Sequence[Op],
+    model: Model | str,
+    *,
+    time_limit: float | None = DEFAULT_TIME_LIMIT,
+    max_states: int | None = DEFAULT_MAX_STATES,
+) -> CheckResult:
+    """Is ``history`` linearizable with respect to ``model``? A pure function of the history.
+
+    ``model`` is a :class:`Model` or a name in :data:`chaos.checkers.models.MODELS`.
+    ``time_limit`` (seconds) and ``max_states`` (memoised configurations, about 200 bytes each)
+    bound the search; hitting either gives ``unknown``.
+    """
+    m = MODELS[model]() if isinstance(model, str) else model
+    name = f"linearizable-{m.name}"
+    try:
+        parts, stats = prepare(history, m)
+    except ValueError as e:
+        return CheckResult(checker=name, verdict=Verdict.UNKNOWN, summary=f"cannot check: {e}")
+    res = check_partitions(parts, m, time_limit=time_limit, max_states=max_states)
+    stats = {**stats, "states": res.states, "seconds": round(res.seconds, 4)}
+    if res.verdict is Verdict.VALID:
+        summary = f"linearizable: {stats['ops']} ops over {len(parts)} key(s)"
+        if stats["ops"] == 0:
+            return CheckResult(
+                checker=name,
+                verdict=Verdict.UNKNOWN,
+                summary="no client ops to check",
+                stats=stats,
+            )
+        return CheckResult(checker=name, verdict=Verdict.VALID, summary=summary, stats=stats)
+    if res.verdict is Verdict.UNKNOWN:
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.UNKNOWN,
+            summary=f"gave up: {res.reason} before deciding",
+            stats=stats,
+        )
+    assert res.failed is not None and res.outcome is not None
+    evidence = _failure(res.failed, m, res.outcome)
+    where = "" if res.failed.key is None else f" on key {_show(res.failed.key)}"
+    op = evidence["op"]
+    at = f" (op {op['invoke_index']}, process {op['process']})" if "invoke_index" in op else ""
+    summary = (
+        f"not linearizable{where}: {op['op']}{at} cannot be linearized after the "
+        f"longest linearizable prefix of {evidence['prefix_length']} ops"
+    )
+    return CheckResult(
+        checker=name, verdict=Verdict.INVALID, summary=summary, anomalies=[evidence], stats=stats
+    )

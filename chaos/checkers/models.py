@@ -1,0 +1,408 @@
+"""Sequential specifications for the linearizability checker, as plain data.
+
+A :class:`Model` is Porcupine's shape: an initial state, a pure ``step(state, input, output) ->
+(ok, new_state)``, and states that are hashable and compare with ``==`` (the checker memoises on
+them). It also says how a Jepsen op (invoke plus completion) becomes an ``(input, output)`` pair
+(:attr:`Model.encode`), which ops never change the state (:attr:`Model.read_only`: an
+indeterminate read tells nothing, so the checker drops it; a determinate one commutes with
+everything, which the search exploits), and how to describe an op in evidence.
+
+Indeterminate ops (``info``, or an invoke that never completed) reach ``step`` with the output
+:data:`UNKNOWN`: the op may have taken effect with any result, or not at all (the checker does not
+require it to be linearized). ``fail`` ops did not happen and are dropped by ``encode`` returning
+``None`` — except a failed compare-and-set with no ``error``, which Jepsen's clients (and
+Porcupine's etcd model) report when the compare itself failed: that is an observation that the
+register did not hold the expected value, so ``cas-register`` keeps it with output ``False``.
+
+Keys: when ops carry a key (a ``key`` field, or Jepsen's independent ``[key value]`` tuples), the
+checker splits the history by key and checks each key against a fresh model — the state here is
+always one key's state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from chaos.histories.ops import OpType
+
+__all__ = [
+    "MODELS",
+    "UNKNOWN",
+    "Model",
+    "cas_register",
+    "counter",
+    "freeze",
+    "kv",
+    "queue",
+    "register",
+    "set_model",
+]
+
+
+class _Unknown:
+    """The output of an op whose outcome is unknown (``info`` or never completed)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "?"
+
+    def __reduce__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN: Final = _Unknown()
+
+# encode(f, invoke value, completion value, completion type or None) -> (input, output) | None
+Encoder = Callable[[str, Any, Any, "OpType | None"], "tuple[Any, Any] | None"]
+
+
+class UnknownOp(ValueError):
+    """An op the model has no meaning for (a ``dequeue`` in a register history)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Model:
+    name: str
+    init: Hashable
+    step: Callable[[Any, Any, Any], tuple[bool, Any]]
+    encode: Encoder
+    # True when the op, with this output, leaves every state unchanged (a read; a cas that
+    # reported failure). Indeterminate ones are dropped; determinate ones are forced moves.
+    read_only: Callable[[Any, Any], bool]
+    describe: Callable[[Any, Any], str]
+    # Optional extra split of one key's ops into independent parts (by input); None = no split.
+    partition: Callable[[Any], Hashable] | None = None
+
+
+def freeze(v: Any) -> Any:
+    """A hashable, ``==``-comparable form of a JSON/EDN value (lists become tuples)."""
+    if isinstance(v, (list, tuple)):
+        return tuple(freeze(x) for x in v)
+    if isinstance(v, dict):
+        items = [(freeze(k), freeze(x)) for k, x in v.items()]
+        try:
+            items.sort()
+        except TypeError:
+            items.sort(key=repr)
+        return ("__map__", tuple(items))
+    if isinstance(v, (set, frozenset)):
+        return frozenset(freeze(x) for x in v)
+    return v
+
+
+def _out(typ: OpType | None, value: Any) -> Any:
+    return freeze(value) if typ is OpType.OK else UNKNOWN
+
+
+def _show(v: Any) -> str:
+    if v is None:
+        return "nil"
+    if isinstance(v, tuple) and len(v) == 2 and v[0] == "__map__":
+        return "{" + ", ".join(f"{_show(k)}: {_show(x)}" for k, x in v[1]) + "}"
+    if isinstance(v, tuple):
+        return "[" + " ".join(_show(x) for x in v) + "]"
+    if isinstance(v, frozenset):
+        try:
+            members = sorted(v)
+        except TypeError:
+            members = sorted(v, key=repr)
+        return "#{" + " ".join(_show(x) for x in members) + "}"
+    return repr(v)
+
+
+# ----------------------------------------------------------------- registers
+
+READ, WRITE, CAS = 0, 1, 2
+_REGISTER_F = {"read": READ, "get": READ, "write": WRITE, "put": WRITE, "cas": CAS}
+
+
+def _register_encode(with_cas: bool) -> Encoder:
+    def encode(f: str, v_in: Any, v_out: Any, typ: OpType | None) -> tuple[Any, Any] | None:
+        code = _REGISTER_F.get(f)
+        if code is None or (code == CAS and not with_cas):
+            raise UnknownOp(f)
+        if typ is OpType.FAIL:
+            return None
+        if code == READ:
+            return (READ, None, None), _out(typ, v_out)
+        if code == WRITE:
+            return (WRITE, freeze(v_in), None), (None if typ is OpType.OK else UNKNOWN)
+        if not isinstance(v_in, (list, tuple)) or len(v_in) != 2:
+            raise ValueError(f"cas value must be [expected new], got {v_in!r}")
+        out = True if typ is OpType.OK else UNKNOWN
+        return (CAS, freeze(v_in[0]), freeze(v_in[1])), out
+
+    return encode
+
+
+def _cas_encode() -> Encoder:
+    plain = _register_encode(True)
+
+    def encode(f: str, v_in: Any, v_out: Any, typ: OpType | None) -> tuple[Any, Any] | None:
+        if typ is OpType.FAIL and _REGISTER_F.get(f) == CAS:
+            enc = plain(f, v_in, v_out, OpType.OK)
+            assert enc is not None
+            return enc[0], False
+        return plain(f, v_in, v_out, typ)
+
+    return encode
+
+
+def _register_step(state: Any, inp: Any, out: Any) -> tuple[bool, Any]:
+    code = inp[0]
+    if code == READ:
+        return (out is UNKNOWN or out == state), state
+    if code == WRITE:
+        return True, inp[1]
+    if state == inp[1]:
+        return out is not False, inp[2]
+    return out is not True, state
+
+
+def _register_describe(inp: Any, out: Any) -> str:
+    code = inp[0]
+    if code == READ:
+        return f"read() -> {'?' if out is UNKNOWN else _show(out)}"
+    if code == WRITE:
+        return f"write({_show(inp[1])})" + (" -> ?" if out is UNKNOWN else "")
+    res = "?" if out is UNKNOWN else ("ok" if out else "fail")
+    return f"cas({_show(inp[1])}, {_show(inp[2])}) -> {res}"
+
+
+def _is_read(inp: Any, out: Any) -> bool:
+    return bool(inp[0] == READ)
+
+
+def _register_read_only(inp: Any, out: Any) -> bool:
+    return bool(inp[0] == READ or (inp[0] == CAS and out is False))
+
+
+def register(init: Any = None) -> Model:
+    """A read/write register (``f`` read or write; ``get``/``put`` also accepted)."""
+    return Model(
+        name="register",
+        init=freeze(init),
+        step=_register_step,
+        encode=_register_encode(False),
+        read_only=_register_read_only,
+        describe=_register_describe,
+    )
+
+
+def cas_register(init: Any = None) -> Model:
+    """A register with compare-and-set (``cas`` value ``[expected new]``), Knossos' cas-register."""
+    return Model(
+        name="cas-register",
+        init=freeze(init),
+        step=_register_step,
+        encode=_cas_encode(),
+        read_only=_register_read_only,
+        describe=_register_describe,
+    )
+
+
+# ----------------------------------------------------------------------- kv
+
+GET, PUT, APPEND = 0, 1, 2
+_KV_F = {"get": GET, "read": GET, "put": PUT, "write": PUT, "append": APPEND}
+_EMPTY = ("", ())
+
+
+def _kv_encode(f: str, v_in: Any, v_out: Any, typ: OpType | None) -> tuple[Any, Any] | None:
+    code = _KV_F.get(f)
+    if code is None:
+        raise UnknownOp(f)
+    if typ is OpType.FAIL:
+        return None
+    if code == GET:
+        return (GET, None), _out(typ, v_out)
+    return (code, freeze(v_in)), (None if typ is OpType.OK else UNKNOWN)
+
+
+def _kv_step(state: Any, inp: Any, out: Any) -> tuple[bool, Any]:
+    code = inp[0]
+    if code == GET:
+        if out is UNKNOWN or out == state:
+            return True, state
+        # An absent key reads as nil in some stores and as the empty value in others.
+        return (state is None and out in _EMPTY), state
+    if code == PUT:
+        return True, inp[1]
+    v = inp[1]
+    if state is None:
+        return True, (v if isinstance(v, str) else (v,))
+    if isinstance(state, str) and isinstance(v, str):
+        return True, state + v
+    if isinstance(state, tuple):
+        return True, (*state, v)
+    return False, state
+
+
+def _kv_describe(inp: Any, out: Any) -> str:
+    code = inp[0]
+    if code == GET:
+        return f"get() -> {'?' if out is UNKNOWN else _show(out)}"
+    name = "put" if code == PUT else "append"
+    return f"{name}({_show(inp[1])})" + (" -> ?" if out is UNKNOWN else "")
+
+
+def kv() -> Model:
+    """A key-value store: get, put and append on each key (keys checked independently).
+
+    ``append`` concatenates strings (Porcupine's kv) or adds an element to a list (Jepsen's
+    append); an absent key reads as nil, ``""`` or ``[]``.
+    """
+    return Model(
+        name="kv",
+        init=None,
+        step=_kv_step,
+        encode=_kv_encode,
+        read_only=lambda inp, out: bool(inp[0] == GET),
+        describe=_kv_describe,
+    )
+
+
+# ---------------------------------------------------------------------- set
+
+ADD = 0
+_SET_F = {"add": ADD, "read": READ}
+
+
+def _set_encode(f: str, v_in: Any, v_out: Any, typ: OpType | None) -> tuple[Any, Any] | None:
+    code = _SET_F.get(f)
+    if code is None:
+        raise UnknownOp(f)
+    if typ is OpType.FAIL:
+        return None
+    if code == ADD:
+        return (ADD, freeze(v_in)), (None if typ is OpType.OK else UNKNOWN)
+    if typ is not OpType.OK:
+        return (READ, None), UNKNOWN
+    if not isinstance(v_out, (list, tuple, set, frozenset)):
+        raise ValueError(f"set read must return a collection, got {v_out!r}")
+    return (READ, None), frozenset(freeze(x) for x in v_out)
+
+
+def _set_step(state: Any, inp: Any, out: Any) -> tuple[bool, Any]:
+    if inp[0] == ADD:
+        return True, (state if inp[1] in state else state | {inp[1]})
+    return (out is UNKNOWN or out == state), state
+
+
+def _set_describe(inp: Any, out: Any) -> str:
+    if inp[0] == ADD:
+        return f"add({_show(inp[1])})" + (" -> ?" if out is UNKNOWN else "")
+    return f"read() -> {'?' if out is UNKNOWN else _show(out)}"
+
+
+def set_model() -> Model:
+    """A set with ``add x`` and ``read`` (returns every member)."""
+    return Model(
+        name="set",
+        init=frozenset(),
+        step=_set_step,
+        encode=_set_encode,
+        read_only=_is_read,
+        describe=_set_describe,
+    )
+
+
+# -------------------------------------------------------------------- queue
+
+ENQ, DEQ = 0, 1
+_QUEUE_F = {"enqueue": ENQ, "dequeue": DEQ}
+
+
+def _queue_encode(f: str, v_in: Any, v_out: Any, typ: OpType | None) -> tuple[Any, Any] | None:
+    code = _QUEUE_F.get(f)
+    if code is None:
+        raise UnknownOp(f)
+    if typ is OpType.FAIL:
+        return None
+    if code == ENQ:
+        return (ENQ, freeze(v_in)), (None if typ is OpType.OK else UNKNOWN)
+    return (DEQ, None), _out(typ, v_out)
+
+
+def _queue_step(state: Any, inp: Any, out: Any) -> tuple[bool, Any]:
+    if inp[0] == ENQ:
+        return True, (*state, inp[1])
+    if out is UNKNOWN:
+        return True, state[1:]
+    if not state:
+        return out is None, state
+    return out == state[0], state[1:]
+
+
+def _queue_describe(inp: Any, out: Any) -> str:
+    if inp[0] == ENQ:
+        return f"enqueue({_show(inp[1])})" + (" -> ?" if out is UNKNOWN else "")
+    return f"dequeue() -> {'?' if out is UNKNOWN else _show(out)}"
+
+
+def queue() -> Model:
+    """A FIFO queue: ``enqueue x``; ``dequeue`` returns the head, or nil when empty."""
+    return Model(
+        name="queue",
+        init=(),
+        step=_queue_step,
+        encode=_queue_encode,
+        read_only=lambda inp, out: False,
+        describe=_queue_describe,
+    )
+
+
+# ------------------------------------------------------------------ counter
+
+_COUNTER_F = {"add": ADD, "increment": ADD, "inc": ADD, "read": READ}
+
+
+def _counter_encode(f: str, v_in: Any, v_out: Any, typ: OpType | None) -> tuple[Any, Any] | None:
+    code = _COUNTER_F.get(f)
+    if code is None:
+        raise UnknownOp(f)
+    if typ is OpType.FAIL:
+        return None
+    if code == ADD:
+        n = 1 if v_in is None else v_in
+        if not isinstance(n, (int, float)) or isinstance(n, bool):
+            raise ValueError(f"counter add needs a number, got {v_in!r}")
+        return (ADD, n), (None if typ is OpType.OK else UNKNOWN)
+    return (READ, None), _out(typ, v_out)
+
+
+def _counter_step(state: Any, inp: Any, out: Any) -> tuple[bool, Any]:
+    if inp[0] == ADD:
+        return True, state + inp[1]
+    return (out is UNKNOWN or out == state), state
+
+
+def _counter_describe(inp: Any, out: Any) -> str:
+    if inp[0] == ADD:
+        return f"add({_show(inp[1])})" + (" -> ?" if out is UNKNOWN else "")
+    return f"read() -> {'?' if out is UNKNOWN else _show(out)}"
+
+
+def counter() -> Model:
+    """A counter: ``add n`` (``increment`` adds 1) and ``read``."""
+    return Model(
+        name="counter",
+        init=0,
+        step=_counter_step,
+        encode=_counter_encode,
+        read_only=_is_read,
+        describe=_counter_describe,
+    )
+
+
+MODELS: dict[str, Callable[[], Model]] = {
+    "register": register,
+    "cas-register": cas_register,
+    "kv": kv,
+    "set": set_model,
+    "queue": queue,
+    "counter": counter,
+}

@@ -1,0 +1,560 @@
+"""A small EDN reader and writer, enough for Jepsen histories, with no dependency.
+
+EDN maps onto Python as: ``nil``/``true``/``false`` → ``None``/``True``/``False``; integers (``42``,
+``42N``) → ``int``; floats (``1.5``, ``1e3``, ``1.5M``, ``##Inf``) → ``float``; strings → ``str``;
+keywords → :class:`Keyword` (a ``str`` subclass, so ``Keyword("read") == "read"`` and JSON sees a
+string); symbols and characters → ``str``; vectors and lists → ``list``; maps → ``dict``; sets →
+``frozenset``. Map keys and set members that would be lists become tuples, because Python needs
+them hashable. A tagged literal (``#inst "..."``, ``#jepsen.history.Op{...}``) is kept as a
+:class:`Tagged` string holding its source text, so it writes back unchanged; its parsed form is in
+``.value`` (Jepsen sometimes writes ops as tagged records).
+
+Jepsen's ``history.edn`` is either one vector of op maps or one op map per line; :func:`read_history`
+reads both, reports each unreadable op with its line number and keeps going, and
+:func:`write_history` writes one map per line with Jepsen's key names. Times are nanoseconds in EDN
+and seconds in chaos; a time with at most nanosecond precision survives ``read(write(h))``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from chaos.histories.jsonl import LineProblem
+from chaos.histories.ops import NEMESIS, Op, OpType
+
+__all__ = [
+    "EdnError",
+    "Keyword",
+    "Tagged",
+    "dumps",
+    "loads",
+    "op_from_edn",
+    "op_to_edn",
+    "read_history",
+    "read_history_text",
+    "write_history",
+]
+
+
+class EdnError(ValueError):
+    """Text that is not EDN; ``pos`` is the character offset where reading stopped."""
+
+    def __init__(self, message: str, pos: int) -> None:
+        super().__init__(message)
+        self.pos = pos
+
+
+class Keyword(str):
+    """An EDN keyword, without its colon. Compares equal to the plain string of its name."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"Keyword({str.__repr__(self)})"
+
+
+class Tagged(str):
+    """A tagged literal kept as its source text (``#inst "2020-01-01"``); ``value`` is the form."""
+
+    tag: str
+    value: Any
+
+    def __new__(cls, text: str, tag: str, value: Any) -> Tagged:
+        self = super().__new__(cls, text)
+        self.tag = tag
+        self.value = value
+        return self
+
+    def __repr__(self) -> str:
+        return f"Tagged({str.__repr__(self)})"
+
+
+# One token per match. Atoms (numbers, symbols, keywords, nil/true/false) are classified after.
+_DELIM = r"\s,()\[\]{}\";"
+_TOKEN = re.compile(
+    rf"""
+    (?P<ws>(?:[\s,]+|;[^\n]*)+)
+  | (?P<str>"(?:[^"\\]|\\.)*")
+  | (?P<open>\#\{{|[(\[{{])
+  | (?P<close>[)\]}}])
+  | (?P<disc>\#_)
+  | (?P<special>\#\#[^{_DELIM}]*)
+  | (?P<tag>\#[A-Za-z][^{_DELIM}]*)
+  | (?P<char>\\(?:newline|space|tab|return|formfeed|backspace|u[0-9a-fA-F]{{4}}|.))
+  | (?P<atom>[^{_DELIM}\\\#][^{_DELIM}]*)
+    """,
+    re.X | re.S,
+)
+_INT = re.compile(r"[+-]?(?:0|[1-9][0-9]*)N?")
+_FLOAT = re.compile(r"[+-]?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?M?")
+_KEYWORD_NAME = re.compile(r"[A-Za-z*+!\-_?<>=.][A-Za-z0-9*+!\-_?<>=./:#']*")
+_CHARS = {
+    "newline": "\n",
+    "space": " ",
+    "tab": "\t",
+    "return": "\r",
+    "formfeed": "\f",
+    "backspace": "\b",
+}
+_STR_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
+_STR_UNESCAPE = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "b": "\b", "f": "\f"}
+_CLOSER = {"[": "]", "(": ")", "{": "}", "#{": "}"}
+_DISCARDED = object()
+
+
+def _unescape(body: str, pos: int) -> str:
+    if "\\" not in body:
+        return body
+
+    def sub(m: re.Match[str]) -> str:
+        e = m.group(1)
+        if e[0] == "u" and len(e) == 5:
+            return chr(int(e[1:], 16))
+        if e in _STR_UNESCAPE:
+            return _STR_UNESCAPE[e]
+        raise EdnError(f"unknown string escape \\{e}", pos)
+
+    return _STR_ESCAPE.sub(sub, body)
+
+
+def _atom(text: str, pos: int) -> Any:
+    if text == "nil":
+        return None
+    if text == "true":
+        return True
+    if text == "false":
+        return False
+    c = text[0]
+    if c == ":":
+        name = text[1:]
+        if not name or name.startswith(":"):
+            raise EdnError(f"bad keyword {text!r}", pos)
+        return Keyword(name)
+    if c.isdigit() or (c in "+-" and len(text) > 1 and text[1].isdigit()):
+        if _INT.fullmatch(text):
+            return int(text.rstrip("N"))
+        if _FLOAT.fullmatch(text):
+            return float(text.rstrip("M"))
+        raise EdnError(f"bad number {text!r}", pos)
+    return text  # a symbol
+
+
+def _hashable(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, dict):
+        return tuple((_hashable(k), _hashable(x)) for k, x in v.items())
+    if isinstance(v, set):
+        return frozenset(v)
+    return v
+
+
+def _build(kind: str, items: list[Any], pos: int) -> Any:
+    if kind in ("[", "("):
+        return items
+    if kind == "#{":
+        return frozenset(_hashable(x) for x in items)
+    if len(items) % 2:
+        raise EdnError("map literal has an odd number of forms", pos)
+    return {_hashable(items[i]): items[i + 1] for i in range(0, len(items), 2)}
+
+
+def read_form(text: str, pos: int = 0, end: int | None = None) -> tuple[Any, int]:
+    """Read one form starting at ``pos``; return it and the offset just after it.
+
+    Raises :class:`EdnError` (never anything else) on bad or incomplete input, and
+    :class:`EOFError` if there is no form before ``end``. Nesting uses an explicit stack, so deep
+    input cannot overflow Python's recursion limit.
+    """
+    if end is None:
+        end = len(text)
+    match = _TOKEN.match
+    # Each frame is a collection being filled [opener, items, start] or a prefix waiting for the
+    # next form: ("#_",) discards it, ("#", tag, start) wraps it as a tagged literal.
+    stack: list[Any] = []
+    while True:
+        if pos >= end:
+            if stack:
+                raise EdnError("unexpected end of input", end)
+            raise EOFError
+        m = match(text, pos, end)
+        if m is None:
+            c = text[pos]
+            if c == '"':
+                raise EdnError("unterminated string", pos)
+            raise EdnError(f"unexpected character {c!r}", pos)
+        kind = m.lastgroup
+        start = pos
+        pos = m.end()
+        if kind == "ws":
+            continue
+        if kind == "open":
+            stack.append([m.group(), [], start])
+            continue
+        if kind == "disc":
+            stack.append(("#_",))
+            continue
+        if kind == "tag":
+            stack.append(("#", m.group()[1:], start))
+            continue
+        value: Any
+        if kind == "close":
+            if not stack or not isinstance(stack[-1], list):
+                raise EdnError(f"unmatched {m.group()!r}", start)
+            opener, items, ostart = stack.pop()
+            if _CLOSER[opener] != m.group():
+                raise EdnError(f"{opener!r} closed by {m.group()!r}", start)
+            value = _build(opener, items, start)
+            start = ostart
+        elif kind == "str":
+            value = _unescape(m.group()[1:-1], start)
+        elif kind == "atom":
+            value = _atom(m.group(), start)
+        elif kind == "char":
+            body = m.group()[1:]
+            if len(body) == 5 and body[0] == "u":
+                value = chr(int(body[1:], 16))
+            else:
+                value = _CHARS.get(body, body)
+        else:  # special: ##Inf ##-Inf ##NaN
+            name = m.group()[2:]
+            specials = {"Inf": math.inf, "-Inf": -math.inf, "NaN": math.nan}
+            if name not in specials:
+                raise EdnError(f"unknown symbolic value ##{name}", start)
+            value = specials[name]
+        # A complete form: let pending prefixes consume it, then place it.
+        while True:
+            if not stack:
+                if value is _DISCARDED:
+                    break
+                return value, pos
+            top = stack[-1]
+            if isinstance(top, list):
+                if value is not _DISCARDED:
+                    top[1].append(value)
+                break
+            stack.pop()
+            if top[0] == "#_":
+                value = _DISCARDED
+            elif value is not _DISCARDED:
+                value = Tagged(text[top[2] : pos], top[1], value)
+                start = top[2]
+            else:
+                # "#tag #_ x" — the discard left nothing to tag yet; keep waiting.
+                stack.append(top)
+                break
+
+
+def loads(text: str) -> Any:
+    """Read exactly one EDN form from ``text``."""
+    try:
+        value, pos = read_form(text)
+    except EOFError:
+        raise EdnError("no form in input", len(text)) from None
+    m = _TOKEN.match(text, pos)
+    if pos < len(text) and not (m and m.lastgroup == "ws" and m.end() == len(text)):
+        raise EdnError("more than one form in input", pos)
+    return value
+
+
+def iter_forms(text: str) -> Iterator[Any]:
+    pos = 0
+    while True:
+        try:
+            value, pos = read_form(text, pos)
+        except EOFError:
+            return
+        yield value
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _dump_str(s: str) -> str:
+    out = ['"']
+    for ch in s:
+        o = ord(ch)
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif o < 0x20 or o == 0x7F or 0xD800 <= o <= 0xDFFF:
+            out.append(f"\\u{o:04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+_SAFE_STR = re.compile(r'[^"\\\x00-\x1f\x7f\ud800-\udfff]*')
+
+
+def _dump(v: Any, out: list[str]) -> None:
+    if v is None:
+        out.append("nil")
+    elif v is True:
+        out.append("true")
+    elif v is False:
+        out.append("false")
+    elif isinstance(v, Tagged):
+        out.append(str.__str__(v))
+    elif isinstance(v, Keyword):
+        out.append(":" + v if _KEYWORD_NAME.fullmatch(v) else _dump_str(v))
+    elif isinstance(v, str):
+        out.append(f'"{v}"' if _SAFE_STR.fullmatch(v) else _dump_str(v))
+    elif isinstance(v, int):
+        out.append(str(int(v)))
+    elif isinstance(v, float):
+        if math.isnan(v):
+            out.append("##NaN")
+        elif math.isinf(v):
+            out.append("##Inf" if v > 0 else "##-Inf")
+        else:
+            out.append(repr(v))
+    elif isinstance(v, (list, tuple)):
+        out.append("[")
+        for i, x in enumerate(v):
+            if i:
+                out.append(" ")
+            _dump(x, out)
+        out.append("]")
+    elif isinstance(v, dict):
+        out.append("{")
+        for i, (k, x) in enumerate(v.items()):
+            if i:
+                out.append(", ")
+            _dump(k, out)
+            out.append(" ")
+            _dump(x, out)
+        out.append("}")
+    elif isinstance(v, (set, frozenset)):
+        out.append("#{")
+        for i, x in enumerate(v):
+            if i:
+                out.append(" ")
+            _dump(x, out)
+        out.append("}")
+    else:
+        out.append(_dump_str(str(v)))
+
+
+def dumps(value: Any) -> str:
+    """Write ``value`` as EDN. Strings stay strings; only :class:`Keyword` values become keywords."""
+    out: list[str] = []
+    _dump(value, out)
+    return "".join(out)
+
+
+# ---------------------------------------------------------------- histories
+
+_KNOWN = ("index", "time", "type", "process", "f", "value", "error")
+
+
+def op_to_edn(op: Op) -> str:
+    """One op as an EDN map with Jepsen's keys; ``time`` in integer nanoseconds."""
+    parts = [
+        f"{{:index {op.index}",
+        f":time {round(op.time * 1e9)}",
+        f":type :{op.type.value}",
+        ":process :nemesis" if op.process == NEMESIS else f":process {dumps(op.process)}",
+        f":f {dumps(Keyword(op.f))}",
+        f":value {dumps(op.value)}",
+    ]
+    if op.error is not None:
+        parts.append(f":error {dumps(op.error)}")
+    for k, v in op.extra.items():
+        key = dumps(Keyword(k)) if isinstance(k, str) else dumps(k)
+        parts.append(f"{key} {dumps(v)}")
+    return ", ".join(parts) + "}"
+
+
+def op_from_edn(m: Any, position: int) -> Op:
+    """Turn one EDN op map into an :class:`Op`; ``position`` stands in for a missing ``:index``.
+
+    Raises ``ValueError`` with a readable message when the map is not an op.
+    """
+    if isinstance(m, Tagged) and isinstance(m.value, dict):
+        m = m.value  # Jepsen writes some histories as #jepsen.history.Op{...} records
+    if not isinstance(m, dict):
+        raise ValueError(f"not an op map: {dumps(m)[:80]}")
+    for key in ("type", "f", "process"):
+        if key not in m:
+            raise ValueError(f"missing field :{key}")
+    try:
+        typ = OpType(m["type"])
+    except ValueError:
+        raise ValueError(f"invalid :type {dumps(m['type'])}") from None
+    index = m.get("index", position)
+    time_ns = m.get("time", 0)
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise ValueError(f"invalid :index {dumps(index)}")
+    if not isinstance(time_ns, (int, float)) or isinstance(time_ns, bool):
+        raise ValueError(f"invalid :time {dumps(time_ns)}")
+    process = m["process"]
+    if isinstance(process, str):
+        process = str.__str__(process)
+    elif not isinstance(process, int) or isinstance(process, bool):
+        raise ValueError(f"invalid :process {dumps(process)}")
+    f = m["f"]
+    error = m.get("error")
+    if error is not None and not isinstance(error, str):
+        error = dumps(error)
+    return Op(
+        index=index,
+        time=time_ns / 1e9,
+        process=process,
+        type=typ,
+        f=str.__str__(f) if isinstance(f, str) else dumps(f),
+        value=m.get("value"),
+        error=str.__str__(error) if isinstance(error, str) else None,
+        extra={
+            (str.__str__(k) if isinstance(k, str) else k): v
+            for k, v in m.items()
+            if k not in _KNOWN
+        },
+    )
+
+
+def _line_of(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _next_op_start(text: str, pos: int) -> int:
+    """After a broken op, resume at the next line that starts an op (``{`` or ``#``)."""
+    m = re.compile(r"\n[ \t,]*[{#]").search(text, pos)
+    return m.start() + 1 if m else len(text)
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    m = _TOKEN.match(text, pos)
+    return m.end() if m and m.lastgroup == "ws" else pos
+
+
+def _one_op_per_line(text: str, pos: int) -> bool:
+    """True when the first op form ends on the line it starts on (Jepsen's usual layout)."""
+    try:
+        _, end = read_form(text, pos)
+    except (EdnError, EOFError):
+        return True
+    return "\n" not in text[pos:end]
+
+
+def read_history_text(text: str, name: str = "<edn>") -> tuple[list[Op], list[LineProblem]]:
+    """Read ops from EDN text: one vector of op maps, or op maps one after another.
+
+    Files with one op per line (what Jepsen writes) are read line by line, so a broken line costs
+    only itself; pretty-printed files whose maps span lines are read as a stream of forms.
+    """
+    ops: list[Op] = []
+    problems: list[LineProblem] = []
+    ends_cleanly = text.endswith("\n") or not text
+    pos = _skip_ws(text, 0)
+    outer = text.startswith("[", pos)
+    if outer:
+        pos = _skip_ws(text, pos + 1)
+
+    def add(form: Any, line: int) -> None:
+        try:
+            ops.append(op_from_edn(form, len(ops)))
+        except (ValueError, TypeError) as e:
+            problems.append(LineProblem(name, line, str(e)))
+
+    if _one_op_per_line(text, pos):
+        lines = text.split("\n")
+        last = len(lines)
+        while last > 1 and not lines[last - 1].strip():
+            last -= 1
+        first = _line_of(text, pos)
+        closed = not outer
+        for no in range(first, last + 1):
+            line = lines[no - 1]
+            if no == first:
+                line = line[pos - (text.rfind("\n", 0, pos) + 1) :]
+            if outer and no == last:
+                stripped = line.rstrip(" \t\r,;")
+                if stripped.endswith("]"):
+                    line = stripped[:-1]
+                    closed = True
+            p = 0
+            while True:
+                try:
+                    form, p = read_form(line, p)
+                except EOFError:
+                    break
+                except EdnError as e:
+                    truncated = no == last and not ends_cleanly
+                    problems.append(LineProblem(name, no, f"not EDN ({e})", truncated))
+                    break
+                add(form, no)
+        if not closed:
+            truncated = not ends_cleanly
+            problems.append(
+                LineProblem(name, last, "history vector is not closed with ]", truncated)
+            )
+        return ops, problems
+
+    n = len(text)
+    last_line = _line_of(text, n)
+    while pos < n:
+        pos = _skip_ws(text, pos)
+        if pos >= n:
+            break
+        if outer and text.startswith("]", pos):
+            outer = False
+            if text[pos + 1 :].strip(" \t\r\n,"):
+                problems.append(
+                    LineProblem(name, _line_of(text, pos), "text after the history vector's ]")
+                )
+            break
+        start = pos
+        try:
+            form, pos = read_form(text, pos)
+        except EOFError:
+            break
+        except EdnError as e:
+            at = _line_of(text, start)
+            truncated = e.pos >= n and not ends_cleanly and at == last_line
+            msg = f"not EDN ({e}, at line {_line_of(text, e.pos)})"
+            problems.append(LineProblem(name, at, msg, truncated))
+            pos = _next_op_start(text, start)
+            continue
+        add(form, _line_of(text, start))
+    if outer:
+        problems.append(
+            LineProblem(name, last_line, "history vector is not closed with ]", not ends_cleanly)
+        )
+    return ops, problems
+
+
+def read_history(path: Path) -> tuple[list[Op], list[LineProblem]]:
+    """Read a Jepsen ``history.edn``; bytes that are not UTF-8 are reported, not raised."""
+    data = Path(path).read_bytes()
+    text = data.decode("utf-8", errors="replace")
+    ops, problems = read_history_text(text, str(path))
+    if "\ufffd" in text and b"\xef\xbf\xbd" not in data:
+        bad = text.index("\ufffd")
+        problems.insert(0, LineProblem(str(path), _line_of(text, bad), "bytes that are not UTF-8"))
+    return ops, problems
+
+
+def iter_history_lines(history: Iterable[Op]) -> Iterator[str]:
+    for op in history:
+        yield op_to_edn(op) + "\n"
+
+
+def write_history(path: Path, history: Iterable[Op]) -> None:
+    """Write ``history.edn``, one op map per line (readable by Jepsen, Elle and Knossos)."""
+    tmp = Path(path).with_name(Path(path).name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.writelines(iter_history_lines(history))
+    tmp.replace(path)
