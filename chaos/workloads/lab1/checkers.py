@@ -1,0 +1,871 @@
+"""lab1 checkers: pure functions of (history, events, final state) → CheckResult.
+
+- ``no_double_apply``      no change applied twice, per order per night (the lab's acceptance)
+- ``stale_writes``         stale writes rejected (count and which); a stale write the store
+                           accepted, or two grants sharing a token, is invalid
+- ``every_night``          every night reconciled: each order has its change for every night
+                           that had to run, and its balance adds up
+- ``overlapping_holders``  two replicas inside the job body at once — evidence, always valid
+- ``unsafe_lease``         the unsafe-lease timeline (A acquires → A stopped → lease expires →
+                           B acquires and writes → A resumes and writes), told step by step
+
+The final state (see chaos.workloads.lab1.final_state) is the authority on what was applied: a write
+whose outcome the service never learnt (an etcd timeout) is still in it. Events give the times.
+Times in summaries are seconds since the run's origin, the clock of the history and the events.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from chaos.checkers.verdict import CheckResult, Verdict, check_safe
+from chaos.histories.ops import Event, Op
+from chaos.workloads.lab1 import keys
+
+STOP_FAULTS = ("pause", "freeze")
+APPLIED = "applied"
+STALE = "rejected-stale"
+
+
+# ---------------------------------------------------------------- the run's facts
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Stop:
+    """A process (or, for ``freeze``, a whole node) that the nemesis stopped and resumed."""
+
+    fault_id: Any
+    fault: str
+    node: str
+    pid: int | None
+    start: float
+    end: float | None  # None: never resumed
+
+    def hits(self, node: str, pid: int | None) -> bool:
+        return node == self.node and (self.pid is None or pid is None or pid == self.pid)
+
+    def span(self) -> str:
+        end = f"{self.end:.2f} s" if self.end is not None else "the end of the run"
+        return f"{self.start:.2f} s to {end}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "fault_id": self.fault_id,
+            "fault": self.fault,
+            "node": self.node,
+            "pid": self.pid,
+            "start": _r(self.start),
+            "end": _r(self.end),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Grant:
+    """One lock grant and what the job did under it (events of one process with one token)."""
+
+    node: str
+    pid: int | None
+    token: int
+    night: int | None
+    acquired: float
+    ttl: float | None
+    events: tuple[Event, ...]
+
+    @property
+    def expires(self) -> float | None:
+        return self.acquired + self.ttl if self.ttl is not None else None
+
+    def first(self, kind: str, after: float = float("-inf")) -> Event | None:
+        return next((e for e in self.events if e.kind == kind and e.time >= after), None)
+
+    def writes(self, after: float = float("-inf")) -> list[Event]:
+        return [e for e in self.events if e.kind == "write" and e.time >= after]
+
+    def job_span(self, end_of_run: float, stops: Sequence[Stop]) -> tuple[float, float] | None:
+        """From the grant to the end of its job: the holder planned its night under the grant,
+        so a holder stopped before ``job-start`` is already acting on it."""
+        end = self.first("job-end") or self.first("lock-released")
+        if end is not None:
+            return self.acquired, end.time
+        # never ended: a process still stopped is still inside the job; a dead one is not
+        for s in stops:
+            if s.end is None and s.hits(self.node, self.pid) and s.start >= self.acquired:
+                return self.acquired, end_of_run
+        if self.first("job-start") is None:
+            return None  # it died before its job began
+        return self.acquired, self.events[-1].time
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "pid": self.pid,
+            "token": self.token,
+            "night": self.night,
+            "acquired": _r(self.acquired),
+            "expires": _r(self.expires),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Application:
+    """One change the store applied (from the final state, or from an ``applied`` write event)."""
+
+    order: str
+    night: int
+    token: int
+    node: str
+    rev: int | None  # the store's order of application
+    time: float | None  # None: in the final state but the service never reported it
+    pid: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "order": self.order,
+            "night": self.night,
+            "token": self.token,
+            "node": self.node,
+            "time": _r(self.time),
+            "rev": self.rev,
+            "pid": self.pid,
+        }
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 3)
+
+
+def _t(x: float | None) -> str:
+    return f"{x:.2f} s" if x is not None else "an unknown time"
+
+
+def _int(x: Any) -> int | None:
+    try:
+        return int(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def _targets(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, dict):
+        if isinstance(value.get("targets"), list):
+            return [t for t in value["targets"] if isinstance(t, dict)]
+        return [value]
+    if isinstance(value, list):
+        return [t for t in value if isinstance(t, dict)]
+    return []
+
+
+def stops_of(history: Sequence[Op]) -> list[Stop]:
+    """Pause/freeze intervals: from the start's completion to the heal's completion."""
+    starts: dict[Any, Op] = {}
+    heals: dict[Any, Op] = {}
+    for op in history:
+        if not op.is_nemesis or op.extra.get("fault") not in STOP_FAULTS:
+            continue
+        fid = op.extra.get("fault_id")
+        phase = op.extra.get("phase")
+        # the completion comes last; its value names the resolved target and pid
+        if phase == "start":
+            starts[fid] = op
+        elif phase == "heal":
+            heals[fid] = op
+    out = []
+    for fid, s in starts.items():
+        h = heals.get(fid)
+        for t in _targets(s.value):
+            if t.get("node"):
+                out.append(
+                    Stop(
+                        fault_id=fid,
+                        fault=str(s.extra["fault"]),
+                        node=str(t["node"]),
+                        pid=_int(t.get("pid")),
+                        start=s.time,
+                        end=h.time if h is not None else None,
+                    )
+                )
+    return sorted(out, key=lambda s: s.start)
+
+
+def grants_of(events: Sequence[Event]) -> list[Grant]:
+    evs = sorted(events, key=lambda e: e.time)
+    out = []
+    for a in evs:
+        if a.kind != "lock-acquired" or _int(a.data.get("token")) is None:
+            continue
+        token = int(a.data["token"])
+        mine = tuple(
+            e
+            for e in evs
+            if e.node == a.node
+            and e.pid == a.pid
+            and e.time >= a.time
+            and _int(e.data.get("token")) == token
+            and e.kind
+            in ("lock-acquired", "job-start", "write", "job-end", "lock-released", "renewal-failed")
+        )
+        ttl = a.data.get("ttl")
+        out.append(
+            Grant(
+                node=a.node,
+                pid=a.pid,
+                token=token,
+                night=_int(a.data.get("night")),
+                acquired=a.time,
+                ttl=float(ttl) if isinstance(ttl, int | float) else None,
+                events=mine,
+            )
+        )
+    return out
+
+
+def _has_final(final: Mapping[str, Any] | None) -> bool:
+    return bool(final) and isinstance(final.get("orders"), dict)  # type: ignore[union-attr]
+
+
+def applications(events: Sequence[Event], final: Mapping[str, Any] | None) -> list[Application]:
+    """Every applied change, joined with the write event that reported it (for time and pid)."""
+    reported: dict[tuple[str, int, int, str], list[Event]] = defaultdict(list)
+    for e in sorted(events, key=lambda e: e.time):
+        if e.kind == "write" and e.data.get("outcome") == APPLIED:
+            k = (
+                str(e.data.get("order")),
+                _int(e.data.get("night")) or 0,
+                _int(e.data.get("token")) or 0,
+                e.node,
+            )
+            reported[k].append(e)
+    out: list[Application] = []
+    if _has_final(final):
+        assert final is not None
+        for order, row in final["orders"].items():
+            for entry in row.get("applied", []):
+                k = (str(order), int(entry["night"]), int(entry["token"]), str(entry["node"]))
+                ev = reported[k].pop(0) if reported[k] else None
+                out.append(
+                    Application(
+                        order=k[0],
+                        night=k[1],
+                        token=k[2],
+                        node=k[3],
+                        rev=_int(entry.get("rev")),
+                        time=ev.time if ev else None,
+                        pid=ev.pid if ev else None,
+                    )
+                )
+    else:
+        for k, evs in reported.items():
+            for ev in evs:
+                out.append(
+                    Application(
+                        order=k[0],
+                        night=k[1],
+                        token=k[2],
+                        node=k[3],
+                        rev=None,
+                        time=ev.time,
+                        pid=ev.pid,
+                    )
+                )
+    return out
+
+
+def _store_order(a: Application) -> tuple[float, float]:
+    return (
+        a.rev if a.rev is not None else float("inf"),
+        a.time if a.time is not None else float("inf"),
+    )
+
+
+def _paused_before(a: Application, grants: Sequence[Grant], stops: Sequence[Stop]) -> Stop | None:
+    """The stop that froze ``a``'s writer between its grant and this write, if any."""
+    if a.time is None:
+        return None
+    g = next((g for g in grants if g.node == a.node and g.token == a.token), None)
+    since = g.acquired if g is not None else float("-inf")
+    for s in stops:
+        if s.hits(a.node, a.pid) and since <= s.start <= a.time and (s.end or a.time) <= a.time:
+            return s
+    return None
+
+
+def _describe_app(a: Application, grants: Sequence[Grant], stops: Sequence[Stop]) -> str:
+    s = f"by {a.node} with token {a.token} at {_t(a.time)}"
+    p = _paused_before(a, grants, stops)
+    if p is not None:
+        s += f" after {a.node} was paused ({p.span()})"
+    return s
+
+
+def _end_of_run(history: Sequence[Op], events: Sequence[Event]) -> float:
+    times = [op.time for op in history] + [e.time for e in events]
+    return max(times) if times else 0.0
+
+
+# ---------------------------------------------------------------- checkers
+
+
+def no_double_apply(
+    history: Sequence[Op], events: Sequence[Event], final: Mapping[str, Any] | None
+) -> CheckResult:
+    name = "no-double-apply"
+    apps = applications(events, final)
+    grants, stops = grants_of(events), stops_of(history)
+    by_key: dict[tuple[str, int], list[Application]] = defaultdict(list)
+    for a in apps:
+        by_key[(a.order, a.night)].append(a)
+    anomalies = []
+    sentences = []
+    for (order, night), group in sorted(by_key.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        if len(group) < 2:
+            continue
+        group = sorted(group, key=_store_order)
+        times = {1: "once", 2: "twice", 3: "three times"}.get(len(group), f"{len(group)} times")
+        desc = ", and ".join(_describe_app(a, grants, stops) for a in group)
+        sentence = f"order {order} of night {night} was applied {times}: {desc}"
+        sentences.append(sentence)
+        anomaly: dict[str, Any] = {
+            "order": order,
+            "night": night,
+            "count": len(group),
+            "applications": [a.to_json() for a in group],
+            "summary": sentence,
+        }
+        row = (final or {}).get("orders", {}).get(order) if _has_final(final) else None
+        if isinstance(row, dict):
+            nights = {int(e["night"]) for e in row.get("applied", [])}
+            anomaly["balance"] = row.get("balance")
+            anomaly["expected_balance"] = sum(keys.change_amount(order, n) for n in nights)
+        anomalies.append(anomaly)
+    stats = {
+        "applications": len(apps),
+        "changes": len(by_key),
+        "applied_twice": len(anomalies),
+        "from": "final state" if _has_final(final) else "events",
+    }
+    if anomalies:
+        more = (
+            f" (and {len(anomalies) - 1} more changes applied more than once)"
+            if len(anomalies) > 1
+            else ""
+        )
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.INVALID,
+            summary=sentences[0][0].upper() + sentences[0][1:] + more + ".",
+            anomalies=anomalies,
+            stats=stats,
+        )
+    if not _has_final(final):
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.UNKNOWN,
+            summary="The final state was not read, so applications cannot be counted; the events "
+            "alone show no change applied twice.",
+            stats=stats,
+        )
+    return CheckResult(
+        checker=name,
+        verdict=Verdict.VALID,
+        summary=f"No change was applied twice: {len(apps)} applications of {len(by_key)} "
+        "(order, night) changes, each exactly once.",
+        stats=stats,
+    )
+
+
+def stale_writes(
+    history: Sequence[Op], events: Sequence[Event], final: Mapping[str, Any] | None
+) -> CheckResult:
+    name = "stale-writes"
+    rejected = [
+        e
+        for e in sorted(events, key=lambda e: e.time)
+        if e.kind == "write" and e.data.get("outcome") == STALE
+    ]
+    rejected_json = [
+        {
+            "node": e.node,
+            "pid": e.pid,
+            "token": e.data.get("token"),
+            "order": e.data.get("order"),
+            "night": e.data.get("night"),
+            "time": _r(e.time),
+        }
+        for e in rejected
+    ]
+    anomalies: list[dict[str, Any]] = []
+    sentences: list[str] = []
+    # a stale write the store accepted: a lower token applied after a higher one, per order
+    per_order: dict[str, list[Application]] = defaultdict(list)
+    for a in applications(events, final):
+        per_order[a.order].append(a)
+    for order, apps in sorted(per_order.items()):
+        newest: Application | None = None
+        for a in sorted(apps, key=_store_order):
+            if newest is not None and a.token < newest.token:
+                s = (
+                    f"order {order} accepted a stale write: {a.node} wrote night {a.night} "
+                    f"with token {a.token} at {_t(a.time)} after {newest.node} had written "
+                    f"token {newest.token} at {_t(newest.time)}"
+                )
+                sentences.append(s)
+                anomalies.append(
+                    {
+                        "kind": "stale-write-accepted",
+                        "order": order,
+                        "write": a.to_json(),
+                        "newer": newest.to_json(),
+                        "summary": s,
+                    }
+                )
+            if newest is None or a.token >= newest.token:
+                newest = a
+    # two grants with one token: the store could not tell their writes apart
+    seen: dict[int, Grant] = {}
+    for g in grants_of(events):
+        other = seen.get(g.token)
+        if other is not None and (other.node, other.pid) != (g.node, g.pid):
+            s = (
+                f"two grants got fencing token {g.token}: {other.node} at "
+                f"{_t(other.acquired)} and {g.node} at {_t(g.acquired)}; tokens must only "
+                "increase"
+            )
+            sentences.append(s)
+            anomalies.append(
+                {
+                    "kind": "token-reused",
+                    "token": g.token,
+                    "grants": [other.to_json(), g.to_json()],
+                    "summary": s,
+                }
+            )
+        seen.setdefault(g.token, g)
+    stats = {
+        "rejected": len(rejected),
+        "rejected_writes": rejected_json,
+        "accepted_stale": sum(1 for a in anomalies if a["kind"] == "stale-write-accepted"),
+    }
+    if anomalies:
+        more = f" (and {len(anomalies) - 1} more)" if len(anomalies) > 1 else ""
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.INVALID,
+            summary=sentences[0][0].upper() + sentences[0][1:] + more + ".",
+            anomalies=anomalies,
+            stats=stats,
+        )
+    if not rejected:
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.VALID,
+            summary="No stale write was attempted: no replica wrote after losing its lease.",
+            stats=stats,
+        )
+    listed = "; ".join(
+        f"{e.node} with token {e.data.get('token')} on {e.data.get('order')} of "
+        f"night {e.data.get('night')} at {_t(e.time)}"
+        for e in rejected[:3]
+    )
+    more = f" and {len(rejected) - 3} more" if len(rejected) > 3 else ""
+    n = len(rejected)
+    return CheckResult(
+        checker=name,
+        verdict=Verdict.VALID,
+        summary=f"{n} stale write{'s were' if n != 1 else ' was'} rejected by the fencing "
+        f"token: {listed}{more}.",
+        stats=stats,
+    )
+
+
+def every_night(
+    history: Sequence[Op], events: Sequence[Event], final: Mapping[str, Any] | None
+) -> CheckResult:
+    name = "every-night"
+    if not _has_final(final):
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.UNKNOWN,
+            summary="The final state was not read, so finished nights cannot be checked.",
+        )
+    assert final is not None
+    config = final.get("config") or {}
+    limit = _int(config.get("nights")) or 0
+    done = sorted(int(n) for n in final.get("nights_done", []))
+    orders: dict[str, Any] = final["orders"]
+    order_ids = list(config.get("order_ids") or orders.keys())
+    started: dict[int, list[Grant]] = defaultdict(list)
+    for g in grants_of(events):
+        if g.night is not None:
+            started[g.night].append(g)
+    required = set(range(1, limit + 1)) if limit else set(range(1, (max(done) if done else 0) + 1))
+    anomalies: list[dict[str, Any]] = []
+    sentences: list[str] = []
+    for n in sorted(required - set(done)):
+        tried = started.get(n, [])
+        how = (
+            (
+                f" (started by {tried[-1].node} with token {tried[-1].token} at "
+                f"{_t(tried[-1].acquired)}, never finished)"
+            )
+            if tried
+            else " (never started)"
+        )
+        s = f"night {n} was never reconciled{how}"
+        sentences.append(s)
+        anomalies.append(
+            {
+                "kind": "night-lost",
+                "night": n,
+                "attempts": [g.to_json() for g in tried],
+                "summary": s,
+            }
+        )
+    for n in done:
+        for o in order_ids:
+            nights = {int(e["night"]) for e in orders.get(o, {}).get("applied", [])}
+            if n not in nights:
+                s = f"night {n} is marked done but order {o} never got its change for it"
+                sentences.append(s)
+                anomalies.append({"kind": "change-lost", "night": n, "order": o, "summary": s})
+    for o, row in orders.items():
+        logged = sum(int(e.get("amount", 0)) for e in row.get("applied", []))
+        if int(row.get("balance", 0)) != logged:
+            s = (
+                f"order {o}'s balance is {row.get('balance')} but its applied changes add up "
+                f"to {logged}: an update was lost"
+            )
+            sentences.append(s)
+            anomalies.append(
+                {
+                    "kind": "update-lost",
+                    "order": o,
+                    "balance": row.get("balance"),
+                    "applied_sum": logged,
+                    "summary": s,
+                }
+            )
+    in_progress = sorted(n for n in started if n not in done and n not in required)
+    stats = {
+        "nights_done": len(done),
+        "nights_required": len(required),
+        "limit": limit,
+        "in_progress_at_end": in_progress,
+    }
+    if anomalies:
+        more = f" (and {len(anomalies) - 1} more)" if len(anomalies) > 1 else ""
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.INVALID,
+            summary=sentences[0][0].upper() + sentences[0][1:] + more + ".",
+            anomalies=anomalies,
+            stats=stats,
+        )
+    if not required:
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.UNKNOWN,
+            summary="No night finished during the run, so reconciliation was never shown to work.",
+            stats=stats,
+        )
+    tail = f"; night {in_progress[0]} was still running at the end" if in_progress else ""
+    return CheckResult(
+        checker=name,
+        verdict=Verdict.VALID,
+        summary=f"All {len(required)} nights were reconciled: every order got its change for "
+        f"every night{tail}.",
+        stats=stats,
+    )
+
+
+def overlapping_holders(
+    history: Sequence[Op], events: Sequence[Event], final: Mapping[str, Any] | None
+) -> CheckResult:
+    name = "overlapping-holders"
+    stops = stops_of(history)
+    end = _end_of_run(history, events)
+    spans = [(g, sp) for g in grants_of(events) if (sp := g.job_span(end, stops)) is not None]
+    anomalies: list[dict[str, Any]] = []
+    sentences: list[str] = []
+    for i, (a, (a0, a1)) in enumerate(spans):
+        for b, (b0, b1) in spans[i + 1 :]:
+            if (a.node, a.pid) == (b.node, b.pid):
+                continue
+            lo, hi = max(a0, b0), min(a1, b1)
+            if hi <= lo:
+                continue
+            paused = sorted(
+                {
+                    g.node
+                    for g in (a, b)
+                    for s in stops
+                    if s.hits(g.node, g.pid) and s.start < hi and (s.end is None or s.end > lo)
+                }
+            )
+            why = f", {' and '.join(paused)} while paused" if paused else ""
+            s = (
+                f"replicas {a.node} (token {a.token}) and {b.node} (token {b.token}) were both "
+                f"inside the job from {_t(lo)} to {_t(hi)}{why}"
+            )
+            sentences.append(s)
+            anomalies.append(
+                {
+                    "holders": [a.to_json(), b.to_json()],
+                    "from": _r(lo),
+                    "to": _r(hi),
+                    "paused": paused,
+                    "summary": s,
+                }
+            )
+    stats = {"jobs": len(spans), "overlaps": len(anomalies)}
+    if not anomalies:
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.VALID,
+            summary="No two replicas were inside the job at the same time.",
+            stats=stats,
+        )
+    more = f" (and {len(anomalies) - 1} more overlaps)" if len(anomalies) > 1 else ""
+    return CheckResult(
+        checker=name,
+        verdict=Verdict.VALID,
+        summary=sentences[0][0].upper() + sentences[0][1:] + more + ": expected when a holder "
+        "is stopped past its lease — a lease alone is not mutual exclusion, so the "
+        "fencing token must keep the writes safe.",
+        anomalies=anomalies,
+        stats=stats,
+    )
+
+
+def _holds(g: Grant, t: float) -> bool:
+    """Whether ``g``'s process believed it held the lock at ``t``."""
+    if g.acquired > t:
+        return False
+    for e in g.events:
+        if e.time > t:
+            break
+        if e.kind == "lock-released" or (e.kind == "job-end" and e.data.get("outcome") != "done"):
+            return False
+    start = g.first("job-start")
+    end = g.first("job-end")
+    running = start is not None and start.time <= t and (end is None or end.time > t)
+    return g.expires is None or t < g.expires or running
+
+
+def _timeline(
+    stop: Stop, grants: Sequence[Grant], apps: Sequence[Application]
+) -> dict[str, Any] | None:
+    """The unsafe-lease story of one stop, or None when the stopped process held no lock."""
+    own = [g for g in grants if stop.hits(g.node, g.pid) and g.acquired <= stop.start]
+    if not own or not _holds(own[-1], stop.start):
+        return None
+    a = own[-1]
+    story: dict[str, Any] = {"holder": a.to_json(), "stop": stop.to_json(), "steps": []}
+    steps: list[str] = story["steps"]
+    steps.append(
+        f"{_t(a.acquired)} — {a.node} acquired the lock with token {a.token}"
+        + (f" for night {a.night}" if a.night is not None else "")
+    )
+    steps.append(f"{_t(stop.start)} — the nemesis stopped {a.node} ({stop.fault})")
+    until = stop.end if stop.end is not None else float("inf")
+    b = next(
+        (
+            g
+            for g in grants
+            if (g.node, g.pid) != (a.node, a.pid)
+            and g.token > a.token
+            and stop.start < g.acquired <= until
+        ),
+        None,
+    )
+    if b is None:
+        story["outcome"] = "no-takeover"
+        story["summary"] = (
+            f"{a.node} was stopped ({stop.span()}) while holding the lock "
+            f"(token {a.token}), but no other replica acquired it meanwhile"
+        )
+        return story
+    expires = a.expires
+    story["lease_expired"] = _r(expires)
+    story["early_takeover"] = expires is not None and b.acquired < expires
+    if expires is not None:
+        steps.append(f"{_t(expires)} — {a.node}'s lease expired; stopped, it could not notice")
+    b_write = next(iter(b.writes()), None)
+    story["taker"] = b.to_json()
+    took = f"{_t(b.acquired)} — {b.node} acquired the lock with token {b.token}"
+    if b_write is not None:
+        took += (
+            f" and at {_t(b_write.time)} wrote {b_write.data.get('order')}: "
+            f"{b_write.data.get('outcome')}"
+        )
+        story["taker_write"] = {
+            "order": b_write.data.get("order"),
+            "time": _r(b_write.time),
+            "outcome": b_write.data.get("outcome"),
+        }
+    steps.append(took)
+    if stop.end is None:
+        story["outcome"] = "not-resumed"
+        steps.append(f"{a.node} was never resumed")
+        story["summary"] = (
+            f"{a.node} acquired the lock (token {a.token}) at {_t(a.acquired)} "
+            f"and was stopped at {_t(stop.start)}; {b.node} took over with "
+            f"token {b.token} at {_t(b.acquired)}; {a.node} was never resumed"
+        )
+        return story
+    steps.append(f"{_t(stop.end)} — {a.node} resumed, still believing it held the lock")
+    after = a.writes(stop.end)
+    story["holder_writes_after_resume"] = [
+        {
+            "order": w.data.get("order"),
+            "night": w.data.get("night"),
+            "time": _r(w.time),
+            "outcome": w.data.get("outcome"),
+        }
+        for w in after
+    ]
+    head = (
+        f"{a.node} acquired the lock (token {a.token}) at {_t(a.acquired)} and was stopped at "
+        f"{_t(stop.start)}"
+        + (f"; its lease expired at {_t(expires)}" if expires is not None else "")
+        + f"; {b.node} acquired it (token {b.token}) at {_t(b.acquired)}"
+        + (f" and wrote {b_write.data.get('order')} at {_t(b_write.time)}" if b_write else "")
+        + f"; {a.node} resumed at {_t(stop.end)}"
+    )
+    damage = None
+    for w in after:
+        if w.data.get("outcome") != APPLIED:
+            continue
+        order, night = str(w.data.get("order")), _int(w.data.get("night"))
+        same = [x for x in apps if x.order == order and x.night == night]
+        mine = next((x for x in same if x.node == a.node and x.token == a.token), None)
+        others = [x for x in same if x is not mine]
+        newer_before = [
+            x
+            for x in apps
+            if x.order == order
+            and x.token > a.token
+            and mine
+            and _store_order(x) < _store_order(mine)
+        ]
+        if others:
+            o = sorted(others, key=_store_order)[0]
+            damage = (
+                "applied-twice",
+                w,
+                f"its write of {order} of night {night} with token "
+                f"{a.token} at {_t(w.time)} was APPLIED although {o.node} had applied it "
+                f"with token {o.token} at {_t(o.time)}: the change was applied twice",
+            )
+            break
+        if newer_before:
+            o = newer_before[0]
+            damage = (
+                "stale-applied",
+                w,
+                f"its write of {order} with token {a.token} at "
+                f"{_t(w.time)} was APPLIED after {o.node} had written token {o.token}: "
+                "the store accepted a stale token",
+            )
+            break
+    renewal = a.first("renewal-failed", stop.end)
+    if damage is not None:
+        story["outcome"] = damage[0]
+        steps.append(f"{_t(damage[1].time)} — {a.node} wrote with its old token: " + damage[2])
+        story["summary"] = head + "; " + damage[2]
+    elif after:
+        rejected = [w for w in after if w.data.get("outcome") == STALE]
+        w = rejected[0] if rejected else after[0]
+        story["outcome"] = "rejected" if rejected else "harmless"
+        verb = (
+            "rejected as stale"
+            if rejected
+            else f"{w.data.get('outcome')}, and no change was applied twice"
+        )
+        tail = f"its write of {w.data.get('order')} with token {a.token} at {_t(w.time)} was {verb}"
+        steps.append(f"{_t(w.time)} — {a.node} wrote with its old token: {tail}")
+        story["summary"] = head + "; " + tail
+    elif renewal is not None:
+        story["outcome"] = "stopped-acting"
+        tail = f"its lease renewal failed at {_t(renewal.time)} and it stopped without writing"
+        steps.append(f"{_t(renewal.time)} — {a.node}: {tail}")
+        story["summary"] = head + "; " + tail
+    else:
+        story["outcome"] = "no-write"
+        steps.append(f"{a.node} did not write after resuming")
+        story["summary"] = head + f"; {a.node} did not write after resuming"
+    return story
+
+
+def unsafe_lease(
+    history: Sequence[Op], events: Sequence[Event], final: Mapping[str, Any] | None
+) -> CheckResult:
+    name = "unsafe-lease"
+    stops = stops_of(history)
+    grants = grants_of(events)
+    apps = applications(events, final)
+    stories = [s for stop in stops if (s := _timeline(stop, grants, apps)) is not None]
+    complete = [s for s in stories if s["outcome"] not in ("no-takeover", "not-resumed")]
+    bad = [s for s in complete if s["outcome"] in ("applied-twice", "stale-applied")]
+    stats = {"stops": len(stops), "stops_of_a_holder": len(stories), "timelines": len(complete)}
+    if bad:
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.INVALID,
+            summary="Unsafe lease: " + bad[0]["summary"] + ".",
+            anomalies=stories,
+            stats=stats,
+        )
+    if complete:
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.VALID,
+            summary="Unsafe-lease timeline survived: " + complete[0]["summary"] + ".",
+            anomalies=stories,
+            stats=stats,
+        )
+    if stories:
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.UNKNOWN,
+            summary="The paused-holder scenario was not completed: "
+            + stories[0]["summary"]
+            + " — stop the holder for longer than lockAtMostFor.",
+            anomalies=stories,
+            stats=stats,
+        )
+    if stops:
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.UNKNOWN,
+            summary=f"The nemesis stopped {stops[0].node} at {_t(stops[0].start)}, but it did not "
+            "hold the lock then, so the paused-holder scenario was not exercised.",
+            stats=stats,
+        )
+    return CheckResult(
+        checker=name,
+        verdict=Verdict.VALID,
+        summary="No replica was paused, so the unsafe-lease timeline could not occur in this run.",
+        stats=stats,
+    )
+
+
+CHECKERS: dict[
+    str, Callable[[Sequence[Op], Sequence[Event], Mapping[str, Any] | None], CheckResult]
+] = {
+    "no-double-apply": no_double_apply,
+    "stale-writes": stale_writes,
+    "every-night": every_night,
+    "overlapping-holders": overlapping_holders,
+    "unsafe-lease": unsafe_lease,
+}
+
+
+def check(
+    history: Sequence[Op], events: Sequence[Event], final: Mapping[str, Any] | None
+) -> list[CheckResult]:
+    """All lab1 checkers; one that crashes becomes ``unknown`` without hiding the others."""
+    return [check_safe(name, partial(fn, history, events, final)) for name, fn in CHECKERS.items()]

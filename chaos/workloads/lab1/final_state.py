@@ -1,0 +1,84 @@
+"""The final state of a lab1 run, read from etcd on the host after heal and recovery.
+
+Shape (``final.json``)::
+
+    {"config": {"order_ids": ["o1", ...], "nights": 6, "lock_at_most": 30, ...},
+     "lock": {"name": "reconciliation", "lock_until": ..., "locked_at": ..., "locked_by": "n2",
+              "token": 9},
+     "orders": {"o1": {"balance": 21, "last_token": 9, "night": 6, "rev": 88,
+                       "applied": [{"night": 1, "token": 1, "node": "n1", "amount": 4,
+                                    "at": ..., "rev": 12}, ...]}},
+     "nights": {"1": {"night": 1, "node": "n1", "token": 1, "at": ...}, ...},
+     "nights_done": [1, 2, 3, 4, 5, 6]}
+
+``rev`` is the etcd revision that wrote the entry: the order in which the store applied changes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from chaos.workloads.lab1 import keys
+
+
+def _client(endpoints: list[str], timeout: float) -> Any:
+    import etcd3
+
+    eps = []
+    for ep in endpoints:
+        host, _, port = ep.rpartition(":")
+        eps.append(etcd3.Endpoint(host or "127.0.0.1", int(port), secure=False, time_retry=1.0))
+    return etcd3.MultiEndpointEtcd3Client(eps, timeout=timeout, failover=True)
+
+
+def _scan(client: Any, prefix: str) -> Iterable[tuple[str, Any, Any]]:
+    for value, meta in client.get_prefix(prefix):
+        yield meta.key.decode(), json.loads(value), meta
+
+
+def read_final(etcd_endpoints: list[str], *, timeout: float = 5.0) -> dict[str, Any]:
+    """Everything lab1 keeps in etcd, as JSON data (``host:port`` endpoints)."""
+    client = _client(etcd_endpoints, timeout)
+    try:
+        value, _ = client.get(keys.CONFIG)
+        config = json.loads(value) if value is not None else {}
+        locks = {
+            k.removeprefix(keys.LOCKS_PREFIX): v for k, v, _ in _scan(client, keys.LOCKS_PREFIX)
+        }
+        orders: dict[str, dict[str, Any]] = {}
+        for order_id in config.get("order_ids", []):
+            orders[order_id] = {"balance": 0, "last_token": 0, "night": 0, "rev": 0, "applied": []}
+        for k, v, meta in _scan(client, keys.ORDERS_PREFIX):
+            order_id = k.removeprefix(keys.ORDERS_PREFIX)
+            row = {**v, "rev": int(meta.mod_revision)}
+            row.pop("order", None)
+            orders[order_id] = {**row, "applied": []}
+        for _k, v, meta in _scan(client, keys.APPLIED_PREFIX):
+            order_id = str(v["order"])
+            orders.setdefault(
+                order_id, {"balance": 0, "last_token": 0, "night": 0, "rev": 0, "applied": []}
+            )
+            entry = {x: v[x] for x in ("night", "token", "node", "amount", "at") if x in v}
+            orders[order_id]["applied"].append({**entry, "rev": int(meta.create_revision)})
+        for row in orders.values():
+            row["applied"].sort(key=lambda e: e["rev"])
+        nights = {}
+        for k, v, _ in _scan(client, keys.NIGHTS_PREFIX):
+            nights[str(int(k.removeprefix(keys.NIGHTS_PREFIX)))] = v
+        return {
+            "config": config,
+            "lock": locks.get(str(config.get("lock", keys.JOB))),
+            "locks": locks,
+            "orders": dict(sorted(orders.items(), key=lambda kv: _order_key(kv[0]))),
+            "nights": dict(sorted(nights.items(), key=lambda kv: int(kv[0]))),
+            "nights_done": sorted(int(n) for n in nights),
+        }
+    finally:
+        client.close()
+
+
+def _order_key(order_id: str) -> tuple[int, str]:
+    digits = order_id.lstrip("o")
+    return (int(digits) if digits.isdigit() else 0, order_id)

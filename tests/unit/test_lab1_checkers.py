@@ -1,0 +1,354 @@
+"""lab1 checkers on hand-written runs: each has a run that must pass and one that must fail for the
+named reason."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from chaos.checkers.verdict import Verdict
+from chaos.histories.ops import Event, Op, OpType
+from chaos.workloads.lab1 import checkers
+from chaos.workloads.lab1.keys import change_amount
+
+PID = {"n1": 101, "n2": 102, "n3": 103}
+
+
+def ev(t: float, node: str, kind: str, **data: Any) -> Event:
+    return Event(time=t, node=node, component="orders", kind=kind, pid=PID[node], data=data)
+
+
+def pause_ops(node: str, start: float, end: float | None, *, as_list: bool = False) -> list[Op]:
+    target: Any = {"node": node, "process": "orders", "pid": PID[node], "signal": "SIGSTOP"}
+    if as_list:
+        target = [target]
+    ops = []
+    phases = [("start", start)] + ([("heal", end)] if end is not None else [])
+    for phase, t in phases:
+        for typ in (OpType.INVOKE, OpType.INFO):
+            ops.append(
+                Op(
+                    index=len(ops),
+                    time=t,
+                    process="nemesis",
+                    type=typ,
+                    f="pause",
+                    value=target,
+                    extra={"fault": "pause", "phase": phase, "fault_id": 7},
+                )
+            )
+    return ops
+
+
+def job(
+    node: str,
+    token: int,
+    night: int,
+    t: float,
+    orders: list[str],
+    outcome: str = "applied",
+    ttl: float = 1.2,
+) -> list[Event]:
+    out = [
+        ev(t, node, "lock-acquired", token=token, night=night, ttl=ttl, until=1e9),
+        ev(t + 0.01, node, "job-start", token=token, night=night, orders=orders),
+    ]
+    for i, o in enumerate(orders):
+        out.append(
+            ev(
+                t + 0.1 * (i + 1),
+                node,
+                "write",
+                order=o,
+                night=night,
+                token=token,
+                outcome=outcome,
+                amount=change_amount(o, night),
+            )
+        )
+    end = t + 0.1 * (len(orders) + 1)
+    out.append(ev(end, node, "job-end", token=token, night=night, outcome="done"))
+    out.append(ev(end + 0.01, node, "lock-released", token=token, night=night))
+    return out
+
+
+def final_of(
+    apps: list[tuple[str, int, int, str]],
+    nights_done: list[int],
+    limit: int,
+    orders: tuple[str, ...] = ("o1", "o2"),
+) -> dict[str, Any]:
+    """``apps``: (order, night, token, node) in the order the store applied them."""
+    rows: dict[str, Any] = {
+        o: {"balance": 0, "last_token": 0, "night": 0, "applied": []} for o in orders
+    }
+    for rev, (o, n, tok, node) in enumerate(apps, start=10):
+        row = rows[o]
+        amount = change_amount(o, n)
+        row["applied"].append(
+            {"night": n, "token": tok, "node": node, "amount": amount, "rev": rev}
+        )
+        row["balance"] += amount
+        row["last_token"] = tok
+        row["night"] = n
+    return {
+        "config": {"order_ids": list(orders), "nights": limit},
+        "orders": rows,
+        "nights_done": nights_done,
+        "nights": {str(n): {"night": n} for n in nights_done},
+    }
+
+
+def results(history: list[Op], events: list[Event], final: Any) -> dict[str, Any]:
+    return {r.checker: r for r in checkers.check(history, events, final)}
+
+
+# ---------------------------------------------------------------- runs
+
+
+def calm_run() -> tuple[list[Op], list[Event], dict[str, Any]]:
+    events = job("n1", 1, 1, 1.0, ["o1", "o2"]) + job("n2", 2, 2, 2.0, ["o1", "o2"])
+    final = final_of(
+        [("o1", 1, 1, "n1"), ("o2", 1, 1, "n1"), ("o1", 2, 2, "n2"), ("o2", 2, 2, "n2")], [1, 2], 2
+    )
+    return [], events, final
+
+
+def paused_run(fenced: bool) -> tuple[list[Op], list[Event], dict[str, Any]]:
+    """n1 acquires night 1 at 1.0 s and is paused 1.1 to 4.0 s; n2 takes over at 2.5 s (n1's lease
+    ran to 2.2 s) and runs night 1; n1 resumes and writes o1 with its old token."""
+    history = pause_ops("n1", 1.1, 4.0)
+    events = [ev(1.0, "n1", "lock-acquired", token=1, night=1, ttl=1.2, until=1e9)]
+    events += job("n2", 2, 1, 2.5, ["o1", "o2"])
+    events.append(ev(4.01, "n1", "job-start", token=1, night=1, orders=["o1", "o2"]))
+    apps = [("o1", 1, 2, "n2"), ("o2", 1, 2, "n2")]
+    if fenced:
+        events.append(
+            ev(4.05, "n1", "write", order="o1", night=1, token=1, outcome="rejected-stale")
+        )
+        events.append(
+            ev(4.06, "n1", "job-end", token=1, night=1, outcome="aborted", reason="rejected-stale")
+        )
+    else:
+        for i, o in enumerate(["o1", "o2"]):
+            events.append(
+                ev(4.05 + 0.1 * i, "n1", "write", order=o, night=1, token=1, outcome="applied")
+            )
+            apps.append((o, 1, 1, "n1"))
+        events.append(ev(4.3, "n1", "job-end", token=1, night=1, outcome="done"))
+    events += job("n3", 3, 2, 5.0, ["o1", "o2"])
+    apps += [("o1", 2, 3, "n3"), ("o2", 2, 3, "n3")]
+    return history, sorted(events, key=lambda e: e.time), final_of(apps, [1, 2], 2)
+
+
+# ---------------------------------------------------------------- no-double-apply
+
+
+def test_calm_run_is_valid_everywhere() -> None:
+    res = results(*calm_run())
+    assert {k: r.verdict for k, r in res.items()} == dict.fromkeys(res, Verdict.VALID)
+    assert "No replica was paused" in res["unsafe-lease"].summary
+    assert res["no-double-apply"].stats["applications"] == 4
+
+
+def test_fenced_pause_is_valid_and_names_the_rejected_write() -> None:
+    res = results(*paused_run(fenced=True))
+    assert {k: r.verdict for k, r in res.items()} == dict.fromkeys(res, Verdict.VALID)
+    assert res["stale-writes"].summary == (
+        "1 stale write was rejected by the fencing token: n1 with token 1 on o1 of night 1 at "
+        "4.05 s."
+    )
+    assert res["stale-writes"].stats["rejected_writes"][0]["order"] == "o1"
+
+
+def test_unfenced_pause_is_a_double_apply_with_both_writes_as_evidence() -> None:
+    res = results(*paused_run(fenced=False))
+    r = res["no-double-apply"]
+    assert r.verdict is Verdict.INVALID
+    assert r.summary.startswith(
+        "Order o1 of night 1 was applied twice: by n2 with token 2 at 2.60 s, and by n1 with "
+        "token 1 at 4.05 s after n1 was paused (1.10 s to 4.00 s)"
+    )
+    assert r.stats["applied_twice"] == 2
+    a = r.anomalies[0]
+    assert [(x["node"], x["token"]) for x in a["applications"]] == [("n2", 2), ("n1", 1)]
+    assert a["balance"] == 2 * a["expected_balance"] - change_amount("o1", 2)
+
+
+def test_double_apply_is_found_in_the_final_state_even_without_events() -> None:
+    history, events, final = paused_run(fenced=False)
+    silent = [e for e in events if not (e.node == "n1" and e.kind == "write")]
+    r = checkers.no_double_apply(history, silent, final)
+    assert r.verdict is Verdict.INVALID
+    assert "by n1 with token 1 at an unknown time" in r.summary
+
+
+def test_without_final_state_events_can_still_prove_a_double_apply() -> None:
+    history, events, _ = paused_run(fenced=False)
+    assert checkers.no_double_apply(history, events, None).verdict is Verdict.INVALID
+    history, events, _ = paused_run(fenced=True)
+    assert checkers.no_double_apply(history, events, None).verdict is Verdict.UNKNOWN
+
+
+# ---------------------------------------------------------------- stale writes
+
+
+def test_stale_write_accepted_by_the_store_is_invalid() -> None:
+    history, events, final = paused_run(fenced=False)
+    r = checkers.stale_writes(history, events, final)
+    assert r.verdict is Verdict.INVALID
+    assert r.summary.startswith(
+        "Order o1 accepted a stale write: n1 wrote night 1 with token 1 at 4.05 s after n2 had "
+        "written token 2 at 2.60 s"
+    )
+    assert r.anomalies[0]["kind"] == "stale-write-accepted"
+
+
+def test_reused_token_is_invalid() -> None:
+    events = job("n1", 1, 1, 1.0, ["o1", "o2"]) + job("n2", 1, 2, 2.0, ["o1", "o2"])
+    final = final_of(
+        [("o1", 1, 1, "n1"), ("o2", 1, 1, "n1"), ("o1", 2, 1, "n2"), ("o2", 2, 1, "n2")], [1, 2], 2
+    )
+    r = checkers.stale_writes([], events, final)
+    assert r.verdict is Verdict.INVALID
+    assert "two grants got fencing token 1: n1 at 1.00 s and n2 at 2.00 s" in r.summary.lower()
+
+
+def test_no_stale_write_attempted() -> None:
+    r = checkers.stale_writes(*calm_run())
+    assert r.verdict is Verdict.VALID and r.stats["rejected"] == 0
+    assert r.summary.startswith("No stale write was attempted")
+
+
+# ---------------------------------------------------------------- every night
+
+
+def test_lost_night_is_invalid() -> None:
+    history, events, final = calm_run()
+    final["config"]["nights"] = 3
+    events = [*events, ev(3.0, "n3", "lock-acquired", token=3, night=3, ttl=1.2)]
+    r = checkers.every_night(history, events, final)
+    assert r.verdict is Verdict.INVALID
+    assert r.summary == (
+        "Night 3 was never reconciled (started by n3 with token 3 at 3.00 s, never finished)."
+    )
+
+
+def test_night_marked_done_with_a_change_missing_is_invalid() -> None:
+    history, events, final = calm_run()
+    final["orders"]["o2"]["applied"] = final["orders"]["o2"]["applied"][:1]
+    final["orders"]["o2"]["balance"] = change_amount("o2", 1)
+    r = checkers.every_night(history, events, final)
+    assert r.verdict is Verdict.INVALID
+    assert "Night 2 is marked done but order o2 never got its change for it" in r.summary
+
+
+def test_lost_update_is_invalid() -> None:
+    history, events, final = calm_run()
+    final["orders"]["o1"]["balance"] -= 1
+    r = checkers.every_night(history, events, final)
+    assert r.verdict is Verdict.INVALID
+    assert r.anomalies[0]["kind"] == "update-lost"
+
+
+def test_open_ended_run_accepts_a_night_in_progress() -> None:
+    history, events, final = calm_run()
+    final["config"]["nights"] = 0
+    events = [*events, ev(3.0, "n3", "lock-acquired", token=3, night=3, ttl=1.2)]
+    r = checkers.every_night(history, events, final)
+    assert r.verdict is Verdict.VALID
+    assert "night 3 was still running at the end" in r.summary
+
+
+# ---------------------------------------------------------------- overlap
+
+
+def test_overlap_is_evidence_not_a_violation() -> None:
+    res = results(*paused_run(fenced=True))
+    r = res["overlapping-holders"]
+    assert r.verdict is Verdict.VALID
+    assert r.anomalies[0]["paused"] == ["n1"]
+    assert r.summary.startswith(
+        "Replicas n1 (token 1) and n2 (token 2) were both inside the job from 2.50 s to 2.80 s, "
+        "n1 while paused"
+    )
+    assert not checkers.overlapping_holders(*calm_run()).anomalies
+
+
+# ---------------------------------------------------------------- the unsafe-lease timeline
+
+
+def test_timeline_told_when_the_fence_holds() -> None:
+    r = checkers.unsafe_lease(*paused_run(fenced=True))
+    assert r.verdict is Verdict.VALID
+    story = r.anomalies[0]
+    assert story["outcome"] == "rejected"
+    assert story["lease_expired"] == 2.2 and story["early_takeover"] is False
+    assert r.summary == (
+        "Unsafe-lease timeline survived: n1 acquired the lock (token 1) at 1.00 s and was stopped "
+        "at 1.10 s; its lease expired at 2.20 s; n2 acquired it (token 2) at 2.50 s and wrote o1 "
+        "at 2.60 s; n1 resumed at 4.00 s; its write of o1 with token 1 at 4.05 s was rejected "
+        "as stale."
+    )
+    assert len(story["steps"]) == 6
+
+
+def test_timeline_is_invalid_when_the_stale_write_lands() -> None:
+    r = checkers.unsafe_lease(*paused_run(fenced=False))
+    assert r.verdict is Verdict.INVALID
+    assert r.anomalies[0]["outcome"] == "applied-twice"
+    assert "was APPLIED although n2 had applied it with token 2 at 2.60 s" in r.summary
+
+
+def test_timeline_accepts_the_nemesis_target_list_shape() -> None:
+    history, events, final = paused_run(fenced=False)
+    history = pause_ops("n1", 1.1, 4.0, as_list=True)
+    assert checkers.unsafe_lease(history, events, final).verdict is Verdict.INVALID
+
+
+def test_pause_without_takeover_is_unknown() -> None:
+    history, events, final = calm_run()
+    history = pause_ops("n1", 1.05, 1.3)  # shorter than the lease: nobody takes over
+    r = checkers.unsafe_lease(history, events, final)
+    assert r.verdict is Verdict.UNKNOWN
+    assert "no other replica acquired it meanwhile" in r.summary
+
+
+def test_pause_of_a_replica_without_the_lock_is_unknown() -> None:
+    _, events, final = calm_run()
+    r = checkers.unsafe_lease(pause_ops("n3", 1.05, 1.3), events, final)
+    assert r.verdict is Verdict.UNKNOWN
+    assert "did not hold the lock" in r.summary
+
+
+def test_zombie_that_reaches_an_order_first_is_harmless() -> None:
+    # n1 resumes while n2 is still running night 1 and applies o2 before n2 gets there; n2 then
+    # finds o2 already reconciled: applied once, by the stale holder, and no harm done
+    history = pause_ops("n1", 1.1, 2.55)
+    events = [
+        ev(1.0, "n1", "lock-acquired", token=1, night=1, ttl=1.2),
+        ev(2.5, "n2", "lock-acquired", token=2, night=1, ttl=1.2),
+        ev(2.51, "n2", "job-start", token=2, night=1, orders=["o1", "o2"]),
+        ev(2.6, "n2", "write", order="o1", night=1, token=2, outcome="applied"),
+        ev(2.62, "n1", "write", order="o2", night=1, token=1, outcome="applied"),
+        ev(2.7, "n2", "write", order="o2", night=1, token=2, outcome="already-applied"),
+        ev(2.8, "n2", "job-end", token=2, night=1, outcome="done"),
+    ]
+    final = final_of([("o1", 1, 2, "n2"), ("o2", 1, 1, "n1")], [1], 1)
+    res = results(history, events, final)
+    assert {k: r.verdict for k, r in res.items()} == dict.fromkeys(res, Verdict.VALID)
+    assert res["unsafe-lease"].anomalies[0]["outcome"] == "harmless"
+
+
+# ---------------------------------------------------------------- robustness
+
+
+def test_a_malformed_final_state_makes_a_checker_unknown_not_a_crash() -> None:
+    history, events, final = calm_run()
+    bad = copy.deepcopy(final)
+    bad["orders"]["o1"]["applied"] = [{"night": "x"}]
+    res = results(history, events, bad)
+    assert len(res) == 5
+    assert res["no-double-apply"].verdict is Verdict.UNKNOWN
+    assert "crashed" in res["no-double-apply"].summary
+    assert res["overlapping-holders"].verdict is Verdict.VALID
