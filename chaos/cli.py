@@ -144,6 +144,13 @@ def print_results(results: list[Any], verdict: Any, run_dir: Path | None = None)
     help="Seconds a pause lasts (default: AckWait + 3).",
 )
 @click.option("--nemesis-interval", type=float, default=8.0, show_default=True)
+@click.option(
+    "--work-seconds",
+    type=float,
+    default=0.5,
+    show_default=True,
+    help="lab3: how long a worker computes before it commits.",
+)
 @click.option("--nodes", type=int, default=3, show_default=True)
 @click.option(
     "--scenarios",
@@ -174,6 +181,7 @@ def run(
     ack_wait: float,
     pause_duration: float | None,
     nemesis_interval: float,
+    work_seconds: float,
     nodes: int,
     scenarios: str | None,
     lab_report_flag: bool,
@@ -199,6 +207,7 @@ def run(
         rate=rate,
         concurrency=concurrency,
         time_limit=time_limit,
+        work_seconds=work_seconds,
         recovery_timeout=recovery_timeout,
         ack_wait=ack_wait,
         pause_duration=pause_duration,

@@ -93,6 +93,7 @@ def run_test(
     progress: Callable[[str], None] = lambda m: None,
     command: str = "",
 ) -> RunOutcome:
+    t_start = time.monotonic()
     wl = registry.get(spec.lab)
     wl.preflight(spec)
     nemeses = [make_nemesis(n, wl, spec) for n in spec.nemesis]
@@ -122,9 +123,10 @@ def run_test(
 
     history = HistoryRecorder(run_dir / "history.jsonl", lambda: time.monotonic() - origin)
     tail = EventTail(live, origin)
-    timings: dict[str, float] = {}
     interrupted = False
     error: str | None = None
+    # engine check, reaping, image check and preflight, before the run's own clock starts
+    timings: dict[str, float] = {"prepare": round(time.monotonic() - t_start, 3)}
     mark = [time.monotonic()]
 
     def phase(name: str) -> None:
@@ -250,7 +252,7 @@ def finish(
     progress("checking the history")
     results = wl.check(load_run(run_dir))
     verdict = combine(results)
-    timings["check"] = round(time.monotonic() - t0, 3)
+    timings["check"] = round(time.monotonic() - t0, 4)
     write_json(
         run_dir / "results.json",
         {
@@ -272,6 +274,17 @@ def finish(
     if error:
         meta["error"] = error
     write_json(run_dir / "spec.json", meta)
+    t0 = time.monotonic()
+    try:
+        from chaos.report import render
+
+        render(run_dir)
+        timings["report"] = round(time.monotonic() - t0, 3)
+        write_json(run_dir / "spec.json", meta)
+    except Exception as e:  # the verdict stands without its page; `chaos report` can retry
+        progress(
+            f"report not rendered: {type(e).__name__}: {e} (retry with `chaos report {run_dir}`)"
+        )
     return RunOutcome(
         run_dir=run_dir,
         verdict=verdict,
