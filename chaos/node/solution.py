@@ -26,11 +26,11 @@ def protocol_file(path: Path) -> Path:
 
 def missing_functions(path: Path, required: list[str]) -> list[str]:
     """Names in ``required`` that the file does not define, or defines as a bare TODO."""
-    source = protocol_file(path).read_text()
+    file = protocol_file(path)
     try:
-        tree = ast.parse(source, filename=str(path))
+        tree = ast.parse(file.read_text(), filename=str(file))
     except SyntaxError as e:
-        raise SolutionError(f"{path}:{e.lineno}: syntax error: {e.msg}") from e
+        raise SolutionError(f"{file}:{e.lineno}: syntax error: {e.msg}") from e
     defined: dict[str, ast.FunctionDef] = {}
     imported: set[str] = set()
     for node in tree.body:

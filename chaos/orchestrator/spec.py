@@ -11,6 +11,8 @@ from typing import Any
 class TestSpec:
     """A run's parameters. Every random choice of the run derives from ``seed``."""
 
+    __test__ = False  # not a pytest test class, despite its name
+
     lab: str
     solution: str = "reference"
     nemesis: tuple[str, ...] = ()
