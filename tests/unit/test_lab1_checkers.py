@@ -22,7 +22,7 @@ def pause_ops(node: str, start: float, end: float | None, *, as_list: bool = Fal
     target: Any = {"node": node, "process": "orders", "pid": PID[node], "signal": "SIGSTOP"}
     if as_list:
         target = [target]
-    ops = []
+    ops: list[Op] = []
     phases = [("start", start)] + ([("heal", end)] if end is not None else [])
     for phase, t in phases:
         for typ in (OpType.INVOKE, OpType.INFO):
