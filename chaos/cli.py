@@ -12,7 +12,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -57,7 +57,7 @@ def store_option(f: Any) -> Any:
     )(f)
 
 
-def fail(message: str, code: int = EXIT_USAGE) -> None:
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     click.secho(f"chaos: {message}", fg="red", err=True)
     sys.exit(code)
 
@@ -272,26 +272,49 @@ def _write_lab_report(outcomes: list[Any], store: Path, report_path: Path | None
     click.echo(f"lab report: {report_path or out}")
 
 
-@main.command()
+@main.command(context_settings={"ignore_unknown_options": False})
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option(
     "--model",
+    "-m",
     default=None,
-    help="Check a history file against a model "
-    "(cas-register, register, kv, set, queue, total-queue, counter, unique-ids).",
+    help="Check a history file (JSONL, Jepsen EDN or log) against a model instead of the "
+    "run's own checkers: cas-register, register, kv, set, set-full, queue, total-queue, "
+    "counter, unique-ids.",
 )
-def check(path: Path, model: str | None) -> None:
+@click.option("--time-limit", type=float, default=None, help="With --model: search budget (s).")
+@click.option("--max-states", type=int, default=None, help="With --model: state budget.")
+@click.option("--json", "as_json", is_flag=True, help="With --model: results as JSON.")
+@click.pass_context
+def check(
+    ctx: click.Context,
+    path: Path,
+    model: str | None,
+    time_limit: float | None,
+    max_states: int | None,
+    as_json: bool,
+) -> None:
     """Re-run the checkers on a stored run (offline, no Docker), or check a history file."""
     from chaos.checkers.verdict import combine
     from chaos.histories.store import NotARun, load_run, write_json
     from chaos.workloads import registry
 
     if model is not None or path.is_file():
+        from chaos.checkers.cli import check_file_command
+
+        if model is None:
+            fail(f"{path} is a history file: say what it should satisfy with --model")
+        args = [str(path), "--model", model, *(["--json"] if as_json else [])]
+        if time_limit is not None:
+            args += ["--time-limit", str(time_limit)]
+        if max_states is not None:
+            args += ["--max-states", str(max_states)]
         try:
-            from chaos.checkers.cli import run_check_file
-        except ImportError:
-            fail("checking a bare history file needs chaos.checkers.cli, which is missing")
-        sys.exit(run_check_file(path, model))
+            check_file_command.main(args, prog_name="chaos check", standalone_mode=False)
+        except click.ClickException as e:
+            e.show()
+            sys.exit(EXIT_USAGE)
+        return
     try:
         run_ = load_run(path)
     except NotARun as e:

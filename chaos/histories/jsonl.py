@@ -120,6 +120,17 @@ def _read(path: Path, parse: Callable[[dict[str, Any]], T], fmt: str) -> Loaded[
     return Loaded(records, problems)
 
 
+def read_raw_events(folder: Path, origin: float) -> Loaded[Event]:
+    """The services' own event files (a run whose orchestrator died before merging them)."""
+    records: list[Event] = []
+    problems: list[LineProblem] = []
+    for path in sorted(folder.glob("*.jsonl")):
+        loaded = _read(path, lambda d: Event.from_raw(d, origin), "")
+        records += loaded.records
+        problems += loaded.problems
+    return Loaded(sorted(records, key=lambda e: e.time), problems)
+
+
 def read_history(path: Path) -> Loaded[Op]:
     return _read(path, Op.from_json, HISTORY_FORMAT)
 

@@ -114,6 +114,20 @@ class Event:
         return d
 
     @staticmethod
+    def from_raw(raw: dict[str, Any], origin: float) -> Event:
+        """An event as a service wrote it (``mono`` = CLOCK_MONOTONIC), placed on the run's clock."""
+        return Event(
+            time=float(raw["mono"]) - origin,
+            node=str(raw["node"]),
+            component=str(raw["component"]),
+            kind=str(raw["kind"]),
+            task_id=raw.get("task_id"),
+            event_id=raw.get("event_id"),
+            pid=raw.get("pid"),
+            data=dict(raw.get("data") or {}),
+        )
+
+    @staticmethod
     def from_json(d: dict[str, Any]) -> Event:
         return Event(
             time=float(d["time"]),

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chaos.histories.jsonl import LineProblem, read_events, read_history
+from chaos.histories.jsonl import LineProblem, read_events, read_history, read_raw_events
 from chaos.histories.ops import Event, Op
 
 DEFAULT_STORE = Path(os.environ.get("CHAOS_STORE", "store"))
@@ -83,10 +83,16 @@ def load_run(path: Path) -> StoredRun:
         raise NotARun(f"{path} is not a stored run (no history.jsonl in it)")
     h = read_history(hist)
     ev_path = path / "events.jsonl"
-    e = read_events(ev_path) if ev_path.exists() else None
+    spec = read_json(path / "spec.json", {})
+    raw = path / "live" / "events"
+    e = None
+    if ev_path.exists():
+        e = read_events(ev_path)
+    elif raw.is_dir() and "origin_mono" in spec:
+        e = read_raw_events(raw, float(spec["origin_mono"]))
     return StoredRun(
         path=path,
-        spec=read_json(path / "spec.json", {}),
+        spec=spec,
         history=h.records,
         events=sorted(e.records, key=lambda x: x.time) if e else [],
         final=read_json(path / "final.json", {}),

@@ -19,16 +19,7 @@ from chaos.histories.ops import Event
 
 
 def to_event(raw: dict[str, Any], origin: float) -> Event:
-    return Event(
-        time=float(raw["mono"]) - origin,
-        node=str(raw["node"]),
-        component=str(raw["component"]),
-        kind=str(raw["kind"]),
-        task_id=raw.get("task_id"),
-        event_id=raw.get("event_id"),
-        pid=raw.get("pid"),
-        data=dict(raw.get("data") or {}),
-    )
+    return Event.from_raw(raw, origin)
 
 
 class EventTail:
