@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from chaos.workloads.lab1 import keys
-from chaos.workloads.lab1.final_state import read_final
+from chaos.workloads.lab1.final_state import finished, read_final
 from chaos.workloads.lab1.protocol_api import ALREADY, APPLIED, STALE, Change, Lock, Store
 from chaos.workloads.lab1.solutions.check_lease_before_write import protocol as checked
 from chaos.workloads.lab1.solutions.no_fencing import protocol as unfenced
@@ -201,3 +201,6 @@ def test_final_state_shape(client: Any, etcd: EtcdServer) -> None:
     apps = final["orders"]["o1"]["applied"]
     assert [(a["night"], a["token"], a["node"]) for a in apps] == [(1, 1, "n1"), (1, 1, "n1")]
     assert apps[0]["rev"] < apps[1]["rev"]
+    assert not finished(final)  # night 2 is still owed
+    s.txn([], [s.put(keys.night_done(2), {"night": 2, "node": "n1", "token": 1})])
+    assert finished(read_final([etcd.endpoint]))

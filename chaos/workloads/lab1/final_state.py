@@ -82,3 +82,10 @@ def read_final(etcd_endpoints: list[str], *, timeout: float = 5.0) -> dict[str, 
 def _order_key(order_id: str) -> tuple[int, str]:
     digits = order_id.lstrip("o")
     return (int(digits) if digits.isdigit() else 0, order_id)
+
+
+def finished(final: dict[str, Any]) -> bool:
+    """Whether the replicas have run every night they were configured to run (``nights`` > 0):
+    the recovery condition of a run; an open-ended run (``nights`` = 0) never finishes."""
+    limit = int((final.get("config") or {}).get("nights") or 0)
+    return limit > 0 and set(range(1, limit + 1)) <= set(final.get("nights_done") or [])
