@@ -7,15 +7,17 @@ from typing import Any
 
 
 def builtin() -> dict[str, Any]:
+    from chaos.workloads.etcd_register import EtcdRegister
+    from chaos.workloads.jetstream_queue import JetStreamQueue
+    from chaos.workloads.lab1.workload import Lab1
     from chaos.workloads.lab3.workload import Lab3
 
-    found: dict[str, Any] = {"lab3": Lab3}
-    try:
-        from chaos.workloads.lab1.workload import Lab1
-
-        found["lab1"] = Lab1
-    except ImportError:
-        pass
+    found: dict[str, Any] = {
+        "lab1": Lab1,
+        "lab3": Lab3,
+        "etcd-register": EtcdRegister,
+        "jetstream-queue": JetStreamQueue,
+    }
     return found
 
 

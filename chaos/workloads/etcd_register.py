@@ -1,0 +1,134 @@
+"""``etcd-register``: read / write / compare-and-set on independent keys of the real 3-member etcd.
+
+Jepsen's independent-register workload: each key is a register that a bounded number of ops touch
+before the workload moves on to a fresh key, so the linearizability checker can check each key on
+its own (P-compositionality). Values are ``[key, value]`` pairs, as in Jepsen's ``independent``.
+
+Reads are linearizable (etcd's default quorum read). A read that fails or times out is ``fail``: it
+changed nothing. A write or cas that times out is ``info``: it may have been applied.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import etcd3
+import etcd3.exceptions
+
+from chaos.checkers.offline import check_history
+from chaos.checkers.verdict import CheckResult
+from chaos.histories.ops import OpType
+from chaos.histories.store import StoredRun
+from chaos.orchestrator.context import RunContext
+from chaos.orchestrator.spec import TestSpec
+from chaos.workloads.generic import drive
+from chaos.workloads.systems import etcd
+
+PREFIX = "/register/"
+OPS_PER_KEY = 60
+VALUES = 5
+
+
+class EtcdRegister:
+    name = "etcd-register"
+
+    def preflight(self, spec: TestSpec) -> None:
+        if spec.concurrency < 1:
+            raise ValueError("--concurrency must be at least 1")
+
+    def deploy(self, ctx: RunContext) -> None:
+        ctx.progress("starting etcd on every node")
+        etcd.deploy(ctx)
+
+    def pause_target(self, ctx: RunContext) -> Any:
+        from chaos.nemesis.base import Target
+
+        node = ctx.rng_for("pause-target").choice(ctx.cluster.nodes)
+        return Target(node=node, process="etcd")
+
+    def run_client(self, ctx: RunContext) -> None:
+        rng = ctx.rng_for("workload")
+        lock = threading.Lock()
+        state = {"key": 0, "used": 0}
+        clients: dict[int, Any] = {}
+
+        def next_op() -> tuple[int, str, Any]:
+            with lock:
+                if state["used"] >= OPS_PER_KEY:
+                    state["key"] += 1
+                    state["used"] = 0
+                state["used"] += 1
+                k = state["key"]
+                f = rng.choice(["read", "write", "cas"])
+                if f == "read":
+                    return k, f, None
+                if f == "write":
+                    return k, f, rng.randrange(VALUES)
+                return k, f, [rng.randrange(VALUES), rng.randrange(VALUES)]
+
+        def client_for(process: int) -> Any:
+            if process not in clients:
+                node = ctx.cluster.nodes[process % len(ctx.cluster.nodes)]
+                clients[process] = etcd3.client(ctx.cluster.address(node), etcd.CLIENT_PORT,
+                                                timeout=1.0)  # fmt: skip
+            return clients[process]
+
+        def step(process: int) -> None:
+            k, f, v = next_op()
+            node = ctx.cluster.nodes[process % len(ctx.cluster.nodes)]
+            ctx.history.record(process=process, type=OpType.INVOKE, f=f, value=[k, v],
+                               extra={"node": node})  # fmt: skip
+            key = f"{PREFIX}{k}"
+            try:
+                c = client_for(process)
+                if f == "read":
+                    raw, _ = c.get(key)
+                    got = None if raw is None else int(raw)
+                    ctx.history.record(process=process, type=OpType.OK, f=f, value=[k, got])
+                elif f == "write":
+                    c.put(key, str(v))
+                    ctx.history.record(process=process, type=OpType.OK, f=f, value=[k, v])
+                else:
+                    old, new = v
+                    ok, _ = c.transaction(
+                        compare=[c.transactions.value(key) == str(old)],
+                        success=[c.transactions.put(key, str(new))],
+                        failure=[],
+                    )
+                    ctx.history.record(process=process, type=OpType.OK if ok else OpType.FAIL,
+                                       f=f, value=[k, v])  # fmt: skip
+            except Exception as e:
+                # a read changed nothing; a write or cas may have been applied before the timeout
+                t = OpType.FAIL if f == "read" else OpType.INFO
+                if isinstance(e, etcd3.exceptions.ConnectionFailedError) and f != "read":
+                    t = OpType.INFO  # the request may have left before the connection broke
+                ctx.history.record(process=process, type=t, f=f, value=[k, v],
+                                   error=f"{type(e).__name__}: {e}"[:200])  # fmt: skip
+                clients.pop(process, None)
+
+        try:
+            drive(ctx, step, default_rate=40.0)
+        finally:
+            for c in clients.values():
+                c.close()
+
+    def recovered(self, ctx: RunContext) -> bool:
+        return True
+
+    def final_state(self, ctx: RunContext) -> dict[str, Any]:
+        c = etcd.client(ctx)
+        try:
+            return {
+                "registers": {
+                    meta.key.decode().removeprefix(PREFIX): int(v)
+                    for v, meta in c.get_prefix(PREFIX)
+                },
+                "leader": etcd.leader(ctx),
+            }
+        finally:
+            c.close()
+
+    def check(self, run: StoredRun) -> list[CheckResult]:
+        client_ops = [op for op in run.history if not op.is_nemesis]
+        return check_history(client_ops, "cas-register", time_limit=60.0)

@@ -1,0 +1,155 @@
+"""lab1 on a cluster: etcd on every node, the ``orders`` service with its scheduler on every node.
+
+There is no external client: the replicas' schedulers are the workload. The history holds the
+nemesis ops and one final read; the events (lock-acquired, write, ...) and the final state carry the
+evidence the checkers use.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from chaos.checkers.verdict import CheckResult
+from chaos.histories.ops import OpType
+from chaos.histories.store import StoredRun
+from chaos.node.solution import SolutionError, missing_functions
+from chaos.orchestrator.context import RunContext
+from chaos.orchestrator.spec import TestSpec
+from chaos.orchestrator.supervisor import ProcessSpec
+from chaos.workloads.lab1 import checkers
+from chaos.workloads.lab1.final_state import finished, read_final
+from chaos.workloads.lab1.protocol_api import REQUIRED
+from chaos.workloads.lab1.service import COMPONENT
+from chaos.workloads.systems import etcd
+
+SOLUTIONS_DIR = Path(__file__).parent / "solutions"
+SOLUTION_MOUNT = "/opt/solution"
+UNIT = 0.1  # seconds per lab unit: lockAtMostFor 30 units = 3 s
+LOCK_AT_MOST = 30
+NIGHTS = 4
+
+
+def solution_path(solution: str) -> Path:
+    builtin = SOLUTIONS_DIR / solution.replace("-", "_")
+    if "/" not in solution and builtin.is_dir():
+        return builtin
+    p = Path(solution).expanduser()
+    if p.exists():
+        return p.resolve()
+    names = sorted(
+        d.name.replace("_", "-") for d in SOLUTIONS_DIR.iterdir() if (d / "protocol.py").exists()
+    )
+    raise ValueError(
+        f"solution {solution!r} is neither a built-in ({', '.join(names)}) nor an existing path"
+    )
+
+
+class Lab1:
+    name = "lab1"
+    fault_points: dict[str, tuple[str, bool]] = {}
+    default_pause = LOCK_AT_MOST * UNIT + 1.5  # past lockAtMostFor, so another replica takes over
+
+    def preflight(self, spec: TestSpec) -> None:
+        path = solution_path(spec.solution)
+        try:
+            missing = missing_functions(path, list(REQUIRED))
+        except SolutionError as e:
+            raise ValueError(str(e)) from e
+        if missing:
+            where = path / "protocol.py" if path.is_dir() else path
+            raise ValueError(
+                f"solution {spec.solution!r} is not complete: {', '.join(missing)} in {where}; "
+                "see docs/labs/lab1.md for what each function must do"
+            )
+
+    def mounts(self, spec: TestSpec) -> dict[str, str]:
+        path = solution_path(spec.solution)
+        return {str(path if path.is_dir() else path.parent): SOLUTION_MOUNT}
+
+    def nights(self, spec: TestSpec) -> int:
+        return int(spec.options.get("nights", spec.tasks or NIGHTS))
+
+    def service_env(self, ctx: RunContext, node: str) -> dict[str, str]:
+        path = solution_path(ctx.spec.solution)
+        sol = SOLUTION_MOUNT if path.is_dir() else f"{SOLUTION_MOUNT}/{path.name}"
+        others = [
+            e for n, e in zip(ctx.cluster.nodes, etcd.endpoints(ctx), strict=True) if n != node
+        ]
+        return {
+            "CHAOS_NODE": node,
+            "CHAOS_LIVE": "/chaos",
+            "CHAOS_SOLUTION": sol,
+            "CHAOS_ETCD": ",".join([f"127.0.0.1:{etcd.CLIENT_PORT}", *others]),
+            "CHAOS_LAB1_UNIT": str(UNIT),
+            "CHAOS_LAB1_LOCK_AT_MOST": str(LOCK_AT_MOST),
+            "CHAOS_LAB1_NIGHTS": str(self.nights(ctx.spec)),
+        }
+
+    def deploy(self, ctx: RunContext) -> None:
+        ctx.progress("starting etcd on every node")
+        etcd.deploy(ctx)
+        ctx.progress("starting the orders service on every node")
+        for node in ctx.cluster.nodes:
+            ctx.supervisor.start_process(
+                ProcessSpec(
+                    node=node,
+                    name=COMPONENT,
+                    role=COMPONENT,
+                    argv=["python3", "-m", "chaos.workloads.lab1.service"],
+                    env=self.service_env(ctx, node),
+                )
+            )
+
+    def pause_target(self, ctx: RunContext) -> Any:
+        """The replica that holds the lock: the latest grant not followed by its release."""
+        from chaos.nemesis.base import Target
+
+        holder = None
+        for e in ctx.events.snapshot():
+            if e.kind == "lock-acquired":
+                holder = e
+            elif e.kind in {"lock-released", "job-end"} and holder and e.node == holder.node:
+                holder = None
+        if holder is None or ctx.cluster.process_state(holder.node, COMPONENT) in (None, "T"):
+            return None
+        return Target(node=holder.node, process=COMPONENT)
+
+    def resolve_role(self, ctx: RunContext, role: str) -> list[Any]:
+        if role == "holder":
+            t = self.pause_target(ctx)
+            return [t] if t is not None else []
+        return []
+
+    def run_client(self, ctx: RunContext) -> None:
+        """Wait for the schedulers to run every night (or the time limit), then read once."""
+        deadline = time.monotonic() + ctx.spec.time_limit
+        while time.monotonic() < deadline and not ctx.stop.is_set():
+            if self._finished(ctx):
+                break
+            ctx.stop.wait(0.25)
+
+    def _finished(self, ctx: RunContext) -> bool:
+        try:
+            return finished(read_final(etcd.endpoints(ctx), timeout=2.0))
+        except Exception:
+            return False
+
+    def recovered(self, ctx: RunContext) -> bool:
+        return self._finished(ctx)
+
+    def final_state(self, ctx: RunContext) -> dict[str, Any]:
+        ctx.history.record(process=0, type=OpType.INVOKE, f="read-final", value=None)
+        try:
+            final = read_final(etcd.endpoints(ctx))
+        except Exception as e:
+            ctx.history.record(process=0, type=OpType.FAIL, f="read-final", value=None,
+                               error=f"{type(e).__name__}: {e}")  # fmt: skip
+            raise
+        ctx.history.record(process=0, type=OpType.OK, f="read-final",
+                           value={"nights_done": final.get("nights_done")})  # fmt: skip
+        return final
+
+    def check(self, run: StoredRun) -> list[CheckResult]:
+        return checkers.check(run.history, run.events, run.final or None)
