@@ -155,7 +155,9 @@ class Lab3:
         if ctx.spec.tasks is None and ctx.spec.rate is None:
             return list(STANDARD_SET)
         rng = ctx.rng_for("workload")
-        n = ctx.spec.tasks if ctx.spec.tasks is not None else 10**9
+        # rate mode: as many as the rate can ask for in the time limit (a list of 10**9 would
+        # take minutes and gigabytes to build before the first request)
+        n = ctx.spec.tasks if ctx.spec.tasks is not None else int(rate_cap(ctx.spec)) + 1
         return [(f"t{i}", rng.randint(1, 9)) for i in range(1, n + 1)]
 
     def run_client(self, ctx: RunContext) -> None:
@@ -310,6 +312,10 @@ class Lab3:
 
     def lab_report(self, run: StoredRun, results: list[CheckResult]) -> dict[str, Any]:
         return lab_report.scenario_report(run, results)
+
+
+def rate_cap(spec: TestSpec) -> float:
+    return (spec.rate or 0.0) * spec.time_limit
 
 
 def busy_worker(ctx: RunContext) -> Any:
