@@ -144,6 +144,10 @@ def prepare(history: Sequence[Op], model: Model) -> tuple[list[Partition], dict[
         typ = comp.type if comp is not None else None
         if typ is OpType.INFO:
             typ = None
+        elif typ is OpType.FAIL and comp is not None and comp.error is not None:
+            # Failed with an error (refused, rejected): it did not run, and observed nothing.
+            stats["dropped"] += 1
+            continue
         v_in: Any = inv.value
         v_out: Any = comp.value if comp is not None else None
         key = inv.extra.get("key", _NO_KEY)

@@ -267,7 +267,7 @@ def kv() -> Model:
 
 # ---------------------------------------------------------------------- set
 
-ADD = 0
+ADD = 3  # distinct from READ: set and counter inputs are (ADD, x) or (READ, None)
 _SET_F = {"add": ADD, "read": READ}
 
 

@@ -1,0 +1,212 @@
+"""Checker benchmarks; prints the figures recorded in docs/benchmarks.md (## Checkers).
+
+    python bench/bench_checkers.py            # everything
+    python bench/bench_checkers.py queue      # 1M-op total-queue history: parse + check
+    python bench/bench_checkers.py porcupine  # linearizability on Porcupine's recorded histories
+
+The queue history (1,000,000 ops = 2,000,000 lines of history.jsonl, ~190 MB) is generated into
+/tmp (or $CHAOS_BENCH_DIR) once, deterministically, and checked in a fresh child process so that
+its peak RSS is the checker's own. The Porcupine histories are read in place from
+../shared/data/porcupine beside the repository.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+PORCUPINE = ROOT.parent / "shared" / "data" / "porcupine"
+BENCH_DIR = Path(os.environ.get("CHAOS_BENCH_DIR", "/tmp/chaos-bench"))
+QUEUE_OPS = 1_000_000
+
+
+def generate_queue_history(path: Path, n_ops: int = QUEUE_OPS, seed: int = 7) -> None:
+    """A total-queue history: half enqueues, half dequeues, 10 processes, with indeterminate
+    enqueues (some of which come out: recovered), a few redeliveries (duplicates) and ~1%
+    failed dequeues. Valid for total-queue."""
+    rng = random.Random(seed)
+    n_enq = n_ops // 2
+    lines = ['{"format":"chaos.history","version":1}\n']
+    index = 0
+    t = 0.0
+    queue: list[int] = []
+    head = 0
+    enq_next = 0
+    deq_done = 0
+    procs = 10
+    while enq_next < n_enq or deq_done < n_ops - n_enq:
+        p = rng.randrange(procs)
+        do_enq = enq_next < n_enq and (rng.random() < 0.55 or head >= len(queue))
+        t += 0.000_05
+        if do_enq:
+            v = enq_next
+            enq_next += 1
+            r = rng.random()
+            kind = "ok" if r < 0.99 else "info"
+            lines.append(
+                f'{{"index":{index},"time":{t:.6f},"process":{p},"type":"invoke",'
+                f'"f":"enqueue","value":{v}}}\n'
+            )
+            if kind == "ok" or r < 0.995:
+                queue.append(v)  # half the indeterminate ones did happen
+            err = "" if kind == "ok" else ',"error":"timeout"'
+            lines.append(
+                f'{{"index":{index + 1},"time":{t + 0.00002:.6f},"process":{p},'
+                f'"type":"{kind}","f":"enqueue","value":{v}{err}}}\n'
+            )
+        else:
+            if head < len(queue):
+                v = queue[head]
+                if rng.random() >= 0.001:  # 0.1% are redelivered: dequeued again later
+                    head += 1
+                typ, val = "ok", str(v)
+            else:
+                typ, val = "fail", "null"
+            deq_done += 1
+            lines.append(
+                f'{{"index":{index},"time":{t:.6f},"process":{p},"type":"invoke",'
+                f'"f":"dequeue","value":null}}\n'
+            )
+            lines.append(
+                f'{{"index":{index + 1},"time":{t + 0.00002:.6f},"process":{p},'
+                f'"type":"{typ}","f":"dequeue","value":{val}}}\n'
+            )
+        index += 2
+    # Drain what is left so that nothing acknowledged stays inside.
+    lines.append(
+        f'{{"index":{index},"time":{t:.6f},"process":0,"type":"invoke","f":"drain","value":null}}\n'
+    )
+    rest = ",".join(str(v) for v in queue[head:])
+    lines.append(
+        f'{{"index":{index + 1},"time":{t + 0.001:.6f},"process":0,"type":"ok",'
+        f'"f":"drain","value":[{rest}]}}\n'
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(lines))
+    tmp.replace(path)
+
+
+def _child_queue(path: str) -> None:
+    from chaos.checkers.offline import check_file
+    from chaos.checkers.verdict import combine
+
+    t0 = time.perf_counter()
+    c0 = time.process_time()
+    results, problems = check_file(Path(path), "total-queue")
+    dt = time.perf_counter() - t0
+    cpu = time.process_time() - c0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    tq = results[0]
+    print(
+        json.dumps(
+            {
+                "seconds": round(dt, 3),
+                "cpu_seconds": round(cpu, 3),
+                "max_rss_mb": round(rss),
+                "verdict": combine(results).value,
+                "total_queue": tq.verdict.value,
+                "stats": tq.stats,
+                "problems": len(problems),
+            }
+        )
+    )
+
+
+def bench_queue() -> None:
+    path = BENCH_DIR / "total-queue-1M.jsonl"
+    if not path.exists():
+        t0 = time.perf_counter()
+        generate_queue_history(path)
+        print(f"generated {path} in {time.perf_counter() - t0:.1f} s")
+    lines = sum(1 for _ in open(path, "rb"))
+    print(f"total-queue: {path} ({lines} lines, {path.stat().st_size / 1e6:.0f} MB)")
+    runs = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        out = subprocess.run(
+            [sys.executable, __file__, "_child_queue", str(path)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        wall = time.perf_counter() - t0
+        r = json.loads(out)
+        r["process_wall_seconds"] = round(wall, 3)
+        runs.append(r)
+    best = min(runs, key=lambda r: r["seconds"])
+    print(
+        "  parse + check (in process, wall / cpu): "
+        + ", ".join(f"{r['seconds']:.2f} / {r['cpu_seconds']:.2f} s" for r in runs)
+        + f"; whole process incl. interpreter start: {best['process_wall_seconds']:.2f} s"
+    )
+    print(f"  peak RSS {max(r['max_rss_mb'] for r in runs)} MB; verdict {best['verdict']}")
+    print(f"  total-queue stats: {best['stats']}")
+
+
+def bench_porcupine() -> None:
+    from chaos.checkers.linearizable import check_linearizable
+    from chaos.checkers.models import cas_register, kv
+    from chaos.histories import edn, jepsen_log
+
+    expected = [
+        line.split("\t")
+        for line in (PORCUPINE / "expected.tsv").read_text().splitlines()
+        if line.strip()
+    ]
+    best: dict[str, float] = {}
+    for _ in range(3):
+        parse = check = 0.0
+        c50 = 0.0
+        mismatches = []
+        for name, want in expected:
+            t0 = time.perf_counter()
+            if name.startswith("jepsen/"):
+                ops, _ = jepsen_log.read_log(PORCUPINE / name)
+                model = cas_register()
+            else:
+                ops, _ = edn.read_history(PORCUPINE / name)
+                model = kv()
+            t1 = time.perf_counter()
+            r = check_linearizable(ops, model)
+            t2 = time.perf_counter()
+            parse += t1 - t0
+            check += t2 - t1
+            if name == "kv/c50-bad.txt":
+                c50 = t2 - t0
+            if r.verdict.value != ("valid" if want == "linearizable" else "invalid"):
+                mismatches.append(name)
+        run = {"parse": parse, "check": check, "total": parse + check, "c50": c50}
+        if not best or run["total"] < best["total"]:
+            best = run
+        if mismatches:
+            print(f"  MISMATCHED VERDICTS: {mismatches}")
+    print(f"porcupine: {len(expected)} histories (102 etcd logs + 6 kv), best of 3")
+    print(
+        f"  parse {best['parse']:.3f} s + check {best['check']:.3f} s = "
+        f"{best['total']:.3f} s; c50-bad parse + check {best['c50']:.3f} s"
+    )
+
+
+def main(argv: list[str]) -> None:
+    if argv and argv[0] == "_child_queue":
+        _child_queue(argv[1])
+        return
+    which = set(argv) or {"queue", "porcupine"}
+    if "porcupine" in which:
+        bench_porcupine()
+    if "queue" in which:
+        bench_queue()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,314 @@
+"""Checking history files offline: any format in, checker results out.
+
+:func:`load_any_history` reads chaos JSONL, Jepsen EDN (``history.edn``, a vector or one map per
+line) and Jepsen log / ``history.txt`` lines, detected from the name and the first line.
+:func:`check_history` maps a ``--model`` name to checkers; :func:`check_file` does both, and for
+the counting checkers on JSONL it skips building :class:`Op` records altogether (a lean reader
+pulls ``(process, type, f, value, error)`` rows straight from the parsed lines), which is what
+makes a million-op history take seconds. :func:`write_history_edn` exports a stored run's
+history for Jepsen's own tools (Knossos, Elle).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from chaos.checkers._rows import NEMESIS, OpRows, rows_of
+from chaos.checkers.counter import counter_rows
+from chaos.checkers.exceptions import exceptions_rows
+from chaos.checkers.linearizable import (
+    DEFAULT_MAX_STATES,
+    DEFAULT_TIME_LIMIT,
+    check_linearizable,
+)
+from chaos.checkers.models import MODELS
+from chaos.checkers.queue import total_queue_rows
+from chaos.checkers.sets import set_full_rows
+from chaos.checkers.stats import stats_rows
+from chaos.checkers.unique_ids import unique_ids_rows
+from chaos.checkers.verdict import CheckResult, check_safe
+from chaos.histories import edn, jepsen_log
+from chaos.histories.jsonl import FORMAT_VERSION, HISTORY_FORMAT, LineProblem, read_history
+from chaos.histories.ops import Op
+
+# orjson parses JSON lines about 3x faster than the standard library. Both raise ValueError
+# subclasses (JSONDecodeError, UnicodeDecodeError) on bad input.
+_loads: Callable[[bytes], Any]
+try:
+    import orjson
+
+    _loads = orjson.loads
+except ImportError:  # pragma: no cover - orjson is a declared dependency
+    _loads = json.loads
+
+__all__ = [
+    "MODEL_NAMES",
+    "Format",
+    "NotAHistory",
+    "check_file",
+    "check_history",
+    "detect_format",
+    "load_any_history",
+    "load_rows",
+    "write_history_edn",
+]
+
+Format = Literal["jsonl", "edn", "log"]
+
+# --model name -> linearizability model (None: none) and counting checkers
+_PLAN: dict[str, tuple[str | None, tuple[str, ...]]] = {
+    "cas-register": ("cas-register", ()),
+    "register": ("register", ()),
+    "kv": ("kv", ()),
+    "set": ("set", ("set-full",)),
+    "set-full": (None, ("set-full",)),
+    "queue": ("queue", ()),
+    "total-queue": (None, ("total-queue",)),
+    "counter": (None, ("counter",)),
+    "unique-ids": (None, ("unique-ids",)),
+}
+MODEL_NAMES: tuple[str, ...] = tuple(_PLAN)
+_ROW_CHECKERS: dict[str, Callable[[OpRows], CheckResult]] = {
+    "set-full": set_full_rows,
+    "total-queue": total_queue_rows,
+    "counter": counter_rows,
+    "unique-ids": unique_ids_rows,
+    "stats": stats_rows,
+    "exceptions": exceptions_rows,
+}
+
+
+class NotAHistory(Exception):
+    """The path is missing, unreadable, or holds nothing that reads as a history."""
+
+
+def _resolve(path: Path) -> Path:
+    if path.is_dir():
+        for name in ("history.jsonl", "history.edn", "history.txt", "jepsen.log"):
+            if (path / name).is_file():
+                return path / name
+        raise NotAHistory(f"{path} holds no history.jsonl, history.edn or history.txt")
+    if not path.exists():
+        raise NotAHistory(f"{path} does not exist")
+    return path
+
+
+def detect_format(path: Path) -> Format:
+    """Guess the format from the suffix, else from the first non-blank line."""
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        return "jsonl"
+    if suffix == ".edn":
+        return "edn"
+    if suffix == ".log":
+        return "log"
+    with open(path, "rb") as fh:
+        head = fh.read(64 * 1024).decode("utf-8", errors="replace")
+    for line in head.splitlines():
+        s = line.strip()
+        if not s:
+            continue
+        if s.startswith("{"):
+            try:
+                if isinstance(json.loads(s), dict):
+                    return "jsonl"
+            except ValueError:
+                pass
+        if s[0] in "{[(#;":
+            return "edn"
+        break
+    if jepsen_log.looks_like_log(head):
+        return "log"
+    return "jsonl"
+
+
+def load_any_history(path: Path) -> tuple[list[Op], list[LineProblem]]:
+    """Read a history file (or a run folder's history) of any supported format.
+
+    Returns the ops and the lines that could not be read; raises :class:`NotAHistory` only when
+    there is no file to read.
+    """
+    path = _resolve(Path(path))
+    try:
+        fmt = detect_format(path)
+        if fmt == "edn":
+            return edn.read_history(path)
+        if fmt == "log":
+            return jepsen_log.read_log(path)
+        loaded = read_history(path)
+        return loaded.records, loaded.problems
+    except OSError as e:
+        raise NotAHistory(f"cannot read {path}: {e.strerror or e}") from None
+
+
+_TYPES = {"invoke": "invoke", "ok": "ok", "fail": "fail", "info": "info"}
+
+
+_CHUNK = 8 << 20
+
+
+def _jsonl_rows(path: Path) -> tuple[OpRows, list[LineProblem]]:
+    """The lean JSONL reader: same checks and messages as ``read_history``, but rows, not Ops."""
+    name = str(path)
+    out = OpRows()
+    by_f = out.by_f
+    problems: list[LineProblem] = []
+    loads = _loads
+    types = _TYPES
+    pos = 0
+    no = 0
+    # Millions of small containers are created and all kept: the cyclic collector would walk
+    # them again and again for nothing.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with open(path, "rb") as fh:
+            tail = b""
+            while True:
+                block = fh.read(_CHUNK)
+                if not block:
+                    lines = [tail] if tail else []
+                else:
+                    block = tail + block
+                    cut = block.rfind(b"\n") + 1
+                    tail = block[cut:]
+                    lines = block[:cut].split(b"\n")
+                    lines.pop()  # the empty piece after the last newline
+                for raw in lines:
+                    no += 1
+                    try:
+                        d = loads(raw)
+                        t = types[d["type"]]
+                        f = d["f"]
+                        p = d["process"]
+                        d["index"]
+                        d["time"]
+                    except (KeyError, TypeError, ValueError):
+                        last = not block
+                        problem = _jsonl_problem(name, no, raw, truncated=last)
+                        if problem is not None:
+                            problems.append(problem)
+                        continue
+                    if type(p) is not int and type(p) is not str:
+                        msg = f"invalid: process {p!r} is not an int or a string"
+                        problems.append(LineProblem(name, no, msg, not block))
+                        continue
+                    if type(f) is not str:
+                        f = str(f)
+                    table = out.nemesis if p == NEMESIS else by_f
+                    lst = table.get(f)
+                    if lst is None:
+                        lst = table[f] = []
+                    lst.append((pos, p, t, d.get("value"), d.get("error")))
+                    pos += 1
+                if not block:
+                    break
+    finally:
+        if enabled:
+            gc.enable()
+    out.count = pos
+    return out, problems
+
+
+def _jsonl_problem(name: str, no: int, raw: bytes, *, truncated: bool) -> LineProblem | None:
+    """Explain why a line was not a row (or return None for a header or a blank line)."""
+    if not raw.strip():
+        return None
+    try:
+        obj = _loads(raw)
+    except ValueError as e:
+        return LineProblem(name, no, f"not JSON ({e})", truncated)
+    if not isinstance(obj, dict):
+        return LineProblem(name, no, "not a JSON object", truncated)
+    if "format" in obj and "version" in obj and "type" not in obj and "kind" not in obj:
+        if obj["format"] != HISTORY_FORMAT:
+            return LineProblem(name, no, f"format {obj['format']!r}, expected {HISTORY_FORMAT!r}")
+        if not isinstance(obj["version"], int) or obj["version"] > FORMAT_VERSION:
+            return LineProblem(
+                name,
+                no,
+                f"format version {obj['version']!r} is newer than this chaos understands "
+                f"({FORMAT_VERSION}); upgrade chaos",
+            )
+        return None
+    for key in ("index", "time", "process", "type", "f"):
+        if key not in obj:
+            return LineProblem(name, no, f"missing field {key!r}", truncated)
+    return LineProblem(name, no, f"invalid: {obj['type']!r} is not a valid OpType", truncated)
+
+
+def load_rows(path: Path) -> tuple[OpRows, list[LineProblem]]:
+    """Rows for the counting checkers, from any format (lean and fast for JSONL)."""
+    path = _resolve(Path(path))
+    if detect_format(path) == "jsonl":
+        try:
+            return _jsonl_rows(path)
+        except OSError as e:
+            raise NotAHistory(f"cannot read {path}: {e.strerror or e}") from None
+    ops, problems = load_any_history(path)
+    return rows_of(ops), problems
+
+
+def _plan(model: str) -> tuple[str | None, tuple[str, ...]]:
+    if model not in _PLAN:
+        raise ValueError(f"unknown model {model!r}; choose one of {', '.join(MODEL_NAMES)}")
+    lin, counting = _PLAN[model]
+    return lin, (*counting, "stats", "exceptions")
+
+
+def _check_rows(rows: OpRows, names: Sequence[str]) -> list[CheckResult]:
+    return [check_safe(n, lambda n=n: _ROW_CHECKERS[n](rows)) for n in names]  # type: ignore[misc]
+
+
+def check_history(
+    ops: Sequence[Op],
+    model: str,
+    *,
+    time_limit: float | None = DEFAULT_TIME_LIMIT,
+    max_states: int | None = DEFAULT_MAX_STATES,
+) -> list[CheckResult]:
+    """Run the checkers ``model`` names (see :data:`MODEL_NAMES`) plus stats and exceptions."""
+    lin, counting = _plan(model)
+    results: list[CheckResult] = []
+    if lin is not None:
+        m = MODELS[lin]()
+        results.append(
+            check_safe(
+                f"linearizable-{lin}",
+                lambda: check_linearizable(ops, m, time_limit=time_limit, max_states=max_states),
+            )
+        )
+    results += _check_rows(rows_of(ops), counting)
+    return results
+
+
+def check_file(
+    path: Path,
+    model: str,
+    *,
+    time_limit: float | None = DEFAULT_TIME_LIMIT,
+    max_states: int | None = DEFAULT_MAX_STATES,
+) -> tuple[list[CheckResult], list[LineProblem]]:
+    """Load ``path`` (a file or a run folder) and check it as ``model``."""
+    lin, counting = _plan(model)
+    if lin is None:
+        rows, problems = load_rows(path)
+        return _check_rows(rows, counting), problems
+    ops, problems = load_any_history(path)
+    return check_history(ops, model, time_limit=time_limit, max_states=max_states), problems
+
+
+def write_history_edn(run_dir: Path) -> Path:
+    """Write ``history.edn`` next to ``history.jsonl`` in a run folder, for Jepsen's tools.
+
+    Lines of ``history.jsonl`` that cannot be read are left out (the JSONL file still has them).
+    """
+    run_dir = Path(run_dir)
+    loaded = read_history(run_dir / "history.jsonl")
+    out = run_dir / "history.edn"
+    edn.write_history(out, loaded.records)
+    return out
