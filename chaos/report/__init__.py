@@ -3,7 +3,16 @@ timeline, plots, lab tables, parameters) and ``chaos serve`` to browse a store o
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from chaos.report.loading import NotARunDir
-from chaos.report.page import render
 
 __all__ = ["NotARunDir", "render"]
+
+
+def render(run_dir: Path) -> Path:
+    """Write ``run_dir/report.html`` (and ``run_dir/plots/``) and return the page's path."""
+    # A function rather than a re-export: importing chaos.report (chaos.cli does) stays cheap.
+    from chaos.report.page import render as _render
+
+    return _render(run_dir)

@@ -13,7 +13,6 @@ from typing import IO, Any
 import click
 
 from chaos.report.loading import NotARunDir
-from chaos.report.page import render
 from chaos.report.serve import DEFAULT_HOST, DEFAULT_PORT, make_server
 
 EXIT_USAGE = 3
@@ -33,6 +32,9 @@ class _Failed(click.ClickException):
 @click.argument("run_dir", type=click.Path(path_type=Path))
 def report_command(run_dir: Path) -> None:
     """Render RUN_DIR/report.html from the stored run (offline) and print its path."""
+    # Imported here: the page pulls in numpy, and every other chaos command would pay for it.
+    from chaos.report.page import render
+
     try:
         out = render(run_dir)
     except NotARunDir as x:

@@ -6,10 +6,12 @@ as "maybe happened", and hiding it would hide the ops a crash or a partition lef
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chaos.histories.ops import Op, OpType, pair_index
+from chaos.histories.ops import NEMESIS
+from chaos.report.loading import OpLike
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,20 +33,36 @@ class ClientOp:
         return self.end - self.start
 
 
-def client_ops(history: list[Op], end_time: float) -> list[ClientOp]:
-    pairs = pair_index(history)
+def pair_positions(history: Sequence[OpLike]) -> dict[int, int]:
+    """Invoke position → completion position, Jepsen's pairing by process (as
+    ``chaos.histories.ops.pair_index``, for ops read as :class:`OpLike`)."""
+    open_by_process: dict[int | str, int] = {}
+    pairs: dict[int, int] = {}
+    for pos, op in enumerate(history):
+        if op.type == "invoke":
+            open_by_process[op.process] = pos
+        else:
+            inv = open_by_process.pop(op.process, None)
+            if inv is not None:
+                pairs[inv] = pos
+    return pairs
+
+
+def client_ops(history: Sequence[OpLike], end_time: float) -> list[ClientOp]:
+    pairs = pair_positions(history)
     out: list[ClientOp] = []
     for pos, op in enumerate(history):
-        if op.is_nemesis or op.type is not OpType.INVOKE:
+        if op.type != "invoke" or op.process == NEMESIS:
             continue
-        comp = history[pairs[pos]] if pos in pairs else None
+        c = pairs.get(pos)
+        comp = history[c] if c is not None else None
         node = (comp.extra.get("node") if comp else None) or op.extra.get("node")
         out.append(
             ClientOp(
                 index=op.index,
                 process=op.process,
                 f=op.f,
-                type=comp.type.value if comp else "info",
+                type=str(comp.type) if comp else "info",
                 start=op.time,
                 end=comp.time if comp else max(end_time, op.time),
                 completed=comp is not None,

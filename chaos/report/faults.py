@@ -7,10 +7,12 @@ marked open, because that is exactly what a reader must notice.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.histories.ops import Op, OpType
+from chaos.histories.ops import NEMESIS
+from chaos.report.loading import OpLike
 
 # Colours by fault kind, shared by the plots, the timeline and the sequence diagrams so a reader
 # learns them once. Lab fault points get the purple family.
@@ -65,7 +67,7 @@ class FaultBand:
         return self.start <= t1 and self.end >= t0
 
 
-def _target(value: Any, op: Op) -> tuple[tuple[str, ...], str | None, dict[str, Any]]:
+def _target(value: Any, op: OpLike) -> tuple[tuple[str, ...], str | None, dict[str, Any]]:
     detail = value if isinstance(value, dict) else {}
     nodes: list[str] = []
     grudge = detail.get("grudge")
@@ -81,9 +83,9 @@ def _target(value: Any, op: Op) -> tuple[tuple[str, ...], str | None, dict[str, 
     return tuple(nodes), (str(process) if process else None), detail
 
 
-def fault_bands(history: list[Op], end_time: float) -> list[FaultBand]:
-    open_invoke: Op | None = None
-    starts: dict[str, tuple[Op, Op | None]] = {}
+def fault_bands(history: Sequence[OpLike], end_time: float) -> list[FaultBand]:
+    open_invoke: OpLike | None = None
+    starts: dict[str, tuple[OpLike, OpLike | None]] = {}
     order: list[str] = []
     bands: list[FaultBand] = []
 
@@ -107,9 +109,9 @@ def fault_bands(history: list[Op], end_time: float) -> list[FaultBand]:
         )
 
     for op in history:
-        if not op.is_nemesis:
+        if op.process != NEMESIS:
             continue
-        if op.type is OpType.INVOKE:
+        if op.type == "invoke":
             open_invoke = op
             if _phase(op) == "start":
                 fid = str(op.extra.get("fault_id") or f"@{op.index}")
@@ -134,7 +136,7 @@ def fault_bands(history: list[Op], end_time: float) -> list[FaultBand]:
     return bands
 
 
-def _phase(op: Op) -> str:
+def _phase(op: OpLike) -> str:
     phase = op.extra.get("phase")
     if phase:
         return str(phase)

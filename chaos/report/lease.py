@@ -7,27 +7,28 @@ is the lesson of the lab, so when the events show it the report names it step by
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from chaos.histories.ops import Event
 from chaos.report.faults import FaultBand
+from chaos.report.loading import EventLike
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UnsafeLease:
-    first: Event  # A's lock-acquired
+    first: EventLike  # A's lock-acquired
     pause: FaultBand
-    second: Event  # B's lock-acquired, while A was paused
-    second_write: Event | None
-    stale_write: Event | None  # A's write after it resumed
-    renewal_failed: Event | None
+    second: EventLike  # B's lock-acquired, while A was paused
+    second_write: EventLike | None
+    stale_write: EventLike | None  # A's write after it resumed
+    renewal_failed: EventLike | None
 
     @property
     def applied_twice(self) -> bool:
         return self.stale_write is not None and self.stale_write.data.get("outcome") == "applied"
 
 
-def _expiry(ev: Event) -> float | None:
+def _expiry(ev: EventLike) -> float | None:
     until = ev.data.get("until")
     # ``until`` on the run's clock is comparable to event times; a wall-clock stamp is not, and
     # guessing the offset would put the expiry at a wrong place in the story.
@@ -36,7 +37,7 @@ def _expiry(ev: Event) -> float | None:
     return None
 
 
-def find_unsafe_leases(events: list[Event], bands: list[FaultBand]) -> list[UnsafeLease]:
+def find_unsafe_leases(events: Sequence[EventLike], bands: list[FaultBand]) -> list[UnsafeLease]:
     acquired = [e for e in events if e.kind == "lock-acquired"]
     writes = [e for e in events if e.kind == "write"]
     found: list[UnsafeLease] = []
@@ -93,7 +94,7 @@ def find_unsafe_leases(events: list[Event], bands: list[FaultBand]) -> list[Unsa
     return found
 
 
-def _tok(ev: Event) -> str:
+def _tok(ev: EventLike) -> str:
     t = ev.data.get("token")
     return f" (fencing token {t})" if t is not None else ""
 

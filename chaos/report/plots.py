@@ -7,7 +7,6 @@ and pyplot's global state is not thread-safe. Scatter points are rasterised insi
 
 from __future__ import annotations
 
-import base64
 import io
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,22 +20,10 @@ from matplotlib.patches import Patch
 
 from chaos.report.clientops import ClientOp
 from chaos.report.faults import FaultBand
+from chaos.report.figures import PLOTS, Plot
 
 TYPE_COLOURS = {"ok": "#3a9d3a", "fail": "#d62728", "info": "#ff9f1c"}
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
-
-
-@dataclass(frozen=True, slots=True)
-class Plot:
-    name: str
-    title: str
-    png: bytes
-    png_path: Path
-    svg_path: Path
-
-    @property
-    def data_uri(self) -> str:
-        return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
 
 
 def _bands(ax: Axes, bands: list[FaultBand]) -> list[Patch]:
@@ -54,8 +41,10 @@ def _legend(ax: Axes, handles: list[Artist]) -> None:
 
 
 def _figure() -> tuple[Figure, Axes]:
-    fig = Figure(figsize=(10, 3.6), dpi=100, layout="constrained")
+    # A fixed layout: constrained layout re-measures every text on every save.
+    fig = Figure(figsize=(10, 3.6), dpi=100)
     FigureCanvasAgg(fig)
+    fig.subplots_adjust(left=0.07, right=0.8, top=0.9, bottom=0.14)
     return fig, fig.add_subplot()
 
 
@@ -69,22 +58,54 @@ def _save(fig: Figure, out: Path, name: str, title: str) -> Plot:
     return Plot(name, title, png, png_path, svg_path)
 
 
-def latency_raw(ops: list[ClientOp], bands: list[FaultBand], out: Path) -> Plot:
+TITLES = dict(PLOTS)
+
+
+@dataclass(frozen=True, slots=True)
+class _Columns:
+    """The ops as numpy columns, built once: three plots filter them many ways."""
+
+    fs: list[str]
+    f: np.ndarray
+    type: np.ndarray  # index into TYPES
+    start: np.ndarray
+    end: np.ndarray
+    completed: np.ndarray
+
+    @staticmethod
+    def of(ops: list[ClientOp]) -> _Columns:
+        fs = sorted({o.f for o in ops})
+        f_of = {f: i for i, f in enumerate(fs)}
+        t_of = {t: i for i, t in enumerate(TYPES)}
+        n = len(ops)
+        return _Columns(
+            fs=fs,
+            f=np.fromiter((f_of[o.f] for o in ops), np.int32, n),
+            type=np.fromiter((t_of.get(o.type, 2) for o in ops), np.int32, n),
+            start=np.fromiter((o.start for o in ops), float, n),
+            end=np.fromiter((o.end for o in ops), float, n),
+            completed=np.fromiter((o.completed for o in ops), bool, n),
+        )
+
+
+TYPES = tuple(TYPE_COLOURS)
+
+
+def latency_raw(cols: _Columns, bands: list[FaultBand], out: Path) -> Plot:
     fig, ax = _figure()
     faults = _bands(ax, bands)
     data: list[Artist] = []
-    fs = sorted({o.f for o in ops})
-    for fi, f in enumerate(fs):
-        for ty, colour in TYPE_COLOURS.items():
-            sel = [o for o in ops if o.f == f and o.type == ty and o.completed]
-            if not sel:
+    size = 14 if len(cols.start) < 2_000 else 4  # few ops: make each one visible
+    lat = np.maximum(cols.end - cols.start, 1e-6) * 1000
+    for fi, f in enumerate(cols.fs):
+        for ti, (ty, colour) in enumerate(TYPE_COLOURS.items()):
+            sel = (cols.f == fi) & (cols.type == ti) & cols.completed
+            if not sel.any():
                 continue
-            x = np.fromiter((o.start for o in sel), float, len(sel))
-            y = np.fromiter((max(o.latency, 1e-6) * 1000 for o in sel), float, len(sel))
             h = ax.scatter(
-                x,
-                y,
-                s=6,
+                cols.start[sel],
+                lat[sel],
+                s=size,
                 c=colour,
                 marker=MARKERS[fi % len(MARKERS)],
                 alpha=0.6,
@@ -98,24 +119,24 @@ def latency_raw(ops: list[ClientOp], bands: list[FaultBand], out: Path) -> Plot:
     ax.set_ylabel("latency (ms)")
     ax.set_title("Latency of every completed op (invoke time → completion)")
     _legend(ax, [*data, *faults])
-    return _save(fig, out, "latency-raw", "Latency, raw")
+    return _save(fig, out, "latency-raw", TITLES["latency-raw"])
 
 
-def _windows(ops: list[ClientOp], end: float) -> tuple[np.ndarray, float]:
-    span = max(end, max((o.end for o in ops), default=0.0), 1e-3)
-    n = int(min(120, max(10, len(ops) // 50)))
+def _windows(cols: _Columns, end: float) -> tuple[np.ndarray, float]:
+    span = max(end, float(cols.end.max()) if len(cols.end) else 0.0, 1e-3)
+    n = int(min(120, max(10, len(cols.end) // 50)))
     return np.linspace(0.0, span, n + 1), span / n
 
 
-def latency_quantiles(ops: list[ClientOp], bands: list[FaultBand], out: Path, end: float) -> Plot:
+def latency_quantiles(cols: _Columns, bands: list[FaultBand], out: Path, end: float) -> Plot:
     fig, ax = _figure()
     faults = _bands(ax, bands)
     data: list[Artist] = []
-    done = [o for o in ops if o.completed and o.type == "ok"]
-    if done:
-        edges, width = _windows(done, end)
-        t = np.fromiter((o.start for o in done), float, len(done))
-        lat = np.fromiter((o.latency * 1000 for o in done), float, len(done))
+    ok = cols.completed & (cols.type == 0)
+    if ok.any():
+        edges, width = _windows(cols, end)
+        t = cols.start[ok]
+        lat = (cols.end[ok] - t) * 1000
         idx = np.clip(np.digitize(t, edges) - 1, 0, len(edges) - 2)
         order = np.argsort(idx, kind="stable")
         idx, lat = idx[order], lat[order]
@@ -138,23 +159,22 @@ def latency_quantiles(ops: list[ClientOp], bands: list[FaultBand], out: Path, en
     ax.set_ylabel("latency (ms)")
     ax.set_title("Latency quantiles of ok ops per time window")
     _legend(ax, [*data, *faults])
-    return _save(fig, out, "latency-quantiles", "Latency, quantiles")
+    return _save(fig, out, "latency-quantiles", TITLES["latency-quantiles"])
 
 
-def throughput(ops: list[ClientOp], bands: list[FaultBand], out: Path, end: float) -> Plot:
+def throughput(cols: _Columns, bands: list[FaultBand], out: Path, end: float) -> Plot:
     fig, ax = _figure()
     faults = _bands(ax, bands)
     data: list[Artist] = []
-    done = [o for o in ops if o.completed]
-    if done:
-        edges, width = _windows(done, end)
+    if cols.completed.any():
+        edges, width = _windows(cols, end)
         styles = ("-", "--", ":", "-.")
-        for fi, f in enumerate(sorted({o.f for o in done})):
-            for ty, colour in TYPE_COLOURS.items():
-                t = np.fromiter((o.end for o in done if o.f == f and o.type == ty), float)
-                if not len(t):
+        for fi, f in enumerate(cols.fs):
+            for ti, (ty, colour) in enumerate(TYPE_COLOURS.items()):
+                sel = (cols.f == fi) & (cols.type == ti) & cols.completed
+                if not sel.any():
                     continue
-                counts, _ = np.histogram(t, bins=edges)
+                counts, _ = np.histogram(cols.end[sel], bins=edges)
                 (line,) = ax.plot(
                     edges[:-1] + width / 2,
                     counts / width,
@@ -167,13 +187,14 @@ def throughput(ops: list[ClientOp], bands: list[FaultBand], out: Path, end: floa
     ax.set_ylabel("completions / s")
     ax.set_title("Throughput by op and outcome")
     _legend(ax, [*data, *faults])
-    return _save(fig, out, "throughput", "Throughput")
+    return _save(fig, out, "throughput", TITLES["throughput"])
 
 
 def make_plots(ops: list[ClientOp], bands: list[FaultBand], out: Path, end: float) -> list[Plot]:
     out.mkdir(parents=True, exist_ok=True)
+    cols = _Columns.of(ops)
     return [
-        latency_raw(ops, bands, out),
-        latency_quantiles(ops, bands, out, end),
-        throughput(ops, bands, out, end),
+        latency_raw(cols, bands, out),
+        latency_quantiles(cols, bands, out, end),
+        throughput(cols, bands, out, end),
     ]

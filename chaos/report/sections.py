@@ -6,10 +6,10 @@ import json
 import shlex
 from typing import Any
 
+from chaos.report.figures import Plot
 from chaos.report.html import as_text, e, fmt_value, kv_table, table
 from chaos.report.lease import UnsafeLease, narrative
 from chaos.report.loading import RunData
-from chaos.report.plots import Plot
 
 VERDICTS = ("valid", "invalid", "unknown")
 RANK = {"valid": 0, "unknown": 1, "invalid": 2}

@@ -14,9 +14,9 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any
 
-from chaos.histories.ops import Event
 from chaos.report.faults import FaultBand
 from chaos.report.html import e
+from chaos.report.loading import EventLike, event_json
 from chaos.report.tasks import TaskView
 
 LEFT = 96
@@ -45,7 +45,7 @@ class Step:
     tip: str = ""
 
 
-def _lane(ev: Event) -> str:
+def _lane(ev: EventLike) -> str:
     return f"{ev.component}@{ev.node}"
 
 
@@ -77,7 +77,7 @@ def _steps(view: TaskView) -> list[Step]:
         )
     for ev in view.events:
         lane, d = _lane(ev), ev.data
-        tip = json.dumps(ev.to_json(), default=str)
+        tip = json.dumps(event_json(ev), default=str)
         k = ev.kind
         if k == "task-accepted":
             steps.append(Step(ev.time, lane, "etcd", "txn: task + idem + outbox", tip=tip))

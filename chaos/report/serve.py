@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from chaos.report.html import as_text, e
-from chaos.report.page import REPORT_NAME, render
+from chaos.report.loading import REPORT_NAME
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -265,6 +265,8 @@ class _Handler(BaseHTTPRequestHandler):
             raise Refused(HTTPStatus.NOT_FOUND, "not a run")
         with self.server.render_lock:
             if needs_render(run_dir):
+                from chaos.report.page import render
+
                 render(run_dir)
         self._send(HTTPStatus.OK, (run_dir / REPORT_NAME).read_bytes(), "text/html; charset=utf-8")
 

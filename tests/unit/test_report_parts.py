@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from chaos.histories.ops import Event, Op, OpType
 from chaos.report.clientops import client_ops
 from chaos.report.faults import fault_bands, fault_colour
 from chaos.report.html import script_json
 from chaos.report.lease import find_unsafe_leases
 from chaos.report.timeline import timeline_data
+from tests.fixtures import synthetic_runs as runs
 
 
 def _op(
@@ -119,3 +123,16 @@ def test_no_unsafe_lease_without_a_takeover_during_the_pause() -> None:
     evs.insert(1, _ev(2.5, "n2", "lock-acquired", token=2))
     (u,) = find_unsafe_leases(evs, bands)
     assert u.second.node == "n2" and u.stale_write is not None and u.applied_twice
+
+
+def test_fast_loader_reads_what_the_shared_readers_read(tmp_path: Path) -> None:
+    from chaos.histories.jsonl import read_events, read_history
+    from chaos.report.loading import EventRow, OpRow, load
+
+    run_dir = runs.invalid_lab3(tmp_path / "store")
+    run = load(run_dir)
+    ops = read_history(run_dir / "history.jsonl").records
+    evs = sorted(read_events(run_dir / "events.jsonl").records, key=lambda x: x.time)
+    assert run.history == [OpRow.of(o) for o in ops]
+    assert run.events == [EventRow.of(x) for x in evs]
+    assert run.problems == []

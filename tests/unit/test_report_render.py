@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from chaos.report import NotARunDir, render
-from chaos.report import page as render_mod
+from chaos.report import plots as plots_mod
 from tests.fixtures import synthetic_runs as runs
 
 
@@ -206,7 +206,7 @@ def test_a_failing_section_becomes_a_note(store: Path, monkeypatch: pytest.Monke
     def boom(*_: object) -> str:
         raise RuntimeError("plot exploded")
 
-    monkeypatch.setattr(render_mod, "make_plots", boom)
+    monkeypatch.setattr(plots_mod, "make_plots", boom)
     page = _page(runs.invalid_lab3(store))
     assert "section could not be drawn" in page and "plot exploded" in page
     assert "task t7: counter incremented twice" in page  # the rest is still there

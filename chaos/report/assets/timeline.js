@@ -86,12 +86,6 @@
       if (l % 2) { ctx.fillStyle = "#f6f7f9"; ctx.fillRect(LEFT, laneY(l), W - LEFT, laneH); }
     }
     var bandBottom = nEL ? evY(nEL) : lanesBottom;
-    D.bands.forEach(function (b) {
-      if (b[1] < v0 || b[0] > v1) return;
-      var x0 = Math.max(LEFT, xOf(b[0])), x1 = Math.min(W, Math.max(xOf(b[1]), x0 + 2));
-      ctx.globalAlpha = 0.28; ctx.fillStyle = b[4]; ctx.fillRect(x0, TOP, x1 - x0, bandBottom - TOP);
-      ctx.globalAlpha = 1;
-    });
     var labelEvery = Math.ceil(11 / laneH);
     ctx.fillStyle = "#444";
     for (l = 0; l < nL; l += labelEvery) {
@@ -117,19 +111,28 @@
     }
     for (l = 0; l < nEL; l++) {
       var a = lowerBound(ET, D.evStart[l], D.evStart[l + 1], v0);
-      var b = upperBound(ET, a, D.evStart[l + 1], v1), lastX = -1, lastK = -1;
+      var b = upperBound(ET, a, D.evStart[l + 1], v1), lastX = -1;
       ctx.fillStyle = "#444";
       ctx.fillText(D.evLanes[l], 4, evY(l) + evH - 1);
       for (var j = a; j < b; j++) {
-        var x = Math.round(xOf(ET[j])), kk = D.ek[j];
-        if (x === lastX && kk === lastK) continue;
-        lastX = x; lastK = kk;
-        ctx.fillStyle = kindColour(kk);
+        var x = Math.round(xOf(ET[j]));
+        // One mark per pixel column: zoomed out, a column holds dozens of events; zoom in to
+        // tell them apart (hover names each).
+        if (x === lastX) continue;
+        lastX = x;
+        ctx.fillStyle = kindColour(D.ek[j]);
         ctx.fillRect(x, evY(l) + 1, 2, evH - 2);
         drawn++;
       }
     }
-    // Band labels go over the ops, on a light backing, so a long op cannot hide what was injected.
+    // Bands are laid over the ops, not under them: a busy run has no gaps to show a band through.
+    D.bands.forEach(function (b) {
+      if (b[1] < v0 || b[0] > v1) return;
+      var x0 = Math.max(LEFT, xOf(b[0])), x1 = Math.min(W, Math.max(xOf(b[1]), x0 + 2));
+      ctx.globalAlpha = 0.4; ctx.fillStyle = b[4]; ctx.fillRect(x0, TOP, x1 - x0, bandBottom - TOP);
+      ctx.globalAlpha = 1; ctx.fillStyle = b[4];
+      ctx.fillRect(x0, TOP - 3, x1 - x0, 3);
+    });
     var labelRow = 0;
     D.bands.forEach(function (b) {
       if (b[1] < v0 || b[0] > v1) return;
