@@ -14,10 +14,10 @@ from typing import Any
 from chaos.checkers.verdict import CheckResult
 from chaos.histories.ops import OpType
 from chaos.histories.store import StoredRun
-from chaos.node.solution import SolutionError, missing_functions
 from chaos.orchestrator.context import RunContext
 from chaos.orchestrator.spec import TestSpec
 from chaos.orchestrator.supervisor import ProcessSpec
+from chaos.workloads import solutions
 from chaos.workloads.lab1 import checkers
 from chaos.workloads.lab1.final_state import finished, read_final
 from chaos.workloads.lab1.protocol_api import REQUIRED
@@ -25,25 +25,13 @@ from chaos.workloads.lab1.service import COMPONENT
 from chaos.workloads.systems import etcd
 
 SOLUTIONS_DIR = Path(__file__).parent / "solutions"
-SOLUTION_MOUNT = "/opt/solution"
 UNIT = 0.1  # seconds per lab unit: lockAtMostFor 30 units = 3 s
 LOCK_AT_MOST = 30
 NIGHTS = 4
 
 
 def solution_path(solution: str) -> Path:
-    builtin = SOLUTIONS_DIR / solution.replace("-", "_")
-    if "/" not in solution and builtin.is_dir():
-        return builtin
-    p = Path(solution).expanduser()
-    if p.exists():
-        return p.resolve()
-    names = sorted(
-        d.name.replace("_", "-") for d in SOLUTIONS_DIR.iterdir() if (d / "protocol.py").exists()
-    )
-    raise ValueError(
-        f"solution {solution!r} is neither a built-in ({', '.join(names)}) nor an existing path"
-    )
+    return solutions.resolve(SOLUTIONS_DIR, solution)
 
 
 class Lab1:
@@ -52,28 +40,16 @@ class Lab1:
     default_pause = LOCK_AT_MOST * UNIT + 1.5  # past lockAtMostFor, so another replica takes over
 
     def preflight(self, spec: TestSpec) -> None:
-        path = solution_path(spec.solution)
-        try:
-            missing = missing_functions(path, list(REQUIRED))
-        except SolutionError as e:
-            raise ValueError(str(e)) from e
-        if missing:
-            where = path / "protocol.py" if path.is_dir() else path
-            raise ValueError(
-                f"solution {spec.solution!r} is not complete: {', '.join(missing)} in {where}; "
-                "see docs/labs/lab1.md for what each function must do"
-            )
+        solutions.preflight(SOLUTIONS_DIR, spec.solution, REQUIRED, "docs/labs/lab1.md")
 
     def mounts(self, spec: TestSpec) -> dict[str, str]:
-        path = solution_path(spec.solution)
-        return {str(path if path.is_dir() else path.parent): SOLUTION_MOUNT}
+        return solutions.mounts(SOLUTIONS_DIR, spec.solution)
 
     def nights(self, spec: TestSpec) -> int:
         return int(spec.options.get("nights", spec.tasks or NIGHTS))
 
     def service_env(self, ctx: RunContext, node: str) -> dict[str, str]:
-        path = solution_path(ctx.spec.solution)
-        sol = SOLUTION_MOUNT if path.is_dir() else f"{SOLUTION_MOUNT}/{path.name}"
+        sol = solutions.node_path(SOLUTIONS_DIR, ctx.spec.solution)
         others = [
             e for n, e in zip(ctx.cluster.nodes, etcd.endpoints(ctx), strict=True) if n != node
         ]

@@ -13,34 +13,21 @@ from typing import Any
 from chaos.checkers.verdict import CheckResult
 from chaos.histories.ops import OpType
 from chaos.histories.store import StoredRun
-from chaos.node.solution import SolutionError, missing_functions
 from chaos.orchestrator.context import RunContext
 from chaos.orchestrator.spec import TestSpec
 from chaos.orchestrator.supervisor import ProcessSpec
+from chaos.workloads import solutions
 from chaos.workloads.lab3 import broker, checkers, keys, lab_report
 from chaos.workloads.systems import etcd, nats
 
 API_PORT = 8080
 STANDARD_SET = [("t1", 2), ("t2", 3), ("t3", 5)]
 SOLUTIONS_DIR = Path(__file__).parent / "solutions"
-SOLUTION_MOUNT = "/opt/solution"
 ROLES = ("api", "relay", "worker")
 
 
 def solution_path(solution: str) -> Path:
-    """A built-in solution's folder (``reference``, ``check-then-act``...) or a user's folder/file."""
-    builtin = SOLUTIONS_DIR / solution.replace("-", "_")
-    if "/" not in solution and builtin.is_dir():
-        return builtin
-    p = Path(solution).expanduser()
-    if p.exists():
-        return p.resolve()
-    names = sorted(
-        d.name.replace("_", "-") for d in SOLUTIONS_DIR.iterdir() if (d / "protocol.py").exists()
-    )
-    raise ValueError(
-        f"solution {solution!r} is neither a built-in ({', '.join(names)}) nor an existing path"
-    )
+    return solutions.resolve(SOLUTIONS_DIR, solution)
 
 
 class Lab3:
@@ -70,27 +57,17 @@ class Lab3:
         }
 
     def preflight(self, spec: TestSpec) -> None:
-        path = solution_path(spec.solution)
-        try:
-            missing = missing_functions(path, ["create", "complete"])
-        except SolutionError as e:
-            raise ValueError(str(e)) from e
-        if missing:
-            where = path / "protocol.py" if path.is_dir() else path
-            raise ValueError(
-                f"solution {spec.solution!r} is not complete: {', '.join(missing)} in {where}; "
-                "see docs/labs/lab3.md for what each function must do"
-            )
+        solutions.preflight(
+            SOLUTIONS_DIR, spec.solution, ["create", "complete"], "docs/labs/lab3.md"
+        )
 
     # ------------------------------------------------------------ deploy
 
     def mounts(self, spec: TestSpec) -> dict[str, str]:
-        path = solution_path(spec.solution)
-        return {str(path if path.is_dir() else path.parent): SOLUTION_MOUNT}
+        return solutions.mounts(SOLUTIONS_DIR, spec.solution)
 
     def service_env(self, ctx: RunContext, node: str) -> dict[str, str]:
-        path = solution_path(ctx.spec.solution)
-        sol = SOLUTION_MOUNT if path.is_dir() else f"{SOLUTION_MOUNT}/{path.name}"
+        sol = solutions.node_path(SOLUTIONS_DIR, ctx.spec.solution)
         return {
             "CHAOS_NODE": node,
             "CHAOS_LIVE": "/chaos",

@@ -1,0 +1,53 @@
+"""Finding and checking a lab's solution: a built-in name or a student's folder with protocol.py."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from chaos.node.solution import SolutionError, missing_functions
+
+MOUNT = "/opt/solution"
+
+
+def resolve(solutions_dir: Path, solution: str) -> Path:
+    """A built-in solution's folder (``reference``, ``check-then-act``...) or a user's folder/file."""
+    builtin = solutions_dir / solution.replace("-", "_")
+    if "/" not in solution and builtin.is_dir():
+        return builtin
+    p = Path(solution).expanduser()
+    if p.exists():
+        return p.resolve()
+    names = sorted(
+        d.name.replace("_", "-") for d in solutions_dir.iterdir() if (d / "protocol.py").exists()
+    )
+    raise ValueError(
+        f"solution {solution!r} is neither a built-in ({', '.join(names)}) nor an existing path"
+    )
+
+
+def preflight(solutions_dir: Path, solution: str, required: Sequence[str], guide: str) -> None:
+    """Raise ValueError naming every required function that is missing or still a TODO."""
+    path = resolve(solutions_dir, solution)
+    try:
+        missing = missing_functions(path, list(required))
+    except SolutionError as e:
+        raise ValueError(str(e)) from e
+    if missing:
+        where = path / "protocol.py" if path.is_dir() else path
+        raise ValueError(
+            f"solution {solution!r} is not complete: {', '.join(missing)} in {where}; "
+            f"see {guide} for what each function must do"
+        )
+
+
+def mounts(solutions_dir: Path, solution: str) -> dict[str, str]:
+    """The bind mount that brings the solution into the nodes (no image rebuild on edits)."""
+    path = resolve(solutions_dir, solution)
+    return {str(path if path.is_dir() else path.parent): MOUNT}
+
+
+def node_path(solutions_dir: Path, solution: str) -> str:
+    """Where the services find the solution inside a node."""
+    path = resolve(solutions_dir, solution)
+    return MOUNT if path.is_dir() else f"{MOUNT}/{path.name}"
