@@ -1,0 +1,104 @@
+"""An in-memory cluster for testing the framework itself (Jepsen's atom-db idea).
+
+Processes are records, signals change their state, files live in a dict. Nothing here touches a
+real node: it exists so that the supervisor, the fault ledger and the nemeses can be tested without
+Docker. It must never stand in for a real system in a lab scenario.
+"""
+
+from __future__ import annotations
+
+import itertools
+import signal as sig
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from chaos.cluster.base import ClusterError, ExecResult
+
+
+@dataclass(slots=True)
+class FakeProcess:
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    pid: int
+    state: str = "S"  # S running (sleeping), T stopped, None once dead
+    signals: list[int] = field(default_factory=list)
+
+
+class FakeCluster:
+    def __init__(self, run_id: str = "fake", nodes: int = 3) -> None:
+        self.run_id = run_id
+        self.nodes = [f"n{i}" for i in range(1, nodes + 1)]
+        self.procs: dict[tuple[str, str], FakeProcess] = {}
+        self.files: dict[tuple[str, str], bytes] = {}
+        self.net_log: list[tuple[str, list[str]]] = []
+        self.spawned: list[tuple[str, str, int]] = []
+        self.torn_down = False
+        self.frozen: set[str] = set()
+        self._pids = itertools.count(100)
+        self._lock = threading.Lock()
+
+    def address(self, node: str) -> str:
+        return f"{node}.fake.invalid"  # never dialled: a label only
+
+    def exec(self, node: str, argv: list[str], *, timeout: float = 60.0) -> ExecResult:
+        return ExecResult(0, "")
+
+    def spawn(
+        self, node: str, name: str, argv: list[str], *, env: dict[str, str] | None = None
+    ) -> int:
+        with self._lock:
+            if self.pid(node, name) is not None:
+                raise ClusterError(f"{name} is already running on {node}")
+            p = FakeProcess(name=name, argv=argv, env=env or {}, pid=next(self._pids))
+            self.procs[(node, name)] = p
+            self.spawned.append((node, name, p.pid))
+            return p.pid
+
+    def crash(self, node: str, name: str) -> None:
+        """Test helper: the process exits on its own."""
+        self.procs[(node, name)].state = "X"
+
+    def pid(self, node: str, name: str) -> int | None:
+        p = self.procs.get((node, name))
+        return p.pid if p is not None and p.state not in ("X", "Z") else None
+
+    def signal(self, node: str, name: str, signum: int) -> int | None:
+        p = self.procs.get((node, name))
+        if p is None or p.state in ("X", "Z"):
+            return None
+        p.signals.append(signum)
+        if signum == sig.SIGSTOP:
+            p.state = "T"
+        elif signum == sig.SIGCONT:
+            p.state = "S"
+        elif signum in (sig.SIGKILL, sig.SIGTERM):
+            p.state = "X"
+        return p.pid
+
+    def process_state(self, node: str, name: str) -> str | None:
+        p = self.procs.get((node, name))
+        return None if p is None or p.state == "X" else p.state
+
+    def net_exec(self, node: str, argv: list[str]) -> ExecResult:
+        self.net_log.append((node, argv))
+        return ExecResult(0, "")
+
+    def put_file(self, node: str, path: str, data: bytes) -> None:
+        self.files[(node, path)] = data
+
+    def get_file(self, node: str, path: str) -> bytes | None:
+        return self.files.get((node, path))
+
+    def collect_logs(self, dest: Path) -> None:
+        pass
+
+    def freeze(self, node: str) -> None:
+        self.frozen.add(node)
+
+    def thaw(self, node: str) -> None:
+        self.frozen.discard(node)
+
+    def teardown(self) -> None:
+        self.torn_down = True

@@ -1,0 +1,110 @@
+"""The framework on an in-memory cluster: supervisor restarts, the fault ledger, the pause nemesis.
+
+No Docker: these test chaos's own machinery (as Jepsen tests itself with atom-db), never a lab.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import threading
+import time
+from pathlib import Path
+
+from chaos.checkers.faults import fault_intervals
+from chaos.cluster.base import Cluster
+from chaos.cluster.fake import FakeCluster
+from chaos.histories.jsonl import HistoryRecorder, read_history
+from chaos.nemesis.base import Target
+from chaos.nemesis.ledger import FaultLedger
+from chaos.nemesis.pause import pause
+from chaos.orchestrator.context import RunContext
+from chaos.orchestrator.live import EventTail
+from chaos.orchestrator.spec import TestSpec
+from chaos.orchestrator.supervisor import ProcessSpec, Supervisor
+
+
+def make_ctx(tmp_path: Path, cluster: FakeCluster) -> RunContext:
+    origin = time.monotonic()
+    history = HistoryRecorder(tmp_path / "history.jsonl", lambda: time.monotonic() - origin)
+    sup = Supervisor(cluster, restart_delay=0.05)
+    return RunContext(
+        spec=TestSpec(lab="fake", seed=1),
+        cluster=cluster,
+        run_dir=tmp_path,
+        live=tmp_path / "live",
+        origin=origin,
+        history=history,
+        events=EventTail(tmp_path / "live", origin),
+        supervisor=sup,
+        faults=FaultLedger(history, tmp_path / "faults.json"),
+        rng=random.Random(1),
+        progress=lambda m: None,
+    )
+
+
+def test_fake_cluster_satisfies_the_contract() -> None:
+    c: Cluster = FakeCluster()
+    assert c.nodes == ["n1", "n2", "n3"]
+
+
+def test_supervisor_restarts_a_crashed_process_but_not_a_held_one(tmp_path: Path) -> None:
+    cluster = FakeCluster()
+    restarted: list[tuple[str, int]] = []
+    sup = Supervisor(
+        cluster, restart_delay=0.05, on_restart=lambda s, pid: restarted.append((s.name, pid))
+    )
+    sup.start_process(ProcessSpec(node="n1", name="worker", argv=["w"]))
+    sup.start_process(ProcessSpec(node="n2", name="worker", argv=["w"]))
+    sup.watch()
+    try:
+        first = cluster.pid("n1", "worker")
+        cluster.crash("n1", "worker")
+        sup.hold("n2", "worker")
+        cluster.crash("n2", "worker")
+        deadline = time.monotonic() + 3
+        while not restarted and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)
+        assert [r[0] for r in restarted] == ["worker"]
+        assert cluster.pid("n1", "worker") not in (None, first)
+        assert cluster.pid("n2", "worker") is None, "a held process waits for its nemesis"
+        sup.release("n2", "worker")
+        assert cluster.pid("n2", "worker") is not None
+    finally:
+        sup.stop()
+
+
+def test_pause_stops_then_resumes_and_records_a_jepsen_shaped_pair(tmp_path: Path) -> None:
+    cluster = FakeCluster()
+    ctx = make_ctx(tmp_path, cluster)
+    ctx.supervisor.start_process(ProcessSpec(node="n2", name="worker", argv=["w"]))
+    pause(ctx, Target(node="n2", process="worker"), 0.05)
+    assert cluster.procs[("n2", "worker")].signals == [signal.SIGSTOP, signal.SIGCONT]
+    assert cluster.process_state("n2", "worker") == "S"
+    ctx.history.close()
+    ops = read_history(tmp_path / "history.jsonl").records
+    assert [(o.type.value, o.extra["phase"]) for o in ops] == [
+        ("info", "start"), ("info", "start"), ("info", "heal"), ("info", "heal"),
+    ]  # fmt: skip
+    (band,) = fault_intervals(ops)
+    assert band.fault == "pause" and band.end is not None and band.touches("n2", "worker")
+
+
+def test_heal_all_undoes_what_a_stopped_nemesis_left_active(tmp_path: Path) -> None:
+    cluster = FakeCluster()
+    ctx = make_ctx(tmp_path, cluster)
+    ctx.supervisor.start_process(ProcessSpec(node="n1", name="worker", argv=["w"]))
+    t = threading.Thread(target=pause, args=(ctx, Target(node="n1", process="worker"), 60.0))
+    t.start()
+    deadline = time.monotonic() + 3
+    while cluster.process_state("n1", "worker") != "T" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert cluster.process_state("n1", "worker") == "T"
+    assert ctx.faults.heal_all() == 1  # what the orchestrator does on SIGINT
+    assert cluster.process_state("n1", "worker") == "S"
+    ctx.stop.set()
+    t.join(5)
+    assert not t.is_alive()
+    heals = [o for o in ctx.history.ops if o.extra.get("phase") == "heal"]
+    assert len(heals) == 2, "healed once, although both the nemesis and heal-all tried"
