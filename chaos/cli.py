@@ -102,8 +102,23 @@ def print_results(results: list[Any], verdict: Any, run_dir: Path | None = None)
     "--nemesis",
     "nemesis",
     default="",
-    help="Comma-separated faults: pause, "
-    "relay-crash-before-publish, lost-publish-ack, worker-crash-before-ack.",
+    help="Comma-separated faults, each with an optional target: pause, freeze, kill, partition "
+    "(pause:worker, kill:broker, partition:halves, freeze:n1+n2), or lab fault points "
+    "(relay-crash-before-publish, lost-publish-ack, worker-crash-before-ack). See docs/nemesis.md.",
+)
+@click.option(
+    "--trigger",
+    "triggers",
+    multiple=True,
+    help="Fault fired by a system event, e.g. 'pause worker on delivery', "
+    "'kill relay before publish [for 3s]'. Repeatable.",
+)
+@click.option(
+    "--schedule",
+    "schedule_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="A scripted fault timeline (YAML): 'at 3s pause worker for 6s', ...",
 )
 @click.option(
     "--solution",
@@ -145,6 +160,19 @@ def print_results(results: list[Any], verdict: Any, run_dir: Path | None = None)
 )
 @click.option("--nemesis-interval", type=float, default=8.0, show_default=True)
 @click.option(
+    "--nemesis-jitter",
+    type=float,
+    default=0.5,
+    show_default=True,
+    help="Gaps between faults vary by this fraction of the interval.",
+)
+@click.option(
+    "--fault-duration",
+    type=float,
+    default=None,
+    help="Seconds a scheduled or triggered fault lasts (default: --pause-duration, else AckWait + 3).",
+)
+@click.option(
     "--work-seconds",
     type=float,
     default=0.5,
@@ -181,6 +209,10 @@ def run(
     ack_wait: float,
     pause_duration: float | None,
     nemesis_interval: float,
+    nemesis_jitter: float,
+    fault_duration: float | None,
+    triggers: tuple[str, ...],
+    schedule_file: Path | None,
     work_seconds: float,
     nodes: int,
     scenarios: str | None,
@@ -212,6 +244,10 @@ def run(
         ack_wait=ack_wait,
         pause_duration=pause_duration,
         nemesis_interval=nemesis_interval,
+        nemesis_jitter=nemesis_jitter,
+        fault_duration=fault_duration,
+        triggers=tuple(triggers),
+        schedule=_load_schedule(schedule_file, fault_duration or pause_duration or ack_wait + 3.0),
     )
     say = _progress(quiet)
     if scenarios or lab_report_flag:
@@ -253,6 +289,19 @@ def run(
     if any(o.interrupted for o in outcomes):
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(combine(r for o in outcomes for r in o.results).exit_code)
+
+
+def _load_schedule(path: Path | None, default_duration: float) -> dict[str, Any] | None:
+    """Parse ``--schedule`` (and validate ``--trigger``) before anything starts."""
+    if path is None:
+        return None
+    from chaos.orchestrator.schedule import ScheduleError, load_schedule
+
+    try:
+        return load_schedule(path, default_duration=default_duration).to_json()
+    except ScheduleError as e:
+        fail(str(e), EXIT_USAGE)
+    return None
 
 
 def _write_lab_report(outcomes: list[Any], store: Path, report_path: Path | None) -> None:
@@ -360,10 +409,11 @@ def cleanup(run_id: str | None, all_runs: bool) -> None:
         client = engine()
     except ClusterError as e:
         fail(str(e), EXIT_ENV)
-    removed = reap(client, run_id=run_id, include_live=all_runs)
-    for r in removed:
-        click.echo(f"removed {r}")
-    click.echo("nothing to clean up" if not removed else f"removed {len(removed)} resource(s)")
+    done = reap(client, run_id=run_id, include_live=all_runs)
+    for line in done:
+        click.echo(line)
+    removed = sum(1 for line in done if line.startswith("removed "))
+    click.echo("nothing to clean up" if not done else f"removed {removed} resource(s)")
 
 
 @main.group()

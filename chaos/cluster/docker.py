@@ -265,6 +265,34 @@ class DockerCluster:
         if c.status == "paused":
             c.unpause()
 
+    def freezer_state(self, node: str) -> str | None:
+        """``FROZEN``, ``FREEZING`` or ``THAWED`` as the kernel's freezer reports the node's cgroup."""
+        return freezer_state(self._init_pid[node])
+
+
+def freezer_state(host_pid: int) -> str | None:
+    """The cgroup freezer's state for a process (cgroup v1 ``freezer.state``, or v2 ``cgroup.events``)."""
+    try:
+        with open(f"/proc/{host_pid}/cgroup") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "freezer" in controllers.split(","):
+            try:
+                return Path(f"/sys/fs/cgroup/freezer{path}/freezer.state").read_text().strip()
+            except OSError:
+                return None
+    for line in lines:
+        if line.startswith("0::"):
+            try:
+                events = Path(f"/sys/fs/cgroup{line[3:]}/cgroup.events").read_text()
+            except OSError:
+                return None
+            return "FROZEN" if "frozen 1" in events else "THAWED"
+    return None
+
 
 def _state(host_pid: int) -> str | None:
     try:

@@ -2,7 +2,13 @@
 
 Each start and heal becomes a Jepsen-shaped pair of nemesis ops (``info`` invoke, ``info``
 completion) carrying ``fault``, ``phase`` and ``fault_id``. The ledger is mirrored to
-``<live>/faults.json`` so that ``chaos cleanup`` can heal what a killed orchestrator left behind.
+``<live>/faults.json`` so that ``chaos cleanup`` can heal what a killed orchestrator left behind:
+each entry's ``reap`` list says how to undo it from outside the run (``sigcont`` a host pid,
+``iptables-flush`` a chain in some containers, ``thaw`` a container).
+
+Heal never races apply: a heal waits until the fault's apply has returned, so a fault applied by a
+nemesis thread while the run is being interrupted is still undone. After ``close`` no fault may
+start, so nothing is applied after the final heal.
 """
 
 from __future__ import annotations
@@ -18,6 +24,13 @@ from typing import Any
 from chaos.histories.jsonl import HistoryRecorder
 from chaos.histories.ops import NEMESIS, OpType
 
+# how long a heal waits for a concurrent apply to return before undoing anyway
+APPLY_WAIT = 60.0
+
+
+class LedgerClosed(RuntimeError):
+    """The run is healing for the last time: no new fault may start."""
+
 
 @dataclass(slots=True, kw_only=True)
 class ActiveFault:
@@ -26,6 +39,7 @@ class ActiveFault:
     targets: list[dict[str, Any]]
     undo: Callable[[], Any]
     extra: dict[str, Any] = field(default_factory=dict)
+    applied: threading.Event = field(default_factory=threading.Event)
 
 
 class FaultLedger:
@@ -34,6 +48,7 @@ class FaultLedger:
         self._mirror = mirror
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
+        self._closed = False
         self.active: dict[int, ActiveFault] = {}
         self.applied: list[dict[str, Any]] = []
 
@@ -64,6 +79,8 @@ class FaultLedger:
         once by schedule and once by the final heal-all).
         """
         with self._lock:
+            if self._closed:
+                raise LedgerClosed(f"{fault}: the run is ending, no fault may start now")
             fid = next(self._ids)
             meta: dict[str, Any] = {"fault": fault, "phase": "start", "fault_id": fid}
             if trigger:
@@ -78,7 +95,8 @@ class FaultLedger:
             self._save()
         try:
             targets = apply()
-        except Exception as e:
+        except BaseException as e:
+            placeholder.applied.set()
             with self._lock:
                 self._history.record(
                     process=NEMESIS,
@@ -91,9 +109,10 @@ class FaultLedger:
             raise
         with self._lock:
             placeholder.targets = targets
+            placeholder.applied.set()
             self._save()
             value: Any = targets[0] if len(targets) == 1 else {"targets": targets}
-            self._history.record(
+            op = self._history.record(
                 process=NEMESIS, type=OpType.INFO, f=fault, value=value, extra=meta
             )
             self.applied.append(
@@ -103,11 +122,18 @@ class FaultLedger:
                     "intent": intent,
                     "targets": targets,
                     "trigger": trigger,
+                    "started": round(op.time, 3),
                 }
             )
         return fid
 
     def heal(self, fid: int, value: Any = None) -> None:
+        with self._lock:
+            pending = self.active.get(fid)
+        if pending is None:
+            return
+        # an apply still running in another thread finishes first, so its effect is undone too
+        pending.applied.wait(APPLY_WAIT)
         with self._lock:
             f = self.active.pop(fid, None)
             if f is None:
@@ -137,3 +163,17 @@ class FaultLedger:
         for fid in ids:
             self.heal(fid)
         return len(ids)
+
+    def close(self) -> None:
+        """Refuse new faults from now on (the final heal is about to run)."""
+        with self._lock:
+            self._closed = True
+
+    def shutdown(self) -> int:
+        """``close`` then ``heal_all``: what the end of a run and an interrupt both do."""
+        self.close()
+        return self.heal_all()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed

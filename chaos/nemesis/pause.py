@@ -1,8 +1,10 @@
-"""``pause``: SIGSTOP one process, then SIGCONT it — what a long GC pause looks like.
+"""``pause``: SIGSTOP processes, then SIGCONT them — what a long GC pause looks like.
 
-This stops a single process, not the container (that is ``freeze``, the cgroup freezer). A paused
-process keeps its sockets: its peers see a hang, not a refusal; when it resumes, its timers fire at
-once, which is exactly the stale-holder case the labs are about.
+This stops single processes, not the container (that is ``freeze``, the cgroup freezer). Signals
+go from the host's PID namespace to the application's own process, never to the container's PID 1
+(which ignores signals it has no handler for). A paused process keeps its sockets: its peers see a
+hang, not a refusal; when it resumes, its timers fire at once, which is exactly the stale-holder
+case the labs are about.
 """
 
 from __future__ import annotations
@@ -10,12 +12,15 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from chaos.nemesis.base import Target
-from chaos.orchestrator.context import RunContext
+from chaos.nemesis.base import Resolved, Target
+from chaos.nemesis.targets import host_token, processes_of, resolve_targets
 
-Picker = Callable[[RunContext], Target | None]
+if TYPE_CHECKING:
+    from chaos.orchestrator.context import RunContext
+
+Picker = Callable[["RunContext"], Target | None]
 
 
 def _wait_state(
@@ -29,40 +34,99 @@ def _wait_state(
     return state
 
 
+class PauseFault:
+    """SIGSTOP every target process; the undo sends SIGCONT and checks each left state T."""
+
+    name = "pause"
+
+    def __init__(self, workload: Any = None) -> None:
+        self.workload = workload
+
+    def resolve(self, ctx: RunContext, spec: str | None, rng: Any) -> Resolved:
+        spec = spec or "one"
+        return Resolved(spec=spec, targets=tuple(resolve_targets(ctx, self.workload, spec, rng)))
+
+    def start(
+        self,
+        ctx: RunContext,
+        resolved: Resolved,
+        *,
+        intent: dict[str, Any] | None = None,
+        trigger: dict[str, Any] | None = None,
+    ) -> int:
+        procs = processes_of(ctx, resolved.targets)
+        if not procs:
+            raise RuntimeError(f"pause {resolved.spec}: no process to pause")
+        # written down before any signal: a dead orchestrator's leftovers are resumed from this
+        reap = [
+            {"op": "sigcont", "token": tok, "node": t.node, "process": t.process}
+            for t in procs
+            if (tok := host_token(ctx, t)) is not None
+        ]
+
+        def apply() -> list[dict[str, Any]]:
+            done = []
+            for t in procs:
+                pid = ctx.cluster.signal(t.node, t.process or "", signal.SIGSTOP)
+                if pid is None:
+                    continue  # not running right now (killed, restarting): nothing to stop
+                state = _wait_state(ctx, t, lambda s: s == "T", 1.0)
+                if state != "T":
+                    raise RuntimeError(
+                        f"{t.process} on {t.node} (pid {pid}) is in state {state}, not T"
+                    )
+                done.append({**t.to_json(), "pid": pid, "signal": "SIGSTOP", "state": state})
+            if not done:
+                raise RuntimeError(
+                    f"pause {resolved.spec}: none of the target processes is running"
+                )
+            return done
+
+        def undo() -> list[dict[str, Any]]:
+            out = []
+            for t in procs:
+                pid = ctx.cluster.signal(t.node, t.process or "", signal.SIGCONT)
+                if pid is None:
+                    continue
+                state = _wait_state(ctx, t, lambda s: s != "T", 1.0)
+                if state == "T":
+                    raise RuntimeError(f"{t.process} on {t.node} (pid {pid}) still stopped")
+                out.append({**t.to_json(), "pid": pid, "signal": "SIGCONT", "state": state})
+            return out
+
+        return ctx.faults.start(
+            "pause",
+            apply,
+            undo,
+            intent=intent or {"target": resolved.spec},
+            trigger=trigger,
+            extra={"reap": reap},
+        )
+
+
 def pause(
     ctx: RunContext, t: Target, duration: float, trigger: dict[str, Any] | None = None
 ) -> None:
     """Pause ``t`` for ``duration`` seconds (or until the run stops), then resume it."""
-    name = t.process or ""
-
-    def apply() -> list[dict[str, Any]]:
-        pid = ctx.cluster.signal(t.node, name, signal.SIGSTOP)
-        if pid is None:
-            raise RuntimeError(f"{name} on {t.node} is not running")
-        state = _wait_state(ctx, t, lambda s: s == "T", 1.0)
-        return [
-            {**t.to_json(), "pid": pid, "signal": "SIGSTOP", "state": state, "duration": duration}
-        ]
-
-    def undo() -> dict[str, Any]:
-        pid = ctx.cluster.signal(t.node, name, signal.SIGCONT)
-        state = _wait_state(ctx, t, lambda s: s != "T", 1.0)
-        return {**t.to_json(), "pid": pid, "signal": "SIGCONT", "state": state}
-
-    fid = ctx.faults.start(
-        "pause", apply, undo, intent={**t.to_json(), "duration": duration}, trigger=trigger
+    fid = PauseFault().start(
+        ctx,
+        Resolved(spec=f"{t.process}@{t.node}", targets=(t,)),
+        intent={**t.to_json(), "duration": duration},
+        trigger=trigger,
     )
-    ctx.progress(f"paused {name} on {t.node} (SIGSTOP) for {duration:.1f} s")
+    ctx.progress(f"paused {t.process} on {t.node} (SIGSTOP) for {duration:.1f} s")
     ctx.stop.wait(duration)
     ctx.faults.heal(fid)
-    ctx.progress(f"resumed {name} on {t.node} (SIGCONT)")
+    ctx.progress(f"resumed {t.process} on {t.node} (SIGCONT)")
 
 
 class PauseNemesis:
     """Pauses a target chosen by ``pick`` (the workload's busiest process by default).
 
-    With ``once`` it pauses a single time (the standard lab scenario); otherwise it pauses every
-    ``interval`` seconds (jittered by the seeded rng) until the run stops.
+    This is the labs' own pause (``--nemesis pause`` alone, no target): the target is whoever is
+    doing the interesting thing right now (lab3: the worker computing on an unacked delivery), so it
+    depends on timing. With ``once`` it pauses a single time (the standard lab scenario); otherwise
+    it pauses every ``interval`` seconds (jittered by the seeded rng) until the run stops.
     """
 
     name = "pause"

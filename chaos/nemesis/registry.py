@@ -1,27 +1,133 @@
-"""Nemeses by name, as the CLI and specs spell them."""
+"""Nemeses by name, as the CLI and specs spell them, and the plan a spec resolves to.
+
+``--nemesis`` takes comma-separated faults, each optionally with a target: ``pause:worker``,
+``kill:broker``, ``partition:halves``, ``freeze:n2+n3`` (``,n3`` right after a node name also
+continues its list). Lab fault points (``relay-crash-before-publish``...) are faults too.
+
+- ``pause`` alone, with no target, on a workload that has a ``pause_target``, is the lab's own
+  pause: whoever is doing the interesting thing right now (lab3: the busy worker; lab1: the lock
+  holder), once in the standard scenario and every interval under load.
+- Any other set of faults becomes a random schedule drawn from the seed: one fault at a time, a
+  jittered interval apart, each for the fault duration.
+- ``--schedule FILE.yaml`` adds a scripted timeline; ``--trigger PHRASE`` adds event triggers.
+"""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
+from chaos.nemesis.base import Fault
+from chaos.nemesis.plan import FAULTS, Choice, Step, generate
 from chaos.orchestrator.spec import TestSpec
 
 
-def make_nemesis(name: str, wl: Any, spec: TestSpec) -> Any:
+def fault_table(wl: Any) -> dict[str, Fault]:
+    from chaos.nemesis.freeze import FreezeFault
+    from chaos.nemesis.kill import KillFault
+    from chaos.nemesis.partition import PartitionFault
+    from chaos.nemesis.pause import PauseFault
+
+    return {
+        "pause": PauseFault(wl),
+        "freeze": FreezeFault(wl),
+        "kill": KillFault(wl),
+        "partition": PartitionFault(wl),
+    }
+
+
+def parse_nemesis(
+    items: tuple[str, ...] | list[str], points: Any = ()
+) -> list[tuple[str, str | None]]:
+    """``("pause:worker", "partition:n1", "n2", "kill")`` -> [(pause, worker), (partition, n1+n2), (kill, None)]."""
+    out: list[tuple[str, str | None]] = []
+    for raw in items:
+        item = raw.strip()
+        if not item:
+            continue
+        name, _, target = item.partition(":")
+        if name in FAULTS or name in points:
+            if target and name in points:
+                raise ValueError(f"lab fault point {name} takes no target")
+            out.append((name, target or None))
+        elif out and out[-1][1] is not None and ":" not in item:
+            # "partition:n1,n2": the comma split a node list
+            prev, tgt = out[-1]
+            out[-1] = (prev, f"{tgt}+{item}")
+        else:
+            known = [*FAULTS, *points]
+            raise ValueError(f"unknown nemesis {name!r}; known: {', '.join(known)}")
+    return out
+
+
+def fault_duration(spec: TestSpec) -> float:
+    return float(spec.fault_duration or spec.pause_duration or spec.ack_wait + 3.0)
+
+
+def planned_steps(spec: TestSpec, choices: list[Choice]) -> list[Step]:
+    """The random schedule of a spec: a pure function of the spec (its seed included)."""
+    return generate(
+        choices,
+        rng=random.Random(f"{spec.seed}:schedule"),
+        horizon=spec.time_limit,
+        interval=spec.nemesis_interval,
+        duration=fault_duration(spec),
+        jitter=spec.nemesis_jitter,
+    )
+
+
+def make_nemeses(wl: Any, spec: TestSpec) -> list[Any]:
+    """Every nemesis a spec asks for, ready to run; raises ValueError for a bad name or phrase."""
     from chaos.nemesis.faultpoint import FaultPointNemesis
     from chaos.nemesis.pause import PauseNemesis
+    from chaos.nemesis.runner import ScheduleNemesis
+    from chaos.nemesis.trigger import TriggerNemesis, parse_trigger
 
     points = getattr(wl, "fault_points", {})
-    if name in points:
-        component, crashes = points[name]
-        return FaultPointNemesis(
-            name, component=component, crashes=crashes, observe=getattr(wl, "observe", None)
-        )
-    if name == "pause":
-        duration = spec.pause_duration or spec.ack_wait + 3.0
+    faults = fault_table(wl)
+    out: list[Any] = []
+    choices: list[Choice] = []
+    for name, target in parse_nemesis(spec.nemesis, points):
+        if name in points:
+            component, crashes = points[name]
+            out.append(FaultPointNemesis(name, component=component, crashes=crashes))
+        else:
+            choices.append(Choice(fault=name, target=target))
+    duration = fault_duration(spec)
+    if choices == [Choice(fault="pause")] and hasattr(wl, "pause_target"):
         once = spec.tasks is None and spec.rate is None
-        return PauseNemesis(
-            wl.pause_target, duration=duration, interval=spec.nemesis_interval, once=once
+        out.append(
+            PauseNemesis(
+                wl.pause_target, duration=duration, interval=spec.nemesis_interval, once=once
+            )
         )
-    known = ["pause", *points]
-    raise ValueError(f"unknown nemesis {name!r} for {spec.lab}; known: {', '.join(known)}")
+    elif choices:
+        out.append(ScheduleNemesis(planned_steps(spec, choices), faults))
+    triggers = list(spec.triggers)
+    if spec.schedule:
+        steps = [Step(**s) for s in spec.schedule.get("steps", [])]
+        if steps:
+            out.append(ScheduleNemesis(steps, faults))
+        triggers += list(spec.schedule.get("triggers", []))
+    for phrase in triggers:
+        tr = parse_trigger(phrase)
+        out.append(
+            TriggerNemesis(tr, faults[tr.fault], default_duration=duration, wait=spec.time_limit)
+        )
+    return out
+
+
+def describe(nemeses: list[Any]) -> list[dict[str, Any]]:
+    """What the run will do, for spec.json: steps of schedules, triggers, lab points."""
+    from chaos.nemesis.runner import ScheduleNemesis
+    from chaos.nemesis.trigger import TriggerNemesis
+
+    out: list[dict[str, Any]] = []
+    for n in nemeses:
+        if isinstance(n, ScheduleNemesis):
+            out.append({"nemesis": "schedule", "steps": [s.to_json() for s in n.steps]})
+        elif isinstance(n, TriggerNemesis):
+            out.append({"nemesis": "trigger", **n.trigger.to_json(), "duration": n.duration})
+        else:
+            out.append({"nemesis": n.name})
+    return out

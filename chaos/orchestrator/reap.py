@@ -1,27 +1,176 @@
 """Reaping what a crashed orchestrator left behind.
 
 A run killed with SIGKILL cannot heal itself; the next ``chaos run`` or ``chaos cleanup`` finds its
-resources by label (only chaos's own, and only of runs whose orchestrator is gone), heals the faults
-recorded in its ``faults.json`` where the backend can still reach them, then removes containers and
-networks. Removing a container also ends its stopped processes and drops the firewall rules that
-lived in its network namespace.
+resources by label (only ``chaos.project=chaos``, and only runs whose orchestrator is gone: the
+``chaos.owner`` label's pid and start time no longer name a live process), heals in place what
+the run's ``<live>/faults.json`` lists, then removes its containers and networks.
+
+Healing in place, before removal, matters for whoever looks at a crashed run's nodes (and for a
+backend whose nodes outlive the run, like SSH hosts): frozen containers are thawed, the run's own
+iptables chain is flushed in each node's namespace, SIGSTOPped processes get SIGCONT. The same is
+done for any stopped process or leftover chain that faults.json missed (the orchestrator may have
+died between a signal and the record), but only inside the run's own containers.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
 from typing import Any
 
-from chaos.cluster.docker import orphaned_runs, remove_run
+import docker.errors
+
+from chaos.cluster.docker import (
+    LABEL_PROJECT,
+    LABEL_RUN,
+    PROJECT,
+    _state,
+    orphaned_runs,
+    owner_alive,
+    remove_run,
+)
+from chaos.cluster.net import chain_name
+
+
+def _pidns(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def _pids_in(init_pid: int) -> list[int]:
+    ns = _pidns(init_pid)
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and _pidns(int(entry)) == ns and ns is not None:
+            out.append(int(entry))
+    return out
+
+
+def _faults(live: str | None) -> list[dict[str, Any]]:
+    if not live:
+        return []
+    try:
+        data = json.loads((Path(live) / "faults.json").read_text())
+    except (OSError, ValueError):
+        return []
+    return [f for f in data if isinstance(f, dict)] if isinstance(data, list) else []
+
+
+def heal_in_place(client: Any, run_id: str, live: str | None) -> list[str]:
+    """Undo a dead run's faults on its still-existing containers; returns what it did."""
+    flt = {"label": [f"{LABEL_PROJECT}={PROJECT}", f"{LABEL_RUN}={run_id}"]}
+    containers = {c.name: c for c in client.containers.list(all=True, filters=flt)}
+    done: list[str] = []
+    recorded = _faults(live)
+    # 1. thaw: a frozen container's processes cannot act on SIGCONT or anything else
+    for c in containers.values():
+        with contextlib.suppress(docker.errors.APIError):
+            c.reload()
+            if c.status == "paused":
+                c.unpause()
+                done.append(f"healed: thawed {c.name}")
+    running = {}
+    for name, c in containers.items():
+        with contextlib.suppress(docker.errors.APIError):
+            c.reload()
+            pid = int(c.attrs["State"]["Pid"] or 0)
+            if c.status == "running" and pid > 0:
+                running[name] = pid
+    # 2. flush the run's chain in every node's namespace (the chain name is the run's own)
+    chains = {chain_name(run_id)} | {
+        r["chain"]
+        for f in recorded
+        for r in f.get("reap", [])
+        if r.get("op") == "iptables-flush" and r.get("chain", "").startswith("CHAOS-")
+    }
+    for name, pid in sorted(running.items()):
+        for chain in sorted(chains):
+            p = subprocess.run(
+                ["nsenter", "-t", str(pid), "-n", "iptables", "-w", "5", "-S", chain],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+            if p.returncode != 0:
+                continue  # no such chain there: nothing was cut on this node
+            rules = [ln for ln in p.stdout.splitlines() if ln.startswith("-A")]
+            subprocess.run(
+                ["nsenter", "-t", str(pid), "-n", "iptables", "-w", "5", "-F", chain],
+                capture_output=True,
+                timeout=30,
+            )
+            if rules:
+                done.append(f"healed: flushed {chain} ({len(rules)} rule(s)) in {name}")
+    # 3. resume stopped processes: first those faults.json names, then any other in the run's nodes
+    namespaces = {_pidns(pid): name for name, pid in running.items()}
+    resumed: set[int] = set()
+    for f in recorded:
+        for r in f.get("reap", []):
+            token = r.get("token")
+            if r.get("op") != "sigcont" or not owner_alive(token):
+                continue  # gone, or the pid now names another process
+            hp = int(str(token).split(":", 1)[0])
+            if _pidns(hp) not in namespaces:
+                continue  # never signal outside the run's own containers
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(hp, signal.SIGCONT)
+                resumed.add(hp)
+                done.append(
+                    f"healed: resumed {r.get('process')} on {r.get('node')} (host pid {hp})"
+                )
+    for name, pid in sorted(running.items()):
+        for hp in _pids_in(pid):
+            if hp not in resumed and _state(hp) == "T":
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(hp, signal.SIGCONT)
+                    done.append(f"healed: resumed stopped host pid {hp} in {name}")
+    return done
+
+
+def _live_of(client: Any, run_id: str) -> str | None:
+    flt = {"label": [f"{LABEL_PROJECT}={PROJECT}", f"{LABEL_RUN}={run_id}"]}
+    for c in client.containers.list(all=True, filters=flt):
+        live = (c.labels or {}).get("chaos.live")
+        if live:
+            return str(live)
+    return None
 
 
 def reap(client: Any, *, run_id: str | None = None, include_live: bool = False) -> list[str]:
-    if run_id is not None:
-        targets = [run_id]
-    elif include_live:
-        targets = [None]  # type: ignore[list-item]
+    """Heal and remove the resources of dead runs (of ``run_id`` only, when given).
+
+    A run whose orchestrator is alive is left alone unless ``include_live``: it is another
+    terminal's run (or another engineer's), and it heals itself.
+    """
+    orphans = orphaned_runs(client)
+    if include_live and run_id is None:
+        flt = {"label": [f"{LABEL_PROJECT}={PROJECT}"]}
+        targets: dict[str, str | None] = {}
+        for c in client.containers.list(all=True, filters=flt):
+            rid = (c.labels or {}).get(LABEL_RUN)
+            if rid:
+                targets.setdefault(rid, (c.labels or {}).get("chaos.live"))
+        for n in client.networks.list(filters=flt):
+            rid = (n.attrs.get("Labels") or {}).get(LABEL_RUN)
+            if rid:
+                targets.setdefault(rid, None)
+    elif run_id is not None:
+        if run_id not in orphans and not include_live:
+            return []
+        targets = {run_id: orphans.get(run_id) or _live_of(client, run_id)}
     else:
-        targets = list(orphaned_runs(client))
-    removed: list[str] = []
-    for rid in targets:
-        removed += remove_run(client, rid)
-    return removed
+        targets = dict(orphans)
+    out: list[str] = []
+    for rid, live in sorted(targets.items()):
+        try:
+            out += heal_in_place(client, rid, live)
+        except Exception as e:  # removal below still ends every fault of the run
+            out.append(f"could not heal run {rid} in place ({type(e).__name__}: {e})")
+        out += [f"removed {r}" for r in remove_run(client, rid)]
+    return out

@@ -26,7 +26,7 @@ from chaos.cluster.docker import DockerCluster, engine, remove_run
 from chaos.histories.jsonl import HistoryRecorder
 from chaos.histories.store import load_run, new_run_dir, read_json, write_json
 from chaos.nemesis.ledger import FaultLedger
-from chaos.nemesis.registry import make_nemesis
+from chaos.nemesis.registry import describe, make_nemeses
 from chaos.orchestrator.context import RunContext
 from chaos.orchestrator.live import EventTail
 from chaos.orchestrator.reap import reap
@@ -35,6 +35,9 @@ from chaos.orchestrator.supervisor import Supervisor
 from chaos.workloads import registry
 
 SRC_DIR = Path(__file__).resolve().parents[2]
+# seconds without a new event before the final reads (see the recovery wait)
+SETTLE = 0.5
+SETTLE_MAX = 3.0
 
 
 class Interrupted(Exception):
@@ -96,7 +99,7 @@ def run_test(
     t_start = time.monotonic()
     wl = registry.get(spec.lab)
     wl.preflight(spec)
-    nemeses = [make_nemesis(n, wl, spec) for n in spec.nemesis]
+    nemeses = make_nemeses(wl, spec)
     client = engine()
     leftovers = reap(client)
     if leftovers:
@@ -117,6 +120,7 @@ def run_test(
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "versions": versions(tag),
         "status": "running",
+        "plan": describe(nemeses),
     }
     write_json(run_dir / "spec.json", meta)
     progress(f"run {run_dir}")
@@ -162,7 +166,9 @@ def run_test(
                 supervisor = Supervisor(cluster)
                 stack.callback(supervisor.stop)
                 ledger = FaultLedger(history, live / "faults.json")
-                stack.callback(ledger.heal_all)
+                # after the final heal (callbacks run last-in first-out), also when interrupted
+                stack.callback(lambda: write_json(run_dir / "schedule.json", ledger.applied))
+                stack.callback(ledger.shutdown)
                 ctx = RunContext(
                     spec=spec,
                     cluster=cluster,
@@ -213,24 +219,34 @@ def run_test(
                 phase("workload")
 
                 progress("healing every fault")
-                healed = ledger.heal_all()
+                healed = ledger.shutdown()
                 if healed:
                     progress(f"healed {healed} fault(s) left active")
                 progress(f"waiting up to {spec.recovery_timeout:.0f} s for recovery")
                 rec_deadline = time.monotonic() + spec.recovery_timeout
                 recovered = False
+                # recovered *and quiet*: a process just resumed from a pause may be a few ms from
+                # a commit; final reads taken before it lands would miss its effect. A system that
+                # never goes quiet (a periodic job) is read SETTLE_MAX after it first recovered.
+                quiet_since = time.monotonic()
+                first_ok: float | None = None
                 while time.monotonic() < rec_deadline:
-                    tail.poll()
+                    if tail.poll():
+                        quiet_since = time.monotonic()
+                    now = time.monotonic()
                     if wl.recovered(ctx):
-                        recovered = True
-                        break
-                    time.sleep(0.25)
+                        first_ok = now if first_ok is None else first_ok
+                        if now - quiet_since >= SETTLE or now - first_ok >= SETTLE_MAX:
+                            recovered = True
+                            break
+                    else:
+                        first_ok = None
+                    time.sleep(0.1)
                 phase("recovery")
                 progress("reading the final state")
                 final = wl.final_state(ctx)
                 final["recovered"] = recovered
                 write_json(run_dir / "final.json", final)
-                write_json(run_dir / "schedule.json", ledger.applied)
                 if errors:
                     error = "; ".join(errors)
                 phase("final_reads")

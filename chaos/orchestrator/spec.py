@@ -26,6 +26,13 @@ class TestSpec:
     ack_wait: float = 2.0
     pause_duration: float | None = None
     nemesis_interval: float = 8.0
+    # the gap between faults is interval * uniform(1 - jitter, 1 + jitter)
+    nemesis_jitter: float = 0.5
+    # how long a scheduled or triggered fault lasts (default: pause_duration, else AckWait + 3)
+    fault_duration: float | None = None
+    # event triggers ("pause worker on delivery") and a scripted timeline (a parsed --schedule)
+    triggers: tuple[str, ...] = ()
+    schedule: dict[str, Any] | None = None
     work_seconds: float = 0.5
     scenario: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
@@ -33,6 +40,7 @@ class TestSpec:
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["nemesis"] = list(self.nemesis)
+        d["triggers"] = list(self.triggers)
         return d
 
     @property

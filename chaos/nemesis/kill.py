@@ -1,0 +1,93 @@
+"""``kill``: SIGKILL processes (one, or a node's whole system), restart them when the fault heals.
+
+The supervisor restarts any process that dies; a kill first *holds* the process in the supervisor
+so that it stays down for the fault's duration, and the heal releases it (the restart). Data
+directories live in the container and survive: etcd restarts from ``/data/etcd`` and rejoins, the
+JetStream broker restarts from its file store ``/data/nats`` with its streams and consumers, as the
+lab promises ("one file-store broker survives a process stop with its volume kept").
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from typing import TYPE_CHECKING, Any
+
+from chaos.nemesis.base import Resolved
+from chaos.nemesis.targets import processes_of, resolve_targets
+
+if TYPE_CHECKING:
+    from chaos.orchestrator.context import RunContext
+
+EXIT_WAIT = 5.0
+RESTART_WAIT = 15.0
+
+
+class KillFault:
+    """SIGKILL every target process; the undo restarts them in start order and checks they run."""
+
+    name = "kill"
+
+    def __init__(self, workload: Any = None) -> None:
+        self.workload = workload
+
+    def resolve(self, ctx: RunContext, spec: str | None, rng: Any) -> Resolved:
+        spec = spec or "one"
+        return Resolved(spec=spec, targets=tuple(resolve_targets(ctx, self.workload, spec, rng)))
+
+    def start(
+        self,
+        ctx: RunContext,
+        resolved: Resolved,
+        *,
+        intent: dict[str, Any] | None = None,
+        trigger: dict[str, Any] | None = None,
+    ) -> int:
+        procs = [t for t in processes_of(ctx, resolved.targets) if t.process]
+        if not procs:
+            raise RuntimeError(f"kill {resolved.spec}: no process to kill")
+
+        def apply() -> list[dict[str, Any]]:
+            out = []
+            for t in procs:
+                name = t.process or ""
+                ctx.supervisor.hold(t.node, name)
+                pid = ctx.cluster.signal(t.node, name, signal.SIGKILL)
+                deadline = time.monotonic() + EXIT_WAIT
+                while ctx.cluster.pid(t.node, name) is not None and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                if ctx.cluster.pid(t.node, name) is not None:
+                    raise RuntimeError(f"{name} on {t.node} (pid {pid}) survived SIGKILL")
+                out.append({**t.to_json(), "pid": pid, "signal": "SIGKILL", "running": False})
+            return out
+
+        def undo() -> list[dict[str, Any]]:
+            out = []
+            for t in procs:
+                name = t.process or ""
+                try:
+                    new = ctx.supervisor.release(t.node, name)
+                except Exception as e:  # the node may be frozen; the supervisor retries later
+                    out.append(
+                        {**t.to_json(), "restarted": False, "error": f"{type(e).__name__}: {e}"}
+                    )
+                    continue
+                deadline = time.monotonic() + RESTART_WAIT
+                pid = ctx.cluster.pid(t.node, name)
+                while pid is None and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                    pid = ctx.cluster.pid(t.node, name)
+                if pid is None:
+                    raise RuntimeError(f"{name} on {t.node} did not restart")
+                out.append({**t.to_json(), "pid": pid, "restarted": new is not None})
+            return out
+
+        return ctx.faults.start(
+            "kill",
+            apply,
+            undo,
+            intent=intent or {"target": resolved.spec},
+            trigger=trigger,
+            # nothing to heal from outside: removing the container ends the story
+            extra={"reap": []},
+        )

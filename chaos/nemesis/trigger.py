@@ -1,0 +1,273 @@
+"""Event triggers: a fault applied at an exact point of the protocol, not by luck.
+
+    pause worker on delivery [for 5s] [until commit] [every time | 3 times]
+
+The phrase names a fault, the role that reaches the point, and the point. The orchestrator arms
+the hold file ``hold-<component>-<kind>`` in the run's control folder (any node); the first process
+that reaches the point claims it, reports a ``fault-point`` event with ``data.hold`` and waits. The
+trigger applies the fault to exactly that process (node and component from the event), then writes
+``<hold>.release``: a paused process stays stopped until SIGCONT and only then reads the release; a
+killed one never does. The nemesis ops carry ``trigger`` = the event that fired them.
+
+``until <kind>`` heals early, as soon as another process reports ``<kind>`` for the same task (the
+point of a trigger is often "hold A back until B has done it"); ``for`` bounds it anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from chaos.nemesis.base import Fault, Resolved, Target
+from chaos.nemesis.grudge import isolated_grudge
+from chaos.nemesis.plan import parse_duration
+
+if TYPE_CHECKING:
+    from chaos.histories.ops import Event
+    from chaos.orchestrator.context import RunContext
+
+
+@dataclass(frozen=True, slots=True)
+class HoldPoint:
+    component: str
+    kind: str
+    where: str
+
+    @property
+    def file(self) -> str:
+        return f"hold-{self.component}-{self.kind}"
+
+
+_COMMIT = HoldPoint(
+    "worker",
+    "commit",
+    "lab3 worker: after the delivery and any check the solution makes, right before its commit "
+    "transaction",
+)
+_DELIVERY = HoldPoint(
+    "worker", "delivery", "lab3 worker: right after the delivery, before the solution runs"
+)
+_PUBLISH = HoldPoint(
+    "relay", "publish", "lab3 relay: outbox entry claimed, right before the publish to JetStream"
+)
+_GRANT = HoldPoint("orders", "lock-acquired", "lab1: right after the lock was granted")
+_WRITE = HoldPoint("orders", "write", "lab1: the job about to write one order's change")
+_WRITE_COMMIT = HoldPoint(
+    "orders", "write-commit", "lab1: between a solution's reads and its write transaction"
+)
+
+# The one table of trigger phrases: (role, moment, event kind) -> the hold point it arms.
+# "on delivery" means "having taken the delivery, before acting on it": the commit hold, which sits
+# after any dedup check a solution makes, so a check-then-act bug is caught every time.
+HOLD_POINTS: dict[tuple[str, str, str], HoldPoint] = {
+    ("worker", "on", "delivery"): _COMMIT,
+    ("worker", "before", "commit"): _COMMIT,
+    ("worker", "after", "delivery"): _DELIVERY,
+    ("relay", "before", "publish"): _PUBLISH,
+    ("relay", "on", "publish"): _PUBLISH,
+    ("holder", "on", "lock-acquired"): _GRANT,
+    ("holder", "after", "lock-acquired"): _GRANT,
+    ("orders", "after", "lock-acquired"): _GRANT,
+    ("holder", "before", "write"): _WRITE,
+    ("orders", "before", "write"): _WRITE,
+    ("holder", "before", "write-commit"): _WRITE_COMMIT,
+    ("orders", "before", "write-commit"): _WRITE_COMMIT,
+}
+
+TRIGGER_FAULTS = ("pause", "freeze", "kill", "partition")
+
+_PHRASE = re.compile(
+    r"^\s*(?P<fault>[a-z]+)\s+(?P<role>[a-z][\w-]*)\s+(?P<moment>on|before|after)\s+"
+    r"(?P<kind>[a-z][\w-]*)"
+    r"(?P<rest>.*)$"
+)
+_FOR = re.compile(r"\bfor\s+(?P<d>\S+)")
+_UNTIL = re.compile(r"\buntil\s+(?P<k>[a-z][\w-]*)")
+_TIMES = re.compile(r"\b(?P<n>\d+)\s+times?\b|\b(?P<every>every\s+time|always)\b")
+
+
+class TriggerError(ValueError):
+    """A trigger phrase that does not parse or names no hold point."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Trigger:
+    phrase: str
+    fault: str
+    role: str
+    moment: str
+    kind: str
+    point: HoldPoint
+    duration: float | None = None
+    until: str | None = None
+    times: int | None = 1  # None: every time until the run stops
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "phrase": self.phrase,
+            "fault": self.fault,
+            "hold": self.point.file,
+            "duration": self.duration,
+            "until": self.until,
+            "times": self.times,
+        }
+
+
+def parse_trigger(phrase: str) -> Trigger:
+    m = _PHRASE.match(phrase)
+    if not m:
+        raise TriggerError(
+            f"trigger {phrase!r}: expected '<fault> <role> on|before|after <event>', "
+            "e.g. 'pause worker on delivery'"
+        )
+    fault, role, moment, kind, rest = m["fault"], m["role"], m["moment"], m["kind"], m["rest"]
+    if fault not in TRIGGER_FAULTS:
+        raise TriggerError(
+            f"trigger {phrase!r}: unknown fault {fault!r}; use {', '.join(TRIGGER_FAULTS)}"
+        )
+    point = HOLD_POINTS.get((role, moment, kind))
+    if point is None:
+        known = "; ".join(f"{r} {mo} {k}" for r, mo, k in HOLD_POINTS)
+        raise TriggerError(
+            f"trigger {phrase!r}: no hold point for '{role} {moment} {kind}'; known: {known}"
+        )
+    duration = None
+    if fm := _FOR.search(rest):
+        try:
+            duration = parse_duration(fm["d"])
+        except ValueError as e:
+            raise TriggerError(f"trigger {phrase!r}: {e}") from None
+    until = um["k"] if (um := _UNTIL.search(rest)) else None
+    times: int | None = 1
+    if tm := _TIMES.search(rest):
+        times = None if tm["every"] else int(tm["n"])
+    leftover = _TIMES.sub("", _UNTIL.sub("", _FOR.sub("", rest))).strip()
+    if leftover:
+        raise TriggerError(f"trigger {phrase!r}: did not understand {leftover!r}")
+    return Trigger(
+        phrase=phrase.strip(),
+        fault=fault,
+        role=role,
+        moment=moment,
+        kind=kind,
+        point=point,
+        duration=duration,
+        until=until,
+        times=times,
+    )
+
+
+def _wait_event(ctx: RunContext, pred: Any, since: int, timeout: float) -> tuple[Event | None, int]:
+    """Wait for an event matching ``pred`` among those seen after index ``since``.
+
+    Counting from an index taken *before* arming means an event another thread polled in the
+    meantime is not missed.
+    """
+    deadline = time.monotonic() + timeout
+    while not ctx.stop.is_set():
+        ctx.events.poll()
+        evs = ctx.events.events
+        for i in range(since, len(evs)):
+            if pred(evs[i]):
+                return evs[i], i + 1
+        since = len(evs)
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.005)
+    return None, since
+
+
+class TriggerNemesis:
+    """Arms a hold point and applies a fault to whichever process reaches it."""
+
+    def __init__(
+        self, trigger: Trigger, fault: Fault, *, default_duration: float, wait: float
+    ) -> None:
+        self.trigger = trigger
+        self.fault = fault
+        self.name = f"trigger:{trigger.phrase}"
+        self.duration = trigger.duration if trigger.duration is not None else default_duration
+        self.wait = wait
+
+    def run(self, ctx: RunContext) -> None:
+        fired = 0
+        while not ctx.stop.is_set() and (self.trigger.times is None or fired < self.trigger.times):
+            if not self._once(ctx, fired):
+                return
+            fired += 1
+
+    def _once(self, ctx: RunContext, n: int) -> bool:
+        tr = self.trigger
+        name = tr.point.file
+        d = ctx.control_dir()
+        since = len(ctx.events.events)
+        hold_timeout = max(60.0, self.duration + 30.0)
+        (d / name).write_text(json.dumps({"armed_at": ctx.now(), "timeout": hold_timeout}))
+        ctx.progress(f"armed {name} for '{tr.phrase}'")
+        ev, since = _wait_event(
+            ctx,
+            lambda e: (
+                e.kind == "fault-point" and e.data.get("hold") and e.data.get("point") == name
+            ),
+            since,
+            self.wait,
+        )
+        if ev is None:
+            (d / name).unlink(missing_ok=True)  # never reached: disarm
+            ctx.progress(f"'{tr.phrase}': {name} was never reached")
+            return False
+        target = Target(node=ev.node, process=ev.component)
+        if tr.fault == "partition":
+            resolved = Resolved(
+                spec=ev.node, grudge=isolated_grudge(list(ctx.cluster.nodes), [ev.node])
+            )
+        else:
+            resolved = Resolved(spec=f"{ev.component}@{ev.node}", targets=(target,))
+        trigger = {
+            "phrase": tr.phrase,
+            "hold": name,
+            "kind": tr.kind,
+            "node": ev.node,
+            "component": ev.component,
+            "pid": ev.pid,
+            "task_id": ev.task_id,
+            "event_id": ev.event_id,
+            "time": round(ev.time, 6),
+            "firing": n + 1,
+        }
+        intent = {"target": resolved.spec, "duration": self.duration, "trigger": tr.phrase}
+        try:
+            fid = self.fault.start(ctx, resolved, intent=intent, trigger=trigger)
+        finally:
+            # the held process goes on once it can run: at once (partition), on thaw (freeze),
+            # on SIGCONT (pause); a killed process never reads it, so it is removed at heal
+            (d / f"{name}.release").write_text(json.dumps({"released_at": ctx.now()}))
+        ctx.progress(f"'{tr.phrase}' fired on {ev.node} ({ev.component}, task {ev.task_id})")
+        if tr.until:
+            ctx.events.poll()
+
+            def done(e: Event) -> bool:
+                return (
+                    e.kind == tr.until
+                    and (e.task_id == ev.task_id or e.event_id == ev.event_id)
+                    and not (e.node == ev.node and e.component == ev.component and e.pid == ev.pid)
+                )
+
+            _wait_event(ctx, done, since, self.duration)
+        else:
+            ctx.stop.wait(self.duration)
+        ctx.faults.heal(fid)
+        release = d / f"{name}.release"
+        if tr.fault == "kill":
+            release.unlink(missing_ok=True)  # nobody is left to read it
+        else:
+            # the resumed process consumes its release; arming again before that could let the
+            # next firing's process walk past its own hold
+            deadline = time.monotonic() + 3.0
+            while release.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            release.unlink(missing_ok=True)
+        return True
