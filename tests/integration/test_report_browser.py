@@ -13,12 +13,10 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from chaos.report import render
 from tests.fixtures import synthetic_runs as runs
 

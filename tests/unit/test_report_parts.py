@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from chaos.histories.ops import Event, Op, OpType
 from chaos.report.clientops import client_ops
 from chaos.report.faults import fault_bands, fault_colour

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from chaos.report import NotARunDir, render
 from chaos.report import plots as plots_mod
 from tests.fixtures import synthetic_runs as runs

@@ -5,7 +5,6 @@ from __future__ import annotations
 import http.client
 import io
 import os
-import sys
 import threading
 import time
 import zipfile
@@ -14,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from chaos.report.cli import serve_command
 from chaos.report.serve import ReportServer, make_server
 from tests.fixtures import synthetic_runs as runs
