@@ -440,13 +440,20 @@ def _skip_ws(text: str, pos: int) -> int:
     return m.end() if m and m.lastgroup == "ws" else pos
 
 
-def _one_op_per_line(text: str, pos: int) -> bool:
-    """True when the first op form ends on the line it starts on (Jepsen's usual layout)."""
-    try:
-        _, end = read_form(text, pos)
-    except (EdnError, EOFError):
-        return True
-    return "\n" not in text[pos:end]
+def _one_op_per_line(text: str) -> bool:
+    """Whether ops sit one per line (what Jepsen writes): most non-blank lines start a map.
+
+    Decided by counting, not by parsing the first form, so that one broken line (an unclosed
+    string, say) cannot make the whole file look pretty-printed.
+    """
+    starts = total = 0
+    for line in text.split("\n", 2000)[:2000]:
+        s = line.lstrip(" \t,[")
+        if not s or s.startswith(";"):
+            continue
+        total += 1
+        starts += s[0] in "{#"
+    return total == 0 or starts * 2 >= total
 
 
 def read_history_text(text: str, name: str = "<edn>") -> tuple[list[Op], list[LineProblem]]:
@@ -459,17 +466,22 @@ def read_history_text(text: str, name: str = "<edn>") -> tuple[list[Op], list[Li
     problems: list[LineProblem] = []
     ends_cleanly = text.endswith("\n") or not text
     pos = _skip_ws(text, 0)
-    outer = text.startswith("[", pos)
+    # A history vector opens with "[" followed by an op map (or a tagged record, or "]"); any
+    # other "[" is a broken line of its own.
+    after = _skip_ws(text, pos + 1)
+    outer = text.startswith("[", pos) and (after >= len(text) or text[after] in "{#]")
     if outer:
-        pos = _skip_ws(text, pos + 1)
+        pos = after
 
-    def add(form: Any, line: int) -> None:
+    def add(form: Any, line: int) -> bool:
         try:
             ops.append(op_from_edn(form, len(ops)))
         except (ValueError, TypeError) as e:
             problems.append(LineProblem(name, line, str(e)))
+            return False
+        return True
 
-    if _one_op_per_line(text, pos):
+    if _one_op_per_line(text):
         lines = text.split("\n")
         last = len(lines)
         while last > 1 and not lines[last - 1].strip():
@@ -495,7 +507,8 @@ def read_history_text(text: str, name: str = "<edn>") -> tuple[list[Op], list[Li
                     truncated = no == last and not ends_cleanly
                     problems.append(LineProblem(name, no, f"not EDN ({e})", truncated))
                     break
-                add(form, no)
+                if not add(form, no):
+                    break  # one problem per line is enough
         if not closed:
             truncated = not ends_cleanly
             problems.append(

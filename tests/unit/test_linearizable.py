@@ -27,8 +27,16 @@ def h(*events: tuple[Any, ...]) -> list[Op]:
         extra = e[4] if len(e) > 4 else {}
         error = extra.pop("error", None) if extra else None
         ops.append(
-            Op(index=i, time=i * 0.1, process=p, type=OpType(t), f=f, value=v, error=error,
-               extra=extra)
+            Op(
+                index=i,
+                time=i * 0.1,
+                process=p,
+                type=OpType(t),
+                f=f,
+                value=v,
+                error=error,
+                extra=extra,
+            )
         )
     return ops
 
@@ -37,10 +45,18 @@ def h(*events: tuple[Any, ...]) -> list[Op]:
 
 
 def test_register_sequential_ok_and_stale_read_fails() -> None:
-    ok = h((0, "invoke", "write", 1), (0, "ok", "write", 1),
-           (1, "invoke", "read", None), (1, "ok", "read", 1))
-    bad = h((0, "invoke", "write", 1), (0, "ok", "write", 1),
-            (1, "invoke", "read", None), (1, "ok", "read", None))
+    ok = h(
+        (0, "invoke", "write", 1),
+        (0, "ok", "write", 1),
+        (1, "invoke", "read", None),
+        (1, "ok", "read", 1),
+    )
+    bad = h(
+        (0, "invoke", "write", 1),
+        (0, "ok", "write", 1),
+        (1, "invoke", "read", None),
+        (1, "ok", "read", None),
+    )
     assert check_linearizable(ok, "register").verdict is Verdict.VALID
     r = check_linearizable(bad, "register")
     assert r.verdict is Verdict.INVALID
@@ -50,34 +66,65 @@ def test_register_sequential_ok_and_stale_read_fails() -> None:
 
 def test_concurrent_ops_may_linearize_either_way() -> None:
     # write 2 overlaps both reads: read 1 then read 2 is fine, read 2 then read 1 is not.
-    ok = h((0, "invoke", "write", 1), (0, "ok", "write", 1),
-           (0, "invoke", "write", 2), (1, "invoke", "read", None), (1, "ok", "read", 1),
-           (1, "invoke", "read", None), (1, "ok", "read", 2), (0, "ok", "write", 2))
-    bad = h((0, "invoke", "write", 1), (0, "ok", "write", 1),
-            (0, "invoke", "write", 2), (1, "invoke", "read", None), (1, "ok", "read", 2),
-            (1, "invoke", "read", None), (1, "ok", "read", 1), (0, "ok", "write", 2))
+    ok = h(
+        (0, "invoke", "write", 1),
+        (0, "ok", "write", 1),
+        (0, "invoke", "write", 2),
+        (1, "invoke", "read", None),
+        (1, "ok", "read", 1),
+        (1, "invoke", "read", None),
+        (1, "ok", "read", 2),
+        (0, "ok", "write", 2),
+    )
+    bad = h(
+        (0, "invoke", "write", 1),
+        (0, "ok", "write", 1),
+        (0, "invoke", "write", 2),
+        (1, "invoke", "read", None),
+        (1, "ok", "read", 2),
+        (1, "invoke", "read", None),
+        (1, "ok", "read", 1),
+        (0, "ok", "write", 2),
+    )
     assert check_linearizable(ok, "register").verdict is Verdict.VALID
     assert check_linearizable(bad, "register").verdict is Verdict.INVALID
 
 
 def test_cas_register_success_and_failed_compare() -> None:
-    ok = h((0, "invoke", "write", 0), (0, "ok", "write", 0),
-           (0, "invoke", "cas", [0, 5]), (0, "ok", "cas", [0, 5]),
-           (1, "invoke", "cas", [0, 7]), (1, "fail", "cas", [0, 7]),
-           (1, "invoke", "read", None), (1, "ok", "read", 5))
+    ok = h(
+        (0, "invoke", "write", 0),
+        (0, "ok", "write", 0),
+        (0, "invoke", "cas", [0, 5]),
+        (0, "ok", "cas", [0, 5]),
+        (1, "invoke", "cas", [0, 7]),
+        (1, "fail", "cas", [0, 7]),
+        (1, "invoke", "read", None),
+        (1, "ok", "read", 5),
+    )
     # A cas that succeeded although the register did not hold its expected value.
-    bad = h((0, "invoke", "write", 3), (0, "ok", "write", 3),
-            (0, "invoke", "cas", [0, 5]), (0, "ok", "cas", [0, 5]))
+    bad = h(
+        (0, "invoke", "write", 3),
+        (0, "ok", "write", 3),
+        (0, "invoke", "cas", [0, 5]),
+        (0, "ok", "cas", [0, 5]),
+    )
     # A cas that reported a failed compare although the register held the expected value.
-    bad_fail = h((0, "invoke", "write", 0), (0, "ok", "write", 0),
-                 (0, "invoke", "cas", [0, 5]), (0, "fail", "cas", [0, 5]))
+    bad_fail = h(
+        (0, "invoke", "write", 0),
+        (0, "ok", "write", 0),
+        (0, "invoke", "cas", [0, 5]),
+        (0, "fail", "cas", [0, 5]),
+    )
     assert check_linearizable(ok, "cas-register").verdict is Verdict.VALID
     assert check_linearizable(bad, "cas-register").verdict is Verdict.INVALID
     assert check_linearizable(bad_fail, "cas-register").verdict is Verdict.INVALID
     # A fail with an error (the request never ran) is just "did not happen".
-    refused = h((0, "invoke", "write", 0), (0, "ok", "write", 0),
-                (0, "invoke", "cas", [0, 5]),
-                (0, "fail", "cas", [0, 5], {"error": "connection refused"}))
+    refused = h(
+        (0, "invoke", "write", 0),
+        (0, "ok", "write", 0),
+        (0, "invoke", "cas", [0, 5]),
+        (0, "fail", "cas", [0, 5], {"error": "connection refused"}),
+    )
     assert check_linearizable(refused, "cas-register").verdict is Verdict.VALID
 
 
@@ -93,34 +140,58 @@ def test_register_model_rejects_cas() -> None:
 
 @pytest.mark.parametrize("seen", [None, 1])
 def test_info_write_may_or_may_not_have_happened(seen: Any) -> None:
-    hist = h((0, "invoke", "write", 1), (0, "info", "write", 1),
-             (1, "invoke", "read", None), (1, "ok", "read", seen))
+    hist = h(
+        (0, "invoke", "write", 1),
+        (0, "info", "write", 1),
+        (1, "invoke", "read", None),
+        (1, "ok", "read", seen),
+    )
     assert check_linearizable(hist, "register").verdict is Verdict.VALID
 
 
 def test_info_write_cannot_take_effect_before_its_invoke() -> None:
-    hist = h((1, "invoke", "read", None), (1, "ok", "read", 1),
-             (0, "invoke", "write", 1), (0, "info", "write", 1))
+    hist = h(
+        (1, "invoke", "read", None),
+        (1, "ok", "read", 1),
+        (0, "invoke", "write", 1),
+        (0, "info", "write", 1),
+    )
     assert check_linearizable(hist, "register").verdict is Verdict.INVALID
 
 
 def test_invoke_without_completion_counts_as_info() -> None:
-    hist = h((0, "invoke", "write", 1),
-             (1, "invoke", "read", None), (1, "ok", "read", 1),
-             (1, "invoke", "read", None), (1, "ok", "read", 1))
+    hist = h(
+        (0, "invoke", "write", 1),
+        (1, "invoke", "read", None),
+        (1, "ok", "read", 1),
+        (1, "invoke", "read", None),
+        (1, "ok", "read", 1),
+    )
     assert check_linearizable(hist, "register").verdict is Verdict.VALID
-    flip = h((0, "invoke", "write", 1),
-             (1, "invoke", "read", None), (1, "ok", "read", 1),
-             (1, "invoke", "read", None), (1, "ok", "read", None))
+    flip = h(
+        (0, "invoke", "write", 1),
+        (1, "invoke", "read", None),
+        (1, "ok", "read", 1),
+        (1, "invoke", "read", None),
+        (1, "ok", "read", None),
+    )
     assert check_linearizable(flip, "register").verdict is Verdict.INVALID
 
 
 def test_failed_ops_did_not_happen() -> None:
-    hist = h((0, "invoke", "write", 1), (0, "fail", "write", 1),
-             (1, "invoke", "read", None), (1, "ok", "read", 1))
+    hist = h(
+        (0, "invoke", "write", 1),
+        (0, "fail", "write", 1),
+        (1, "invoke", "read", None),
+        (1, "ok", "read", 1),
+    )
     assert check_linearizable(hist, "register").verdict is Verdict.INVALID
-    hist2 = h((0, "invoke", "write", 1), (0, "fail", "write", 1),
-              (1, "invoke", "read", None), (1, "ok", "read", None))
+    hist2 = h(
+        (0, "invoke", "write", 1),
+        (0, "fail", "write", 1),
+        (1, "invoke", "read", None),
+        (1, "ok", "read", None),
+    )
     assert check_linearizable(hist2, "register").verdict is Verdict.VALID
 
 
@@ -133,60 +204,114 @@ def test_nemesis_ops_are_ignored_and_empty_history_is_unknown() -> None:
 
 
 def test_kv_keys_are_independent_and_append_concatenates() -> None:
-    ok = h((0, "invoke", "append", "a", {"key": "x"}), (0, "ok", "append", "a", {"key": "x"}),
-           (1, "invoke", "append", "b", {"key": "y"}), (1, "ok", "append", "b", {"key": "y"}),
-           (0, "invoke", "append", "c", {"key": "x"}), (0, "ok", "append", "c", {"key": "x"}),
-           (1, "invoke", "get", None, {"key": "x"}), (1, "ok", "get", "ac", {"key": "x"}),
-           (1, "invoke", "get", None, {"key": "z"}), (1, "ok", "get", "", {"key": "z"}))
+    ok = h(
+        (0, "invoke", "append", "a", {"key": "x"}),
+        (0, "ok", "append", "a", {"key": "x"}),
+        (1, "invoke", "append", "b", {"key": "y"}),
+        (1, "ok", "append", "b", {"key": "y"}),
+        (0, "invoke", "append", "c", {"key": "x"}),
+        (0, "ok", "append", "c", {"key": "x"}),
+        (1, "invoke", "get", None, {"key": "x"}),
+        (1, "ok", "get", "ac", {"key": "x"}),
+        (1, "invoke", "get", None, {"key": "z"}),
+        (1, "ok", "get", "", {"key": "z"}),
+    )
     r = check_linearizable(ok, "kv")
     assert r.verdict is Verdict.VALID and r.stats["keys"] == 3
-    bad = h((0, "invoke", "put", "a", {"key": "x"}), (0, "ok", "put", "a", {"key": "x"}),
-            (1, "invoke", "get", None, {"key": "y"}), (1, "ok", "get", "a", {"key": "y"}))
+    bad = h(
+        (0, "invoke", "put", "a", {"key": "x"}),
+        (0, "ok", "put", "a", {"key": "x"}),
+        (1, "invoke", "get", None, {"key": "y"}),
+        (1, "ok", "get", "a", {"key": "y"}),
+    )
     r = check_linearizable(bad, "kv")
     assert r.verdict is Verdict.INVALID and r.anomalies[0]["key"] == "y"
 
 
 def test_jepsen_independent_tuples_split_by_key() -> None:
-    ok = h((0, "invoke", "write", [1, 5]), (0, "ok", "write", [1, 5]),
-           (1, "invoke", "read", [2, None]), (1, "ok", "read", [2, None]),
-           (1, "invoke", "cas", [1, [5, 6]]), (1, "ok", "cas", [1, [5, 6]]))
+    ok = h(
+        (0, "invoke", "write", [1, 5]),
+        (0, "ok", "write", [1, 5]),
+        (1, "invoke", "read", [2, None]),
+        (1, "ok", "read", [2, None]),
+        (1, "invoke", "cas", [1, [5, 6]]),
+        (1, "ok", "cas", [1, [5, 6]]),
+    )
     assert check_linearizable(ok, "cas-register").verdict is Verdict.VALID
-    bad = h((0, "invoke", "write", [1, 5]), (0, "ok", "write", [1, 5]),
-            (1, "invoke", "read", [2, None]), (1, "ok", "read", [2, 5]))
+    bad = h(
+        (0, "invoke", "write", [1, 5]),
+        (0, "ok", "write", [1, 5]),
+        (1, "invoke", "read", [2, None]),
+        (1, "ok", "read", [2, 5]),
+    )
     r = check_linearizable(bad, "cas-register")
     assert r.verdict is Verdict.INVALID and r.anomalies[0]["key"] == 2
 
 
 def test_set_model() -> None:
-    ok = h((0, "invoke", "add", 1), (0, "ok", "add", 1),
-           (1, "invoke", "add", 2), (2, "invoke", "read", None), (2, "ok", "read", [1]),
-           (1, "ok", "add", 2), (2, "invoke", "read", None), (2, "ok", "read", [2, 1]))
-    bad = h((0, "invoke", "add", 1), (0, "ok", "add", 1),
-            (2, "invoke", "read", None), (2, "ok", "read", []))
+    ok = h(
+        (0, "invoke", "add", 1),
+        (0, "ok", "add", 1),
+        (1, "invoke", "add", 2),
+        (2, "invoke", "read", None),
+        (2, "ok", "read", [1]),
+        (1, "ok", "add", 2),
+        (2, "invoke", "read", None),
+        (2, "ok", "read", [2, 1]),
+    )
+    bad = h(
+        (0, "invoke", "add", 1),
+        (0, "ok", "add", 1),
+        (2, "invoke", "read", None),
+        (2, "ok", "read", []),
+    )
     assert check_linearizable(ok, "set").verdict is Verdict.VALID
     assert check_linearizable(bad, "set").verdict is Verdict.INVALID
 
 
 def test_queue_model_is_fifo() -> None:
-    ok = h((0, "invoke", "enqueue", 1), (0, "ok", "enqueue", 1),
-           (0, "invoke", "enqueue", 2), (0, "ok", "enqueue", 2),
-           (1, "invoke", "dequeue", None), (1, "ok", "dequeue", 1),
-           (1, "invoke", "dequeue", None), (1, "ok", "dequeue", 2),
-           (1, "invoke", "dequeue", None), (1, "ok", "dequeue", None))
-    bad = h((0, "invoke", "enqueue", 1), (0, "ok", "enqueue", 1),
-            (0, "invoke", "enqueue", 2), (0, "ok", "enqueue", 2),
-            (1, "invoke", "dequeue", None), (1, "ok", "dequeue", 2))
+    ok = h(
+        (0, "invoke", "enqueue", 1),
+        (0, "ok", "enqueue", 1),
+        (0, "invoke", "enqueue", 2),
+        (0, "ok", "enqueue", 2),
+        (1, "invoke", "dequeue", None),
+        (1, "ok", "dequeue", 1),
+        (1, "invoke", "dequeue", None),
+        (1, "ok", "dequeue", 2),
+        (1, "invoke", "dequeue", None),
+        (1, "ok", "dequeue", None),
+    )
+    bad = h(
+        (0, "invoke", "enqueue", 1),
+        (0, "ok", "enqueue", 1),
+        (0, "invoke", "enqueue", 2),
+        (0, "ok", "enqueue", 2),
+        (1, "invoke", "dequeue", None),
+        (1, "ok", "dequeue", 2),
+    )
     assert check_linearizable(ok, "queue").verdict is Verdict.VALID
     r = check_linearizable(bad, "queue")
     assert r.verdict is Verdict.INVALID and r.anomalies[0]["op"]["op"] == "dequeue() -> 2"
 
 
 def test_counter_model() -> None:
-    ok = h((0, "invoke", "add", 2), (1, "invoke", "read", None), (1, "ok", "read", 2),
-           (0, "ok", "add", 2), (0, "invoke", "increment", None), (0, "ok", "increment", None),
-           (1, "invoke", "read", None), (1, "ok", "read", 3))
-    bad = h((0, "invoke", "add", 2), (0, "ok", "add", 2),
-            (1, "invoke", "read", None), (1, "ok", "read", 1))
+    ok = h(
+        (0, "invoke", "add", 2),
+        (1, "invoke", "read", None),
+        (1, "ok", "read", 2),
+        (0, "ok", "add", 2),
+        (0, "invoke", "increment", None),
+        (0, "ok", "increment", None),
+        (1, "invoke", "read", None),
+        (1, "ok", "read", 3),
+    )
+    bad = h(
+        (0, "invoke", "add", 2),
+        (0, "ok", "add", 2),
+        (1, "invoke", "read", None),
+        (1, "ok", "read", 1),
+    )
     assert check_linearizable(ok, "counter").verdict is Verdict.VALID
     assert check_linearizable(bad, "counter").verdict is Verdict.INVALID
 
@@ -225,11 +350,24 @@ def test_time_budget_gives_unknown() -> None:
 
 
 def test_illegal_key_stops_search_of_expensive_key() -> None:
-    hard = [Op(index=o.index, time=o.time, process=o.process, type=o.type, f=o.f,
-               value=o.value, extra={"key": "hard"}) for o in _hard_history(18)]
-    bad = h((500, "invoke", "put", "a", {"key": "easy"}), (500, "ok", "put", "a", {"key": "easy"}),
-            (501, "invoke", "get", None, {"key": "easy"}),
-            (501, "ok", "get", "b", {"key": "easy"}))
+    hard = [
+        Op(
+            index=o.index,
+            time=o.time,
+            process=o.process,
+            type=o.type,
+            f=o.f,
+            value=o.value,
+            extra={"key": "hard"},
+        )
+        for o in _hard_history(18)
+    ]
+    bad = h(
+        (500, "invoke", "put", "a", {"key": "easy"}),
+        (500, "ok", "put", "a", {"key": "easy"}),
+        (501, "invoke", "get", None, {"key": "easy"}),
+        (501, "ok", "get", "b", {"key": "easy"}),
+    )
     t0 = time.monotonic()
     r = check_linearizable(hard + bad, "kv", time_limit=30, max_states=None)
     assert r.verdict is Verdict.INVALID
@@ -238,6 +376,25 @@ def test_illegal_key_stops_search_of_expensive_key() -> None:
 
 
 # ------------------------------------------- cross-check against brute force
+
+
+def _extend(
+    part: Any,
+    model: models.Model,
+    before: dict[int, set[int]],
+    det: set[int],
+    placed: frozenset[int],
+    state: Any,
+) -> bool:
+    if det <= placed:
+        return True
+    for o in range(len(part.inputs)):
+        if o in placed or not before[o] <= placed:
+            continue
+        ok, new = model.step(state, part.inputs[o], part.outputs[o])
+        if ok and _extend(part, model, before, det, placed | {o}, new):
+            return True
+    return False
 
 
 def _brute_force(history: list[Op], model: models.Model) -> bool:
@@ -252,19 +409,7 @@ def _brute_force(history: list[Op], model: models.Model) -> bool:
         ret = {e >> 1: i for i, e in enumerate(part.events) if e & 1}
         det = {i for i in range(n) if part.determinate[i]}
         before = {o: {a for a in ret if ret[a] < call[o]} for o in range(n)}
-
-        def extend(placed: frozenset[int], state: Any) -> bool:
-            if det <= placed:
-                return True
-            for o in range(n):
-                if o in placed or not before[o] <= placed:
-                    continue
-                ok, new = model.step(state, part.inputs[o], part.outputs[o])
-                if ok and extend(placed | {o}, new):
-                    return True
-            return False
-
-        if not extend(frozenset(), model.init):
+        if not _extend(part, model, before, det, frozenset(), model.init):
             return False
     return True
 

@@ -1,0 +1,305 @@
+"""History readers (chaos JSONL, Jepsen EDN, Jepsen log lines): fuzzed so that no input gives a
+traceback, a malformed line is reported with its number, a truncated last line is reported and
+the rest is still read; and EDN export round-trips."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chaos.checkers.offline import _jsonl_rows, load_any_history
+from chaos.histories import edn, jepsen_log
+from chaos.histories.jsonl import read_history
+from chaos.histories.ops import NEMESIS, Op, OpType
+
+FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Whole histories cost more to draw; fewer examples keep the unit suite fast.
+FUZZ_OPS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# ----------------------------------------------------------------- strategies
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12)
+)
+values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_KNOWN = {"index", "time", "process", "type", "f", "value", "error"}
+extra_keys = st.text("abcdefghjklmnpqrsuwxyz_-", min_size=1, max_size=8).filter(
+    lambda k: k not in _KNOWN
+)
+
+
+@st.composite
+def ops(draw: st.DrawFn, n_max: int = 12) -> list[Op]:
+    out = []
+    for i in range(draw(st.integers(0, n_max))):
+        out.append(
+            Op(
+                index=i,
+                time=draw(st.integers(0, 10**12)) / 1e6,
+                process=draw(st.integers(0, 50) | st.just(NEMESIS)),
+                type=draw(st.sampled_from(list(OpType))),
+                f=draw(st.text(min_size=1, max_size=10)),
+                value=draw(values),
+                error=draw(st.none() | st.text(max_size=20)),
+                extra=draw(st.dictionaries(extra_keys, values, max_size=3)),
+            )
+        )
+    return out
+
+
+def jsonl_text(history: list[Op]) -> str:
+    lines = [json.dumps({"format": "chaos.history", "version": 1})]
+    lines += [json.dumps(op.to_json()) for op in history]
+    return "\n".join(lines) + "\n"
+
+
+junk_line = st.text(max_size=40).filter(lambda s: "\n" not in s and "\r" not in s)
+
+# ----------------------------------------------------------------------- JSONL
+
+
+@FUZZ
+@given(st.lists(junk_line | st.builds(json.dumps, values), max_size=20), st.booleans())
+def test_jsonl_readers_never_raise_and_agree(lines: list[str], newline_at_end: bool) -> None:
+    text = "\n".join(lines) + ("\n" if newline_at_end else "")
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "history.jsonl"
+        path.write_bytes(text.encode("utf-8", errors="surrogatepass"))
+        slow = read_history(path)
+        rows, problems = _jsonl_rows(path)
+    assert rows.count == len(slow.records) or any("process" in p.message for p in problems)
+    n_lines = len(text.split("\n"))
+    for p in problems + slow.problems:
+        assert 1 <= p.line <= n_lines
+    # The lean reader rejects what the Op reader rejects (and also odd process values).
+    assert {p.line for p in slow.problems} <= {p.line for p in problems}
+
+
+@FUZZ_OPS
+@given(ops(), st.data())
+def test_jsonl_malformed_line_reported_with_its_number(history: list[Op], data: Any) -> None:
+    lines = jsonl_text(history).splitlines()
+    at = data.draw(st.integers(1, len(lines)))  # 0-based position of the bad line
+    lines.insert(at, data.draw(st.sampled_from(["{oops", "[1, 2]", '{"index": 1}', "nul"])))
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "h.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        loaded = read_history(path)
+        rows, problems = _jsonl_rows(path)
+    assert [p.line for p in loaded.problems] == [at + 1]
+    assert [p.line for p in problems] == [at + 1]
+    assert loaded.records == history and rows.count == len(history)
+
+
+@FUZZ_OPS
+@given(ops(n_max=8).filter(bool), st.data())
+def test_jsonl_truncated_last_line(history: list[Op], data: Any) -> None:
+    text = jsonl_text(history)
+    last = text.rstrip("\n").split("\n")[-1]
+    cut = data.draw(st.integers(1, len(last) - 1))
+    broken = text[: len(text) - 1 - len(last) + cut]
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "h.jsonl"
+        path.write_text(broken)
+        loaded = read_history(path)
+        rows, problems = _jsonl_rows(path)
+    assert loaded.records == history[:-1]
+    assert rows.count == len(history) - 1
+    for found in (loaded.problems, problems):
+        assert len(found) == 1 and found[0].truncated
+        assert found[0].line == len(history) + 1
+
+
+# ------------------------------------------------------------------------- EDN
+
+
+@FUZZ
+@given(values)
+def test_edn_values_round_trip(v: Any) -> None:
+    assert edn.loads(edn.dumps(v)) == v
+
+
+@FUZZ_OPS
+@given(ops())
+def test_edn_history_round_trips(history: list[Op]) -> None:
+    text = "".join(edn.iter_history_lines(history))
+    got, problems = edn.read_history_text(text)
+    assert problems == []
+    assert got == history
+
+
+@FUZZ_OPS
+@given(ops(n_max=6))
+def test_edn_vector_form_and_pretty_printed_maps(history: list[Op]) -> None:
+    maps = [edn.op_to_edn(op) for op in history]
+    vector = "[" + "\n ".join(maps) + "]\n"
+    assert edn.read_history_text(vector) == (history, [])
+    spread = "[" + "\n".join(m.replace(", :", ",\n  :") for m in maps) + "]"
+    assert edn.read_history_text(spread) == (history, [])
+
+
+@FUZZ
+@given(st.text(max_size=200))
+def test_edn_reader_never_raises(text: str) -> None:
+    _, problems = edn.read_history_text(text)
+    n_lines = text.count("\n") + 1
+    for p in problems:
+        assert 1 <= p.line <= n_lines
+
+
+@FUZZ
+@given(st.lists(st.sampled_from(list('{}[]()#_:;"\\ ,\nabc1.-^@~`')), max_size=80))
+def test_edn_reader_never_raises_on_delimiter_soup(chars: list[str]) -> None:
+    text = "".join(chars)
+    edn.read_history_text(text)
+    with contextlib.suppress(edn.EdnError):
+        edn.loads(text)
+
+
+def test_edn_deep_nesting_is_an_error_not_a_crash() -> None:
+    text = "[" * 100_000
+    _, problems = edn.read_history_text(text)
+    assert problems and problems[0].line == 1
+    assert edn.loads("[" * 5000 + "]" * 5000) is not None
+
+
+@FUZZ_OPS
+@given(ops(n_max=8), st.data())
+def test_edn_malformed_line_reported_and_rest_read(history: list[Op], data: Any) -> None:
+    lines = [edn.op_to_edn(op) for op in history]
+    at = data.draw(st.integers(0, len(lines)))
+    bad = data.draw(
+        st.sampled_from(
+            [
+                "{:type :ok",
+                "{:type :bogus, :f :x, :process 1}",
+                "[1 2",
+                "{:a 1 :b}",
+                "12",
+                '"unterminated',
+            ]
+        )
+    )
+    lines.insert(at, bad)
+    got, problems = edn.read_history_text("\n".join(lines) + "\n")
+    assert [p.line for p in problems] == [at + 1]
+    assert [(o.process, o.type, o.f, o.value) for o in got] == [
+        (o.process, o.type, o.f, o.value) for o in history
+    ]
+
+
+@FUZZ_OPS
+@given(ops(n_max=8).filter(bool), st.data())
+def test_edn_truncated_last_line(history: list[Op], data: Any) -> None:
+    lines = [edn.op_to_edn(op) for op in history]
+    cut = data.draw(st.integers(1, len(lines[-1]) - 1))
+    text = "\n".join([*lines[:-1], lines[-1][:cut]])
+    got, problems = edn.read_history_text(text)
+    assert got == history[:-1]
+    assert len(problems) == 1 and problems[0].truncated and problems[0].line == len(history)
+
+
+def test_edn_syntax() -> None:
+    v = edn.loads(
+        '{:a [1 -2 3N 1.5 2e3 7.5M nil true false] :b #{1 [2 3]} "s\\n\\u00e9" #inst "2020" '
+        ":c ##Inf :d (1 2) #_ :skipped :e \\a :f :ns/kw ; comment\n :g ##-Inf}"
+    )
+    assert v["a"] == [1, -2, 3, 1.5, 2000.0, 7.5, None, True, False]
+    assert v["b"] == frozenset({1, (2, 3)})
+    assert v["s\né"].tag == "inst" and v["s\né"] == '#inst "2020"'
+    assert v["c"] == math.inf and v["g"] == -math.inf and v["e"] == "a" and v["f"] == "ns/kw"
+    assert isinstance(v["f"], edn.Keyword) and v["d"] == [1, 2]
+    assert edn.dumps(edn.loads('#inst "2020"')) == '#inst "2020"'
+    for bad in ["{:a}", "[1 2", "(]", '"abc', ":", "01", "##Nope", "#{1} extra"]:
+        with pytest.raises(edn.EdnError):
+            edn.loads(bad)
+
+
+def test_edn_jepsen_shapes() -> None:
+    text = (
+        "{:type :invoke, :f :read, :value nil, :process 0, :time 1000, :index 0}\n"
+        "#jepsen.history.Op{:type :ok, :f :read, :value 3, :process 0, :time 2500, :index 1}\n"
+        '{:type :info, :f :start, :value nil, :process :nemesis, :error [:timeout "x"]}\n'
+    )
+    got, problems = edn.read_history_text(text)
+    assert problems == []
+    assert [(o.index, o.time, o.process, o.type.value, o.value) for o in got] == [
+        (0, 1e-6, 0, "invoke", None),
+        (1, 2.5e-6, 0, "ok", 3),
+        (2, 0.0, NEMESIS, "info", None),
+    ]
+    assert got[2].error == '[:timeout "x"]'
+
+
+# ------------------------------------------------------------------ log lines
+
+
+@FUZZ
+@given(st.lists(junk_line, max_size=20))
+def test_log_reader_never_raises(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    got, problems = jepsen_log.read_log_text(text)
+    for p in problems:
+        assert 1 <= p.line <= len(lines)
+    # history.txt mode: every non-blank line is an op or a reported problem
+    if not any("jepsen.util" in line for line in lines):
+        assert len(got) + len(problems) == sum(1 for line in lines if line.strip())
+
+
+def test_log_lines_jepsen_and_history_txt() -> None:
+    text = (
+        "2017-03-27 10:16:03,539{GMT}\tINFO\t[jepsen worker 2] jepsen.util: 2\t:invoke\t:read\tnil\n"
+        "INFO  jepsen.core - Running test\n"
+        "2017-03-27 10:16:03,789{GMT}\tINFO\t[jepsen worker 2] jepsen.util: 2\t:ok\t:read\t4\n"
+        "INFO  jepsen.util - 3   :invoke :cas    [3 0]\n"
+        "INFO  jepsen.util - 3   :fail   :cas    [3 0]\n"
+        "INFO  jepsen.util - :nemesis\t:info\t:start\t{:n1 [:n2]}\n"
+        "INFO  jepsen.util - 4\t:info\t:write\t:timed-out\n"
+        "INFO  jepsen.util - 5\t:bogus\t:write\t1\n"
+    )
+    got, problems = jepsen_log.read_log_text(text)
+    assert [(o.process, o.type.value, o.f, o.value) for o in got] == [
+        (2, "invoke", "read", None),
+        (2, "ok", "read", 4),
+        (3, "invoke", "cas", [3, 0]),
+        (3, "fail", "cas", [3, 0]),
+        (NEMESIS, "info", "start", {"n1": ["n2"]}),
+        (4, "info", "write", "timed-out"),
+    ]
+    assert got[1].time == pytest.approx(0.25)
+    assert [p.line for p in problems] == [8]
+    hist, problems = jepsen_log.read_log_text("0\t:ok\t:read\t3\t:timeout\n1 :ok :write [1")
+    assert hist[0].error == "timeout"
+    assert len(problems) == 1 and problems[0].line == 2 and problems[0].truncated
+
+
+def test_load_any_history_on_porcupine_files() -> None:
+    root = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "porcupine"
+    ops_log, p1 = load_any_history(root / "jepsen" / "etcd_001.log")
+    ops_edn, p2 = load_any_history(root / "kv" / "c01-ok.txt")
+    assert p1 == [] and p2 == [] and len(ops_log) > 100 and len(ops_edn) == 116
+    empty, p3 = load_any_history(root / "jepsen" / "etcd_095.log")
+    assert empty == [] and p3 == []
