@@ -83,22 +83,52 @@ def _target(value: Any, op: OpLike) -> tuple[tuple[str, ...], str | None, dict[s
     return tuple(nodes), (str(process) if process else None), detail
 
 
+def _fid(op: OpLike) -> str | None:
+    fid = op.extra.get("fault_id")
+    return None if fid is None else str(fid)
+
+
+def _pairs(nemesis: list[OpLike]) -> list[tuple[OpLike, OpLike | None]]:
+    """Each nemesis request with its completion.
+
+    The nemesis is one process with one op outstanding, so a completion is the line right after
+    its request, with the same phase and fault id. Producers write the request either as
+    ``invoke`` (Jepsen) or already as ``info``; adjacency pairs both the same way.
+    """
+    out: list[tuple[OpLike, OpLike | None]] = []
+    pending: OpLike | None = None
+    for op in nemesis:
+        if (
+            pending is not None
+            and op.type != "invoke"
+            and _phase(op) == _phase(pending)
+            and _fid(op) in (None, _fid(pending))
+        ):
+            out.append((pending, op))
+            pending = None
+            continue
+        if pending is not None:
+            out.append((pending, None))
+        pending = op
+    if pending is not None:
+        out.append((pending, None))
+    return out
+
+
 def fault_bands(history: Sequence[OpLike], end_time: float) -> list[FaultBand]:
-    open_invoke: OpLike | None = None
     starts: dict[str, tuple[OpLike, OpLike | None]] = {}
-    order: list[str] = []
     bands: list[FaultBand] = []
 
     def close(fid: str, t: float, is_open: bool) -> None:
-        inv, comp = starts.pop(fid)
-        src = comp if comp is not None else inv
+        req, comp = starts.pop(fid)
+        src = comp if comp is not None else req
         nodes, process, detail = _target(src.value, src)
         if not nodes and comp is not None:
-            nodes, process, detail = _target(inv.value, inv)
+            nodes, process, detail = _target(req.value, req)
         bands.append(
             FaultBand(
                 fault_id=fid,
-                fault=str(inv.extra.get("fault") or inv.f),
+                fault=str(req.extra.get("fault") or req.f),
                 start=src.time,
                 end=max(t, src.time),
                 open=is_open,
@@ -108,29 +138,20 @@ def fault_bands(history: Sequence[OpLike], end_time: float) -> list[FaultBand]:
             )
         )
 
-    for op in history:
-        if op.process != NEMESIS:
-            continue
-        if op.type == "invoke":
-            open_invoke = op
-            if _phase(op) == "start":
-                fid = str(op.extra.get("fault_id") or f"@{op.index}")
-                starts[fid] = (op, None)
-                order.append(fid)
-            continue
-        inv, open_invoke = open_invoke, None
-        if inv is None:
-            continue
-        phase = _phase(inv)
-        fid = str(inv.extra.get("fault_id") or op.extra.get("fault_id") or f"@{inv.index}")
-        if phase == "start" and fid in starts:
-            starts[fid] = (inv, op)
-        elif phase == "heal":
-            ids = [fid] if fid in starts else ([] if inv.extra.get("fault_id") else list(starts))
-            # A heal without a fault_id is a heal-all: it ends every fault still in effect.
-            for f in ids:
-                close(f, op.time, False)
-    for fid in [f for f in order if f in starts]:
+    nemesis = [op for op in history if op.process == NEMESIS]
+    for req, comp in _pairs(nemesis):
+        done = comp if comp is not None else req
+        fid = _fid(req) or (comp and _fid(comp))
+        if _phase(req) == "start":
+            starts[fid or f"@{req.index}"] = (req, comp)
+        elif fid is not None:
+            if fid in starts:
+                close(fid, done.time, False)
+        else:
+            # A heal without a fault id is a heal-all: it ends every fault still in effect.
+            for f in list(starts):
+                close(f, done.time, False)
+    for fid in list(starts):
         close(fid, end_time, True)
     bands.sort(key=lambda b: b.start)
     return bands

@@ -37,8 +37,20 @@ def fmt_time(t: float) -> str:
 
 
 def kv_table(d: Mapping[str, Any], cls: str = "kv") -> str:
-    rows = "".join(f"<tr><th>{e(k)}</th><td>{e(fmt_value(v))}</td></tr>" for k, v in d.items())
+    rows = "".join(f"<tr><th>{e(k)}</th><td>{_cell(v)}</td></tr>" for k, v in d.items())
     return f'<table class="{cls}">{rows}</table>'
+
+
+def _cell(v: Any) -> str:
+    # Evidence is often a list of records (the commits, the event chain): a small table of them
+    # reads far better than one long line of JSON.
+    if isinstance(v, list) and 0 < len(v) <= 60 and all(isinstance(x, dict) for x in v):
+        cols: list[str] = []
+        for x in v:
+            cols.extend(k for k in x if k not in cols)
+        rows = [[x.get(c, "") for c in cols] for x in v]
+        return table(cols, rows, cls="grid nested")
+    return e(fmt_value(v))
 
 
 def table(

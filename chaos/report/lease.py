@@ -29,11 +29,18 @@ class UnsafeLease:
 
 
 def _expiry(ev: EventLike) -> float | None:
-    until = ev.data.get("until")
-    # ``until`` on the run's clock is comparable to event times; a wall-clock stamp is not, and
-    # guessing the offset would put the expiry at a wrong place in the story.
-    if isinstance(until, int | float) and ev.time <= until <= ev.time + 86_400:
-        return float(until)
+    """When the lease granted by ``ev`` ran out, on the run's clock, if the event says."""
+    d = ev.data
+    until, at, ttl = d.get("until"), d.get("locked_at"), d.get("ttl")
+    num = (int, float)
+    if isinstance(until, num) and ev.time <= until <= ev.time + 86_400:
+        return float(until)  # already on the run's clock
+    # A wall-clock ``until`` is not comparable to event times, but its distance from the grant
+    # is: the lease lasted until - locked_at (or ttl) from the moment it was acquired.
+    if isinstance(until, num) and isinstance(at, num) and 0 <= until - at <= 86_400:
+        return ev.time + float(until - at)
+    if isinstance(ttl, num) and 0 <= ttl <= 86_400:
+        return ev.time + float(ttl)
     return None
 
 

@@ -87,9 +87,11 @@ def anomaly_title(a: dict[str, Any]) -> str:
     for key in ("summary", "message", "description", "explanation"):
         if a.get(key):
             return str(a[key])
-    kind = a.get("kind") or a.get("type") or "anomaly"
+    kind = a.get("kind") or a.get("type")
     tid = anomaly_task(a)
-    return f"{kind} (task {tid})" if tid else str(kind)
+    if tid:
+        return f"task {tid}: {kind}" if kind else f"task {tid}"
+    return str(kind or "anomaly")
 
 
 def anomaly_task(a: dict[str, Any]) -> str | None:

@@ -6,6 +6,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from chaos.histories.ops import Event, Op, OpType
 from chaos.report.clientops import client_ops
 from chaos.report.faults import fault_bands, fault_colour
@@ -134,3 +136,27 @@ def test_fast_loader_reads_what_the_shared_readers_read(tmp_path: Path) -> None:
     assert run.history == [OpRow.of(o) for o in ops]
     assert run.events == [EventRow.of(x) for x in evs]
     assert run.problems == []
+
+
+def test_bands_pair_requests_written_as_info_too() -> None:
+    # The orchestrator writes the nemesis request as info as well: two info lines per phase.
+    h = [
+        _nem(0, 2.58, "info", "start", "1", {"node": "n1", "process": "worker"}),
+        _nem(1, 2.59, "info", "start", "1", {"node": "n1", "process": "worker", "pid": 50}),
+        _op(2, 3.0, 0, "invoke", "create"),
+        _nem(3, 7.59, "info", "heal", "1", [{"node": "n1"}]),
+        _nem(4, 7.60, "info", "heal", "1", {"node": "n1", "signal": "SIGCONT"}),
+    ]
+    (b,) = fault_bands(h, end_time=9.0)
+    assert (b.fault_id, b.start, b.end, b.open) == ("1", 2.59, 7.60, False)
+    assert b.nodes == ("n1",) and b.process == "worker" and b.detail["pid"] == 50
+
+
+def test_lease_expiry_from_a_wall_clock_grant() -> None:
+    from chaos.report.lease import _expiry
+
+    wall = _ev(2.89, "n1", "lock-acquired", token=1, until=1795949077.95, locked_at=1795949074.95)
+    assert _expiry(wall) == pytest.approx(5.89)
+    assert _expiry(_ev(2.0, "n1", "lock-acquired", until=4.5)) == 4.5
+    assert _expiry(_ev(2.0, "n1", "lock-acquired", ttl=3.0)) == 5.0
+    assert _expiry(_ev(2.0, "n1", "lock-acquired", until="tomorrow")) is None

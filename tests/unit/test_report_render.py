@@ -53,6 +53,8 @@ def test_invalid_lab3_draws_the_anomalys_sequence_diagram_with_the_pause_band(st
     # The pause of worker@n2 is a band on worker@n2's lane, from its start to its heal.
     assert "pause worker@n2 (SIGSTOP) begins" in svg and "healed" in svg
     assert re.search(r'<rect x="\d+" y="[\d.]+" width="\d+" height="[\d.]+" fill="#f4a261"', svg)
+    # Evidence that is a list of records reads as a table of them.
+    assert '<th>commits</th><td><table class="grid nested">' in page
     # The diagram is also a file of its own, valid SVG.
     assert (run_dir / "plots" / "sequence-t7.svg").read_text().startswith("<svg")
 
