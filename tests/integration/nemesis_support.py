@@ -1,0 +1,108 @@
+"""A live lab3 deployment the nemesis tests can fault and observe on their own.
+
+The fixture builds what ``run_test`` builds (real containers, etcd, JetStream, the lab3 services
+under a supervisor, a fault ledger) but hands the context to the test, which applies faults through
+the nemesis API and then looks at the system *independently*: /proc on the host, docker's own view,
+etcd and NATS clients. A test must not take the nemesis's word for what happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import secrets
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from chaos.cluster import image as node_image
+from chaos.cluster.docker import DockerCluster, engine, remove_run
+from chaos.histories.jsonl import HistoryRecorder
+from chaos.nemesis.ledger import FaultLedger
+from chaos.orchestrator.context import RunContext
+from chaos.orchestrator.live import EventTail
+from chaos.orchestrator.run import SRC_DIR
+from chaos.orchestrator.spec import TestSpec
+from chaos.orchestrator.supervisor import Supervisor
+from chaos.workloads.lab3.workload import Lab3
+
+
+@contextlib.contextmanager
+def lab3_deployment(tmp: Path, *, seed: int = 1) -> Iterator[RunContext]:
+    client = engine()
+    tag = node_image.build_image(client, lambda m: None)
+    spec = TestSpec(lab="lab3", seed=seed, ack_wait=1.0)
+    run_dir = tmp / "run"
+    live = run_dir / "live"
+    (live / "events").mkdir(parents=True)
+    (live / "control" / "any").mkdir(parents=True)
+    run_id = "t" + secrets.token_hex(4)
+    origin = time.monotonic()
+    history = HistoryRecorder(run_dir / "history.jsonl", lambda: time.monotonic() - origin)
+    wl = Lab3()
+    cluster = DockerCluster(
+        run_id=run_id,
+        nodes=3,
+        image=tag,
+        src_dir=SRC_DIR,
+        live_dir=live,
+        extra_mounts=wl.mounts(spec),
+        client=client,
+    )
+    with contextlib.ExitStack() as stack:
+        stack.callback(lambda: remove_run(client, run_id))
+        stack.callback(history.close)
+        cluster.start()
+        supervisor = Supervisor(cluster)
+        stack.callback(supervisor.stop)
+        ledger = FaultLedger(history, live / "faults.json")
+        stack.callback(ledger.shutdown)
+        ctx = RunContext(
+            spec=spec,
+            cluster=cluster,
+            run_dir=run_dir,
+            live=live,
+            origin=origin,
+            history=history,
+            events=EventTail(live, origin),
+            supervisor=supervisor,
+            faults=ledger,
+            rng=random.Random(seed),
+            progress=lambda m: None,
+        )
+        stack.callback(ctx.stop.set)
+        wl.deploy(ctx)
+        supervisor.watch()
+        ctx.state["workload"] = wl
+        yield ctx
+
+
+def proc_state(host_pid: int) -> str | None:
+    """A process's state letter straight from /proc (R, S, D, T, Z), None when gone."""
+    try:
+        stat = Path(f"/proc/{host_pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rfind(")") + 2]
+
+
+def pids_in_container(init_pid: int) -> list[int]:
+    ns = os.readlink(f"/proc/{init_pid}/ns/pid")
+    out = []
+    for e in os.listdir("/proc"):
+        if e.isdigit():
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{e}/ns/pid") == ns:
+                    out.append(int(e))
+    return out
+
+
+def wait_until(pred: Any, timeout: float, step: float = 0.1) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = pred()
+        if got or time.monotonic() > deadline:
+            return got
+        time.sleep(step)
