@@ -210,6 +210,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(x.status, str(x))
         except (BrokenPipeError, ConnectionResetError):
             pass
+        except Exception as x:  # a broken run must not take the server (or its client) down
+            self.log_error("%s: %s", self.path, x)
+            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(x).__name__}: {x}")
 
     def _host_ok(self) -> bool:
         # Bound to loopback, answer only to loopback names: a web page elsewhere must not read

@@ -177,3 +177,19 @@ def test_unknown_pages_are_404(server: ReportServer) -> None:
     assert get(server, "/etc/passwd")[0] == 404
     assert get(server, "/run/lab3/nope/")[0] == 404
     assert get(server, "/run/lab3/")[0] == 404  # a test folder is not a run
+
+
+def test_a_run_that_cannot_be_rendered_is_a_500_not_a_hang(
+    server: ReportServer, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chaos.report import page
+
+    def boom(_: Path) -> Path:
+        raise OSError("read-only file system")
+
+    monkeypatch.setattr(page, "render", boom)
+    run_dir = store / "lab1" / "20261129T103000-e5f6"
+    (run_dir / "report.html").unlink(missing_ok=True)
+    status, _, body = get(server, "/run/lab1/20261129T103000-e5f6/")
+    assert status == 500 and b"read-only file system" in body
+    assert get(server, "/")[0] == 200  # and the server still answers
