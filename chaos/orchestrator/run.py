@@ -279,6 +279,12 @@ def finish(
     )
     if hasattr(wl, "lab_report"):
         write_json(run_dir / "lab-report.json", wl.lab_report(load_run(run_dir), results))
+    try:
+        from chaos.checkers.offline import write_history_edn
+
+        write_history_edn(run_dir)  # for Elle, Knossos and Jepsen's own tools
+    except Exception as e:  # the JSONL history is the record; the EDN copy is a convenience
+        progress(f"history.edn not written: {type(e).__name__}: {e}")
     meta = read_json(run_dir / "spec.json", {})
     meta.update(
         {
