@@ -90,8 +90,9 @@ class RoleResolver(Protocol):
 
     ``resolve_role(ctx, "holder")`` returns the targets that currently play the role (an empty list
     when nobody does at the moment), or None when the workload does not know the role, so that the
-    built-in roles (components, ``leader``, ``broker``) still apply. It must only read the system's
-    state (events, the store), never change it.
+    built-in roles (components, ``leader``, ``broker``, ``primaries``) still apply; for those, an
+    empty list also counts as "not mine". It must only read the system's state (events, the
+    store), never change it.
     """
 
     def resolve_role(self, ctx: RunContext, role: str) -> list[Target] | None: ...

@@ -81,12 +81,22 @@ def pick_nodes(
     )
 
 
+def _ask(ctx: RunContext, workload: Any, role: str, builtin: bool) -> list[Target] | None:
+    """The workload's answer for ``role``; for a role chaos knows itself, an empty answer counts
+    as "not mine" (a workload that returns [] for every role it does not know still works)."""
+    if not isinstance(workload, RoleResolver):
+        return None
+    got = workload.resolve_role(ctx, role)
+    if got is None or (builtin and not got):
+        return None
+    return sorted(got, key=lambda t: (t.node, t.process or ""))
+
+
 def primaries(ctx: RunContext, workload: Any) -> list[str]:
     """The workload's primaries if it names them, else the etcd leader's node."""
-    if isinstance(workload, RoleResolver):
-        got = workload.resolve_role(ctx, "primaries")
-        if got is not None:
-            return sorted({t.node for t in got})
+    got = _ask(ctx, workload, "primaries", builtin=True)
+    if got is not None:
+        return sorted({t.node for t in got})
     from chaos.workloads.systems import etcd
 
     lead = etcd.leader(ctx)
@@ -95,10 +105,10 @@ def primaries(ctx: RunContext, workload: Any) -> list[str]:
 
 def role_targets(ctx: RunContext, workload: Any, role: str) -> list[Target]:
     """Every process that plays ``role`` now (sorted), or raise when the role is unknown."""
-    if isinstance(workload, RoleResolver):
-        got = workload.resolve_role(ctx, role)
-        if got is not None:
-            return sorted(got, key=lambda t: (t.node, t.process or ""))
+    builtin = role in BUILTIN_ROLES or bool(ctx.supervisor.processes(role))
+    got = _ask(ctx, workload, role, builtin)
+    if got is not None:
+        return got
     if role == "leader":
         from chaos.workloads.systems import etcd
 
