@@ -75,10 +75,9 @@ class Tagged(str):
 
 # One token per match. Atoms (numbers, symbols, keywords, nil/true/false) are classified after.
 _DELIM = r"\s,()\[\]{}\";"
-_TOKEN = re.compile(
-    rf"""
-    (?P<ws>(?:[\s,]+|;[^\n]*)+)
-  | (?P<str>"(?:[^"\\]|\\.)*")
+_WS = r"(?:[\s,]+|;[^\n]*)+"
+_FORMS = rf"""
+    (?P<str>"(?:[^"\\]|\\.)*")
   | (?P<open>\#\{{|[(\[{{])
   | (?P<close>[)\]}}])
   | (?P<disc>\#_)
@@ -86,9 +85,11 @@ _TOKEN = re.compile(
   | (?P<tag>\#[A-Za-z][^{_DELIM}]*)
   | (?P<char>\\(?:newline|space|tab|return|formfeed|backspace|u[0-9a-fA-F]{{4}}|.))
   | (?P<atom>[^{_DELIM}\\\#][^{_DELIM}]*)
-    """,
-    re.X | re.S,
-)
+"""
+_TOKEN = re.compile(rf"(?P<ws>{_WS}) | {_FORMS}", re.X | re.S)
+# The same tokens with leading whitespace and comments folded in: one match per token.
+_FORM_TOKEN = re.compile(rf"(?:{_WS})? (?:{_FORMS})", re.X | re.S)
+_WS_ONLY = re.compile(rf"(?:{_WS})?", re.X | re.S)
 _INT = re.compile(r"[+-]?(?:0|[1-9][0-9]*)N?")
 _FLOAT = re.compile(r"[+-]?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?M?")
 _KEYWORD_NAME = re.compile(r"[A-Za-z*+!\-_?<>=.][A-Za-z0-9*+!\-_?<>=./:#']*")
@@ -172,56 +173,56 @@ def read_form(text: str, pos: int = 0, end: int | None = None) -> tuple[Any, int
     """
     if end is None:
         end = len(text)
-    match = _TOKEN.match
+    match = _FORM_TOKEN.match
     # Each frame is a collection being filled [opener, items, start] or a prefix waiting for the
     # next form: ("#_",) discards it, ("#", tag, start) wraps it as a tagged literal.
     stack: list[Any] = []
     while True:
-        if pos >= end:
-            if stack:
-                raise EdnError("unexpected end of input", end)
-            raise EOFError
         m = match(text, pos, end)
         if m is None:
+            pos = _WS_ONLY.match(text, pos, end).end()  # type: ignore[union-attr]
+            if pos >= end:
+                if stack:
+                    raise EdnError("unexpected end of input", end)
+                raise EOFError
             c = text[pos]
             if c == '"':
                 raise EdnError("unterminated string", pos)
             raise EdnError(f"unexpected character {c!r}", pos)
         kind = m.lastgroup
-        start = pos
+        tok = m.group(kind)  # type: ignore[arg-type]
+        start = m.start(kind)  # type: ignore[arg-type]
         pos = m.end()
-        if kind == "ws":
-            continue
         if kind == "open":
-            stack.append([m.group(), [], start])
+            stack.append([tok, [], start])
             continue
         if kind == "disc":
             stack.append(("#_",))
             continue
         if kind == "tag":
-            stack.append(("#", m.group()[1:], start))
+            stack.append(("#", tok[1:], start))
             continue
         value: Any
         if kind == "close":
             if not stack or not isinstance(stack[-1], list):
-                raise EdnError(f"unmatched {m.group()!r}", start)
+                raise EdnError(f"unmatched {tok!r}", start)
             opener, items, ostart = stack.pop()
-            if _CLOSER[opener] != m.group():
-                raise EdnError(f"{opener!r} closed by {m.group()!r}", start)
+            if _CLOSER[opener] != tok:
+                raise EdnError(f"{opener!r} closed by {tok!r}", start)
             value = _build(opener, items, start)
             start = ostart
         elif kind == "str":
-            value = _unescape(m.group()[1:-1], start)
+            value = _unescape(tok[1:-1], start)
         elif kind == "atom":
-            value = _atom(m.group(), start)
+            value = _atom(tok, start)
         elif kind == "char":
-            body = m.group()[1:]
+            body = tok[1:]
             if len(body) == 5 and body[0] == "u":
                 value = chr(int(body[1:], 16))
             else:
                 value = _CHARS.get(body, body)
         else:  # special: ##Inf ##-Inf ##NaN
-            name = m.group()[2:]
+            name = tok[2:]
             specials = {"Inf": math.inf, "-Inf": -math.inf, "NaN": math.nan}
             if name not in specials:
                 raise EdnError(f"unknown symbolic value ##{name}", start)
@@ -498,7 +499,11 @@ def read_history_text(text: str, name: str = "<edn>") -> tuple[list[Op], list[Li
                     line = stripped[:-1]
                     closed = True
             p = 0
+            n_line = len(line)
             while True:
+                p = _WS_ONLY.match(line, p).end()  # type: ignore[union-attr]
+                if p >= n_line:
+                    break
                 try:
                     form, p = read_form(line, p)
                 except EOFError:
