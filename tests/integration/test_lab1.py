@@ -73,3 +73,35 @@ def test_starter_names_the_missing_functions(store: Path) -> None:
     for fn in ("acquire", "release", "write_change"):
         assert fn in p.stderr
     assert "Traceback" not in p.stdout + p.stderr
+
+
+def test_check_lease_before_write_is_invalid_when_the_pause_lands_between_check_and_write(
+    store: Path,
+) -> None:
+    # the documented schedule: stop the holder after its lease check, right before its write
+    p = chaos("run", "lab1", "--solution", "check-lease-before-write", "--trigger",
+              "pause holder before write-commit for 5s", "--seed", "1", store=store)  # fmt: skip
+    assert p.returncode == 1, p.stdout + p.stderr
+    run = load_run(run_dir_from(p.stdout))
+    res = _results(run.path)
+    assert res["no-double-apply"]["verdict"] == "invalid"
+    assert "APPLIED" in res["unsafe-lease"]["summary"]
+    fired = [o for o in run.history if o.extra.get("trigger")]
+    assert fired and fired[0].extra["trigger"]["kind"] == "write-commit"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--trigger", "kill holder on lock-acquired"),
+        ("--tasks", "8", "--nemesis", "partition:one", "--nemesis-interval", "2"),
+    ],
+    ids=["kill", "partition"],
+)
+def test_reference_stays_valid_under_kill_and_partition(store: Path, args: tuple[str, ...]) -> None:
+    p = chaos("run", "lab1", *args, "--seed", "1", store=store)
+    assert p.returncode == 0, p.stdout + p.stderr
+    run = load_run(run_dir_from(p.stdout))
+    faults = [o for o in run.history if o.is_nemesis and o.extra.get("phase") == "start"]
+    assert faults, "the fault must have happened"
+    assert run.final["nights_done"] == list(range(1, len(run.final["nights_done"]) + 1))
