@@ -22,7 +22,7 @@ from chaos.histories.ops import OpType
 from chaos.histories.store import StoredRun
 from chaos.orchestrator.context import RunContext
 from chaos.orchestrator.spec import TestSpec
-from chaos.workloads.generic import drive
+from chaos.workloads.generic import classify, drive
 from chaos.workloads.systems import etcd
 
 PREFIX = "/register/"
@@ -104,7 +104,7 @@ class EtcdRegister:
                 if isinstance(e, etcd3.exceptions.ConnectionFailedError) and f != "read":
                     t = OpType.INFO  # the request may have left before the connection broke
                 ctx.history.record(process=process, type=t, f=f, value=[k, v],
-                                   error=f"{type(e).__name__}: {e}"[:200])  # fmt: skip
+                                   error=classify(e))  # fmt: skip
                 clients.pop(process, None)
 
         try:

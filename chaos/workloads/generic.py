@@ -43,3 +43,17 @@ def drive(ctx: RunContext, step: Callable[[int], None], *, default_rate: float) 
         t.start()
     for t in threads:
         t.join()
+
+
+def classify(e: BaseException) -> str:
+    """A client error as Jepsen clients report it: ``timeout`` or ``unavailable`` for what faults
+    are expected to cause, the exception itself otherwise (the exceptions checker flags those)."""
+    name = type(e).__name__
+    text = f"{name}: {e}"[:200]
+    low = text.lower()
+    if "timeout" in low or "timed out" in low or "deadline" in low:
+        return f"timeout ({text})"
+    if any(w in low for w in ("connectionfailed", "connection refused", "noservers", "unavailable",
+                              "connectionclosed", "connection reset", "no servers")):  # fmt: skip
+        return f"unavailable ({text})"
+    return text

@@ -18,7 +18,7 @@ from chaos.histories.ops import OpType
 from chaos.histories.store import StoredRun
 from chaos.orchestrator.context import RunContext
 from chaos.orchestrator.spec import TestSpec
-from chaos.workloads.generic import drive
+from chaos.workloads.generic import classify, drive
 from chaos.workloads.systems import nats
 
 STREAM = "QUEUE"
@@ -125,7 +125,7 @@ class JetStreamQueue:
         except Exception as e:
             # an enqueue may have been stored; a dequeue whose ACK is unknown may come back: info
             ctx.history.record(process=process, type=OpType.INFO, f=f, value=value,
-                               error=f"{type(e).__name__}: {e}"[:200])  # fmt: skip
+                               error=classify(e))  # fmt: skip
             bad = clients.pop(process, None)
             if bad is not None:
                 bad.close()
