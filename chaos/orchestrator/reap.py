@@ -162,7 +162,9 @@ def reap(client: Any, *, run_id: str | None = None, include_live: bool = False) 
                 targets.setdefault(rid, None)
     elif run_id is not None:
         if run_id not in orphans and not include_live:
-            return []
+            if _live_of(client, run_id) is None:
+                return []
+            return [f"left run {run_id} alone: its orchestrator is still running (--all overrides)"]
         targets = {run_id: orphans.get(run_id) or _live_of(client, run_id)}
     else:
         targets = dict(orphans)
