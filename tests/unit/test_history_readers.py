@@ -303,3 +303,36 @@ def test_load_any_history_on_porcupine_files() -> None:
     assert p1 == [] and p2 == [] and len(ops_log) > 100 and len(ops_edn) == 116
     empty, p3 = load_any_history(root / "jepsen" / "etcd_095.log")
     assert empty == [] and p3 == []
+
+
+@FUZZ_OPS
+@given(ops(n_max=30), st.data())
+def test_lean_reader_blocks_agree_with_line_reader(history: list[Op], data: Any) -> None:
+    """Small blocks force many msgspec blocks and line-by-line fallbacks in one file."""
+    import tempfile
+
+    import chaos.checkers.offline as offline
+
+    lines = jsonl_text(history).splitlines()
+    for _ in range(data.draw(st.integers(0, 3))):
+        at = data.draw(st.integers(1, len(lines)))
+        lines.insert(at, data.draw(st.sampled_from(["{oops", "", '{"index": 1}', "[]", "NaN"])))
+    text = "\n".join(lines) + data.draw(st.sampled_from(["\n", "", '\n{"index": 7, "ti']))
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "h.jsonl"
+        path.write_text(text)
+        saved = offline._CHUNK
+        offline._CHUNK = data.draw(st.integers(1, 400))
+        try:
+            rows, problems = _jsonl_rows(path)
+        finally:
+            offline._CHUNK = saved
+        loaded = read_history(path)
+    assert [(p.line, p.truncated) for p in problems] == [
+        (p.line, p.truncated) for p in loaded.problems
+    ]
+    assert rows.count == len(loaded.records)
+    got = sorted((r[0], f, r[1], r[2]) for f, lst in rows.by_f.items() for r in lst)
+    got += sorted((r[0], f, r[1], r[2]) for f, lst in rows.nemesis.items() for r in lst)
+    want = [(i, op.f, op.process, op.type.value) for i, op in enumerate(loaded.records)]
+    assert sorted(got) == sorted(want)
