@@ -128,7 +128,8 @@ def bench_queue() -> None:
         t0 = time.perf_counter()
         generate_queue_history(path)
         print(f"generated {path} in {time.perf_counter() - t0:.1f} s")
-    lines = sum(1 for _ in open(path, "rb"))
+    with open(path, "rb") as fh:
+        lines = sum(1 for _ in fh)
     print(f"total-queue: {path} ({lines} lines, {path.stat().st_size / 1e6:.0f} MB)")
     runs = []
     for _ in range(3):
