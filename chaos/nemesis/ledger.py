@@ -144,6 +144,11 @@ class FaultLedger:
             )
             try:
                 result = f.undo()
+                # shaped like the start's completion: one target is the object itself
+                if isinstance(result, list) and len(result) == 1:
+                    result = result[0]
+                elif isinstance(result, list) and result:
+                    result = {"targets": result}
                 error = None
             except Exception as e:  # keep healing the rest; the error is in the history
                 result, error = None, f"{type(e).__name__}: {e}"

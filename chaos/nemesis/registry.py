@@ -90,7 +90,11 @@ def make_nemeses(wl: Any, spec: TestSpec) -> list[Any]:
     for name, target in parse_nemesis(spec.nemesis, points):
         if name in points:
             component, crashes = points[name]
-            out.append(FaultPointNemesis(name, component=component, crashes=crashes))
+            out.append(
+                FaultPointNemesis(
+                    name, component=component, crashes=crashes, observe=getattr(wl, "observe", None)
+                )
+            )
         else:
             choices.append(Choice(fault=name, target=target))
     duration = fault_duration(spec)

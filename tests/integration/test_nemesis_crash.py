@@ -93,7 +93,7 @@ def test_sigint_during_pause_and_partition_heals_and_keeps_the_history(
     heals = [o for o in nem if o["phase"] == "heal" and o["type"] == "info"]
     assert starts and starts <= {o["fault_id"] for o in heals}, "every fault has its heal"
     healed = {o["fault"]: o["value"] for o in heals}  # the last heal op of a fault: its completion
-    resumed = healed["pause"][0]
+    resumed = healed["pause"]
     assert resumed["signal"] == "SIGCONT" and resumed["state"] != "T"
     assert all(v in ("open", "refused") for v in healed["partition"]["verified"].values())
     assert leftovers(engine, spec["run_id"]) == []

@@ -81,7 +81,7 @@ def test_pause_stops_one_process_and_the_heal_resumes_it(ctx: RunContext) -> Non
     assert wait_until(lambda: proc_state(worker) in ("S", "R"), 2.0), proc_state(worker)
     _, done, _, healed = _nemesis_ops(ctx, fid)
     assert done.value["pid"] == ctx.cluster.pid("n2", "worker") and done.value["state"] == "T"
-    assert healed.value[0]["signal"] == "SIGCONT" and healed.value[0]["state"] != "T"
+    assert healed.value["signal"] == "SIGCONT" and healed.value["state"] != "T"
 
 
 def test_freeze_stops_every_process_of_the_container(
