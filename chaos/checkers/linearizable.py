@@ -224,15 +224,27 @@ def _search(part: Partition, model: Model) -> Generator[int, None, _Outcome]:
     det = part.determinate
     pure = part.pure
     step = model.step
-    remaining = sum(det)
-    cache: set[tuple[int, Hashable]] = set()
+    # Determinate and indeterminate ops are numbered apart (slot), each in invocation order.
+    # Every determinate op below ``low`` is linearized, so the determinate set is kept as
+    # ``(low, mask >> low)``: a window of the ops in flight rather than a bitmask as long as
+    # the history, which keeps cache keys small (and their memory bounded) on long histories.
+    # Indeterminate ops, few and maybe never linearized, keep a plain mask.
+    slot = [0] * n
+    counts = [0, 0]
+    for op in range(n):
+        slot[op] = counts[det[op]]
+        counts[det[op]] += 1
+    remaining = counts[1]
+    cache: set[tuple[int, int, int, Hashable]] = set()
     add = cache.add
-    # frames: (call node, state before, linearized before, forced)
-    stack: list[tuple[int, Any, int, bool]] = []
+    # frames: (call node, state before, low, window, indeterminate mask before, forced)
+    stack: list[tuple[int, Any, int, int, int, bool]] = []
     push = stack.append
     pop = stack.pop
     state: Any = model.init
-    lin = 0
+    low = 0
+    window = 0
+    imask = 0
     longest: list[int] = []
     blocked = -1
     blocked_state: Any = state
@@ -244,16 +256,32 @@ def _search(part: Partition, model: Model) -> Generator[int, None, _Outcome]:
         if not entry & 1:  # a call: try to linearize it here
             op = entry >> 1
             ok, new = step(state, inputs[op], outputs[op])
-            # An optional (indeterminate) op that leaves the state as it is gains nothing: the
-            # configuration without it can do all the one with it can.
-            if ok and (det[op] or not (new is state or new == state)):
-                new_lin = lin | (1 << op)
-                key = (new_lin, new)
+            if ok:
+                if det[op]:
+                    b = slot[op] - low
+                    new_window = window | (1 << b)
+                    new_low = low
+                    if not b:  # the lowest pending op: slide the window past the done ones
+                        shift = (~new_window & (new_window + 1)).bit_length() - 1
+                        new_window >>= shift
+                        new_low += shift
+                    key = (new_low, new_window, imask, new)
+                elif new is state or new == state:
+                    # An optional (indeterminate) op that leaves the state as it is gains
+                    # nothing: the configuration without it can do all the one with it can.
+                    entry = nxt[entry]
+                    continue
+                else:
+                    new_low = low
+                    new_window = window
+                    key = (low, window, imask | (1 << slot[op]), new)
                 if key not in cache:
                     add(key)
-                    push((entry, state, lin, pure[op]))
+                    push((entry, state, low, window, imask, pure[op]))
                     state = new
-                    lin = new_lin
+                    low = new_low
+                    window = new_window
+                    imask = key[2]
                     a = prv[entry]
                     b = nxt[entry]
                     nxt[a] = b
@@ -284,7 +312,7 @@ def _search(part: Partition, model: Model) -> Generator[int, None, _Outcome]:
         while True:
             if not stack:
                 return _Outcome(False, len(cache), longest, blocked, blocked_state)
-            entry, state, lin, forced = pop()
+            entry, state, low, window, imask, forced = pop()
             if det[entry >> 1]:
                 r = entry | 1
                 nxt[prv[r]] = r
