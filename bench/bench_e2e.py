@@ -102,7 +102,16 @@ def main() -> None:
         for i in range(args.runs):  # interleaved, so drift on a noisy machine hits both alike
             raws.append(raw_etcd(client, image, i))
             runs.append(chaos_run(Path(tmp), seed=100 + i))
-    phases = ["prepare", "bring_up", "workload", "recovery", "final_reads", "teardown", "check", "report"]
+    phases = [
+        "prepare",
+        "bring_up",
+        "workload",
+        "recovery",
+        "final_reads",
+        "teardown",
+        "check",
+        "report",
+    ]
     print(f"chaos run lab3 --nemesis pause, median of {args.runs} (seconds)")
     for p in phases:
         print(f"  {p:12} {med(runs, p):7.2f}")
