@@ -13,7 +13,9 @@ sub-history is), and each key is searched like Porcupine does:
 Indeterminate ops (``info``, or never completed) have no return: they may be linearized anywhere
 after their invoke or not at all (Knossos' and Porcupine's semantics; their return time is
 +infinity), and the search succeeds as soon as every determinate op is linearized. Indeterminate
-reads tell nothing and are dropped before the search; ``fail`` ops did not happen.
+reads tell nothing and are dropped before the search; ``fail`` ops did not happen. The search
+tries indeterminate ops after the determinate candidates and cuts configurations dominated by
+failed ones (see :func:`_search`), which keeps timed-out ops from multiplying the search.
 
 The keys' searches run interleaved in small slices, so one illegal key ends the whole check early
 even when another key is expensive; a time limit and a cap on cached states turn a search that
@@ -204,24 +206,41 @@ def prepare(history: Sequence[Op], model: Model) -> tuple[list[Partition], dict[
 def _search(part: Partition, model: Model) -> Generator[int, None, _Outcome]:
     """Search one partition; yields its number of cached states every few thousand steps.
 
-    Beyond Lowe's memoisation, one partial-order reduction: an op that never changes the state
-    (a read, a cas that reported its compare failed) and can be linearized now is taken as a
-    forced move. Any linearization that places it later can place it here instead: the states
-    along the rest are the same, and since it is already invoked no real-time order forbids the
-    move. So if the configuration after it fails, the one before fails too, and its other
-    candidates are not tried.
+    Beyond Lowe's memoisation:
+
+    * Forced moves. An op that never changes the state (a read, a cas that reported its compare
+      failed) and can be linearized now is linearized now: any linearization that places it
+      later can place it here (the states along the rest are the same, and it is already
+      invoked). So if the configuration after it fails, the one before fails too.
+    * Indeterminate ops last. Determinate ops live in one linked list with their returns;
+      indeterminate ops (no return) in a second list, tried only after every determinate
+      candidate, and never where they would leave the state as it is (the configuration
+      without such an op can do all the one with it can).
+    * Dominance. A configuration with the same determinate ops and state as one that failed,
+      plus one more linearized indeterminate op, fails too: that op was optional and is still
+      available to the failed one. Cut configurations count as failed, so whole chains of
+      supersets go; trying indeterminate ops last makes the smaller sets fail first.
     """
     n = len(part.inputs)
-    head, tail = 2 * n, 2 * n + 1
-    nxt = [0] * (2 * n + 2)
-    prv = [0] * (2 * n + 2)
-    order = [head, *part.events, tail]
-    for a, b in pairwise(order):
-        nxt[a] = b
-        prv[b] = a
+    head, tail, ihead, itail = 2 * n, 2 * n + 1, 2 * n + 2, 2 * n + 3
+    nxt = [0] * (2 * n + 4)
+    prv = [0] * (2 * n + 4)
+    det = part.determinate
+    # rank: where a node sits in the history; a candidate call must come before the first
+    # pending return. The tails rank after everything.
+    rank = [0] * (2 * n + 4)
+    for i, node in enumerate(part.events):
+        rank[node] = i
+    rank[tail] = len(part.events)
+    rank[itail] = len(part.events) + 1
+    main = [head] + [e for e in part.events if det[e >> 1]] + [tail]
+    optional = [ihead] + [e for e in part.events if not det[e >> 1]] + [itail]
+    for chain in (main, optional):
+        for a, b in pairwise(chain):
+            nxt[a] = b
+            prv[b] = a
     inputs = part.inputs
     outputs = part.outputs
-    det = part.determinate
     pure = part.pure
     step = model.step
     # Determinate and indeterminate ops are numbered apart (slot), each in invocation order.
@@ -235,10 +254,13 @@ def _search(part: Partition, model: Model) -> Generator[int, None, _Outcome]:
         slot[op] = counts[det[op]]
         counts[det[op]] += 1
     remaining = counts[1]
+    dominance = counts[0] > 0
     cache: set[tuple[int, int, int, Hashable]] = set()
     add = cache.add
-    # frames: (call node, state before, low, window, indeterminate mask before, forced)
-    stack: list[tuple[int, Any, int, int, int, bool]] = []
+    failed: set[tuple[int, int, int, Hashable]] = set()
+    # frames: (call node, state, low, window, imask before it; forced; limit and blocking
+    # return in force when an indeterminate op was chosen)
+    stack: list[tuple[int, Any, int, int, int, bool, int, int]] = []
     push = stack.append
     pop = stack.pop
     state: Any = model.init
@@ -252,67 +274,106 @@ def _search(part: Partition, model: Model) -> Generator[int, None, _Outcome]:
     if remaining == 0:
         return _Outcome(True, 0, [])
     entry = nxt[head]
+    optional_phase = False
+    limit = 0
+    blocking = -1
     while True:
-        if not entry & 1:  # a call: try to linearize it here
+        if not optional_phase:
+            if entry & 1:
+                # The first pending return: its op must be linearized before it. Now the
+                # indeterminate ops invoked before it.
+                optional_phase = True
+                limit = rank[entry]
+                blocking = entry
+                entry = nxt[ihead]
+                continue
             op = entry >> 1
             ok, new = step(state, inputs[op], outputs[op])
-            if ok:
-                if det[op]:
-                    b = slot[op] - low
-                    new_window = window | (1 << b)
-                    new_low = low
-                    if not b:  # the lowest pending op: slide the window past the done ones
-                        shift = (~new_window & (new_window + 1)).bit_length() - 1
-                        new_window >>= shift
-                        new_low += shift
-                    key = (new_low, new_window, imask, new)
-                elif new is state or new == state:
-                    # An optional (indeterminate) op that leaves the state as it is gains
-                    # nothing: the configuration without it can do all the one with it can.
-                    entry = nxt[entry]
-                    continue
-                else:
-                    new_low = low
-                    new_window = window
-                    key = (low, window, imask | (1 << slot[op]), new)
-                if key not in cache:
-                    add(key)
-                    push((entry, state, low, window, imask, pure[op]))
-                    state = new
-                    low = new_low
-                    window = new_window
-                    imask = key[2]
-                    a = prv[entry]
-                    b = nxt[entry]
-                    nxt[a] = b
-                    prv[b] = a
-                    if det[op]:
-                        r = entry | 1
-                        a = prv[r]
-                        b = nxt[r]
-                        nxt[a] = b
-                        prv[b] = a
-                        remaining -= 1
-                        if not remaining:
-                            return _Outcome(True, len(cache), [e[0] >> 1 for e in stack])
-                    entry = nxt[head]
-                    budget -= 1
-                    if not budget:
-                        budget = _SLICE
-                        yield len(cache)
-                    continue
-            entry = nxt[entry]
+            if not ok:
+                entry = nxt[entry]
+                continue
+            b = slot[op] - low
+            new_window = window | (1 << b)
+            new_low = low
+            if not b:  # the lowest pending op: slide the window past the done ones
+                shift = (~new_window & (new_window + 1)).bit_length() - 1
+                new_window >>= shift
+                new_low += shift
+            key = (new_low, new_window, imask, new)
+            if key in cache:
+                entry = nxt[entry]
+                continue
+            add(key)
+            push((entry, state, low, window, imask, pure[op], 0, -1))
+            state = new
+            low = new_low
+            window = new_window
+            a = prv[entry]
+            b = nxt[entry]
+            nxt[a] = b
+            prv[b] = a
+            r = entry | 1
+            a = prv[r]
+            b = nxt[r]
+            nxt[a] = b
+            prv[b] = a
+            remaining -= 1
+            if not remaining:
+                return _Outcome(True, len(cache), [e[0] >> 1 for e in stack])
+            entry = nxt[head]
+            budget -= 1
+            if not budget:
+                budget = _SLICE
+                yield len(cache)
             continue
-        # A return (or the tail): its op had to be linearized by now. Backtrack, past any
-        # forced moves, to the last free choice and try its next candidate.
+        if rank[entry] < limit:  # an indeterminate op invoked before the blocking return
+            op = entry >> 1
+            ok, new = step(state, inputs[op], outputs[op])
+            if not ok or new is state or new == state:
+                entry = nxt[entry]
+                continue
+            new_imask = imask | (1 << slot[op])
+            key = (low, window, new_imask, new)
+            if key in cache:
+                entry = nxt[entry]
+                continue
+            add(key)
+            rest = new_imask
+            while rest:
+                bit = rest & -rest
+                if (low, window, new_imask ^ bit, new) in failed:
+                    break
+                rest ^= bit
+            if rest:
+                failed.add(key)
+                entry = nxt[entry]
+                continue
+            push((entry, state, low, window, imask, False, limit, blocking))
+            state = new
+            imask = new_imask
+            a = prv[entry]
+            b = nxt[entry]
+            nxt[a] = b
+            prv[b] = a
+            optional_phase = False
+            entry = nxt[head]
+            budget -= 1
+            if not budget:
+                budget = _SLICE
+                yield len(cache)
+            continue
+        # No candidate left: the blocking return's op cannot be linearized from here.
+        # Backtrack, past any forced moves, to the last free choice; try its next candidate.
         if len(stack) > len(longest) or blocked < 0:
             longest = [e[0] >> 1 for e in stack]
-            blocked = entry >> 1
+            blocked = blocking >> 1
             blocked_state = state
         while True:
             if not stack:
                 return _Outcome(False, len(cache), longest, blocked, blocked_state)
-            entry, state, low, window, imask, forced = pop()
+            if dominance:
+                failed.add((low, window, imask, state))
+            entry, state, low, window, imask, forced, limit, blocking = pop()
             if det[entry >> 1]:
                 r = entry | 1
                 nxt[prv[r]] = r
@@ -322,6 +383,7 @@ def _search(part: Partition, model: Model) -> Generator[int, None, _Outcome]:
             prv[nxt[entry]] = entry
             if not forced:
                 break
+        optional_phase = not det[entry >> 1]
         entry = nxt[entry]
         budget -= 1
         if not budget:

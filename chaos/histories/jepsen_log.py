@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from chaos.histories.edn import EdnError, dumps, read_form
+from chaos.histories.edn import EdnError, Keyword, dumps, read_form
 from chaos.histories.jsonl import LineProblem
 from chaos.histories.ops import NEMESIS, Op, OpType
 
@@ -32,6 +32,11 @@ _UTIL = re.compile(r"jepsen\.util(?:\s+-\s+|:\s+)")
 _OP = re.compile(r"\s*(\S+)\s+:(\w+)\s+(\S+)(?:[ \t]+(.*?))?\s*")
 _STAMP = re.compile(r"\s*(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)[,.](\d{1,6})")
 _TYPES = {t.value: t for t in OpType}
+_SIMPLE_KW = re.compile(r":[A-Za-z_][A-Za-z0-9_\-]*")
+_SIMPLE_VALUE = re.compile(
+    r"(nil)|([-+]?(?:0|[1-9][0-9]*))|\[([-+]?(?:0|[1-9][0-9]*)) ([-+]?(?:0|[1-9][0-9]*))\]"
+    r"|:([A-Za-z_][A-Za-z0-9_\-]*)"
+)
 
 
 def looks_like_log(text: str) -> bool:
@@ -86,12 +91,22 @@ def parse_op_text(text: str, index: int, time: float = 0.0) -> Op:
     typ = _TYPES.get(type_s)
     if typ is None:
         raise ValueError(f"unknown op type :{type_s}")
-    try:
-        f_v, _ = read_form(f_s)
-    except (EdnError, EOFError):
-        raise ValueError(f"f {f_s!r} is not EDN") from None
-    f = str.__str__(f_v) if isinstance(f_v, str) else dumps(f_v)
-    value, error = _value_and_error(rest or "")
+    if _SIMPLE_KW.fullmatch(f_s):
+        f = f_s[1:]
+    else:
+        try:
+            f_v, _ = read_form(f_s)
+        except (EdnError, EOFError):
+            raise ValueError(f"f {f_s!r} is not EDN") from None
+        f = str.__str__(f_v) if isinstance(f_v, str) else dumps(f_v)
+    simple = _SIMPLE_VALUE.fullmatch(rest or "nil")
+    if simple is not None:
+        # The usual values (nil, n, [a b], :keyword) without the EDN reader: same results.
+        nil, n, a, b, kw = simple.groups()
+        value: Any = None if nil else int(n) if n else [int(a), int(b)] if a else Keyword(kw)
+        error = None
+    else:
+        value, error = _value_and_error(rest or "")
     if isinstance(error, str) and error.startswith(":"):
         error = error[1:]
     return Op(

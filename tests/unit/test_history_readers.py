@@ -336,3 +336,52 @@ def test_lean_reader_blocks_agree_with_line_reader(history: list[Op], data: Any)
     got += sorted((r[0], f, r[1], r[2]) for f, lst in rows.nemesis.items() for r in lst)
     want = [(i, op.f, op.process, op.type.value) for i, op in enumerate(loaded.records)]
     assert sorted(got) == sorted(want)
+
+
+flat_atoms = st.sampled_from(
+    [
+        "nil",
+        "true",
+        "false",
+        "0",
+        "-12",
+        "+7",
+        "01",
+        "5N",
+        "1.5",
+        ":kw",
+        ":a/b",
+        ":x#",
+        '"s"',
+        '"a\\"b"',
+        '"\\n\\t"',
+        '"\\q"',
+        '"é"',
+        "[1 2]",
+        "nilx",
+        ":é",
+        "{}",
+    ]
+)
+flat_keys = st.sampled_from([":a", ":process", ":f", ":é", ":a.b", ":-", "a", '"k"'])
+
+
+@FUZZ
+@given(st.lists(st.tuples(flat_keys, flat_atoms), max_size=6), st.sampled_from([" ", ", ", ","]))
+def test_edn_flat_map_fast_path_agrees_with_reader(pairs: list[tuple[str, str]], sep: str) -> None:
+    text = "{" + sep.join(f"{k} {v}" for k, v in pairs) + "}"
+    fast = edn._flat_map(text)
+    try:
+        slow = edn.loads(text)
+    except edn.EdnError:
+        assert fast is None
+        return
+    assert fast is None or fast == slow
+
+
+@FUZZ
+@given(st.text(max_size=60))
+def test_edn_flat_map_never_raises(text: str) -> None:
+    fast = edn._flat_map(text)
+    if fast is not None:
+        assert fast == edn.loads(text)
