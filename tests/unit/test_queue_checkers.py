@@ -361,9 +361,9 @@ def test_command_exit_codes(tmp_path: Path) -> None:
     assert r.exit_code == 1
     r = _run(
         [
-            str(PORCUPINE / "jepsen" / "etcd_002.log"),
+            str(PORCUPINE / "kv" / "c50-ok.txt"),
             "--model",
-            "cas-register",
+            "kv",
             "--max-states",
             "10",
         ]
