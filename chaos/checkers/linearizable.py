@@ -116,9 +116,8 @@ def prepare(history: Sequence[Op], model: Model) -> tuple[list[Partition], dict[
         if op.process == "nemesis":
             continue
         if op.type is OpType.INVOKE:
-            if op.process in open_:
-                # A process invoked again without completing: the earlier op stays open forever.
-                pass
+            # A process that invokes again without completing leaves its earlier op open for
+            # ever: indeterminate, like an invoke at the end of the history.
             open_[op.process] = op
             open_pos[op.process] = pos
             slot_of[op.process] = len(pairs)
