@@ -9,6 +9,7 @@ case the labs are about.
 
 from __future__ import annotations
 
+import random
 import signal
 import time
 from collections.abc import Callable
@@ -139,7 +140,9 @@ class PauseNemesis:
         interval: float,
         once: bool,
         wait_for_target: float = 20.0,
+        fallback_after: float = 5.0,
     ) -> None:
+        self.fallback_after = fallback_after
         self.pick = pick
         self.duration = duration
         self.interval = interval
@@ -155,11 +158,15 @@ class PauseNemesis:
                 if ctx.stop.wait(delay):
                     return
             first = False
-            deadline = time.monotonic() + self.wait_for_target
+            began = time.monotonic()
+            deadline = began + self.wait_for_target
             target = None
             while target is None and time.monotonic() < deadline and not ctx.stop.is_set():
                 ctx.events.poll()
                 target = self.pick(ctx)
+                if target is None and time.monotonic() - began >= self.fallback_after:
+                    # nobody is doing the interesting thing: a random service process instead
+                    target = random_service(ctx, rng)
                 if target is None:
                     time.sleep(0.01)
             if target is None:
@@ -170,3 +177,19 @@ class PauseNemesis:
             pause(ctx, target, self.duration)
             if self.once:
                 return
+
+
+SYSTEM_ROLES = {"etcd", "nats"}
+
+
+def random_service(ctx: RunContext, rng: random.Random) -> Target | None:
+    """A running, not stopped, process of the lab's own service (not etcd or the broker)."""
+    procs = sorted(
+        (p for p in ctx.supervisor.processes() if p.role not in SYSTEM_ROLES),
+        key=lambda p: (p.node, p.name),
+    )
+    live = [p for p in procs if ctx.cluster.process_state(p.node, p.name) not in (None, "T")]
+    if not live:
+        return None
+    p = rng.choice(live)
+    return Target(node=p.node, process=p.name)

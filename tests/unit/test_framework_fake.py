@@ -108,3 +108,19 @@ def test_heal_all_undoes_what_a_stopped_nemesis_left_active(tmp_path: Path) -> N
     assert not t.is_alive()
     heals = [o for o in ctx.history.ops if o.extra.get("phase") == "heal"]
     assert len(heals) == 2, "healed once, although both the nemesis and heal-all tried"
+
+
+def test_pause_falls_back_to_a_random_service_process_when_nobody_is_busy(tmp_path: Path) -> None:
+    from chaos.nemesis.pause import PauseNemesis
+
+    cluster = FakeCluster()
+    ctx = make_ctx(tmp_path, cluster)
+    for node in cluster.nodes:
+        ctx.supervisor.start_process(ProcessSpec(node=node, name="etcd", argv=["e"], role="etcd"))
+        ctx.supervisor.start_process(ProcessSpec(node=node, name="api", argv=["a"], role="api"))
+    nemesis = PauseNemesis(lambda c: None, duration=0.05, interval=1.0, once=True,
+                           wait_for_target=2.0, fallback_after=0.05)  # fmt: skip
+    nemesis.run(ctx)
+    stopped = [k for k, p in cluster.procs.items() if signal.SIGSTOP in p.signals]
+    assert len(stopped) == 1 and stopped[0][1] == "api", "never the store or the broker"
+    assert all(p.state == "S" for p in cluster.procs.values())
