@@ -23,11 +23,13 @@ from chaos.histories.ops import Op
 
 __all__ = ["crash_like", "exceptions", "exceptions_rows"]
 
-_CRASH = re.compile(
+_CRASH_WORDS = re.compile(
     r"traceback|exception\b|panic\b|panicked|segmentation fault|core dumped|fatal error"
-    r"|assertion|\b[A-Z][A-Za-z0-9_]*(?:Error|Exception)\b",
+    r"|assertion",
     re.IGNORECASE,
 )
+# Exception class names are CamelCase: KeyError, NullPointerException (not "terror").
+_CRASH_NAME = re.compile(r"\b[A-Z][A-Za-z0-9_]*(?:Error|Exception)\b")
 _EXPECTED = re.compile(
     r"time[sd]?[ -]?out|timed[ -]out|deadline|connection[ _-]?(?:refused|reset|aborted|closed|lost)"
     r"|ConnectionRefused|ConnectionReset|ConnectionAborted|BrokenPipe|broken pipe|unavailable"
@@ -38,7 +40,8 @@ _NAME = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception))|(panic)|(Traceback)", 
 
 
 def crash_like(error: str) -> bool:
-    return bool(_CRASH.search(error)) and not _EXPECTED.search(error)
+    crash = _CRASH_WORDS.search(error) or _CRASH_NAME.search(error)
+    return bool(crash) and not _EXPECTED.search(error)
 
 
 def _name(error: str) -> str:
