@@ -291,6 +291,7 @@ def test_exceptions() -> None:
     assert crash_like("panic: runtime error: index out of range")
     assert not crash_like("ConnectionRefusedError: [Errno 111] Connection refused")
     assert not crash_like("timed out")
+    assert not crash_like("reign of terror")  # a word ending in "error" is not a class name
 
 
 # ------------------------------------------------------- offline + command
