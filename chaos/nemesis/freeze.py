@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from chaos.cluster.base import Freezable
 from chaos.nemesis.base import Resolved
-from chaos.nemesis.targets import resolve_targets
+from chaos.nemesis.targets import TargetedFault
 
 if TYPE_CHECKING:
     from chaos.orchestrator.context import RunContext
@@ -32,17 +32,10 @@ def _wait_freezer(cluster: Any, node: str, want: str, timeout: float = 5.0) -> s
     return None if state is None else str(state)
 
 
-class FreezeFault:
+class FreezeFault(TargetedFault):
     """Freeze the nodes a target spec names (a process target freezes its node)."""
 
     name = "freeze"
-
-    def __init__(self, workload: Any = None) -> None:
-        self.workload = workload
-
-    def resolve(self, ctx: RunContext, spec: str | None, rng: Any) -> Resolved:
-        spec = spec or "one"
-        return Resolved(spec=spec, targets=tuple(resolve_targets(ctx, self.workload, spec, rng)))
 
     def start(
         self,

@@ -14,7 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from chaos.nemesis.base import Resolved
-from chaos.nemesis.targets import processes_of, resolve_targets
+from chaos.nemesis.targets import TargetedFault, processes_of
 
 if TYPE_CHECKING:
     from chaos.orchestrator.context import RunContext
@@ -23,17 +23,10 @@ EXIT_WAIT = 5.0
 RESTART_WAIT = 15.0
 
 
-class KillFault:
+class KillFault(TargetedFault):
     """SIGKILL every target process; the undo restarts them in start order and checks they run."""
 
     name = "kill"
-
-    def __init__(self, workload: Any = None) -> None:
-        self.workload = workload
-
-    def resolve(self, ctx: RunContext, spec: str | None, rng: Any) -> Resolved:
-        spec = spec or "one"
-        return Resolved(spec=spec, targets=tuple(resolve_targets(ctx, self.workload, spec, rng)))
 
     def start(
         self,

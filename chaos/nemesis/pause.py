@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from chaos.nemesis.base import Resolved, Target
-from chaos.nemesis.targets import host_token, processes_of, resolve_targets
+from chaos.nemesis.targets import TargetedFault, host_token, processes_of
 
 if TYPE_CHECKING:
     from chaos.orchestrator.context import RunContext
@@ -35,17 +35,10 @@ def _wait_state(
     return state
 
 
-class PauseFault:
+class PauseFault(TargetedFault):
     """SIGSTOP every target process; the undo sends SIGCONT and checks each left state T."""
 
     name = "pause"
-
-    def __init__(self, workload: Any = None) -> None:
-        self.workload = workload
-
-    def resolve(self, ctx: RunContext, spec: str | None, rng: Any) -> Resolved:
-        spec = spec or "one"
-        return Resolved(spec=spec, targets=tuple(resolve_targets(ctx, self.workload, spec, rng)))
 
     def start(
         self,

@@ -20,7 +20,7 @@ import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from chaos.nemesis.base import RoleResolver, Target
+from chaos.nemesis.base import Resolved, RoleResolver, Target
 from chaos.nemesis.grudge import majority, minority_third
 
 if TYPE_CHECKING:
@@ -180,3 +180,17 @@ def host_token(ctx: RunContext, t: Target) -> str | None:
     from chaos.cluster.docker import owner_token
 
     return owner_token(hp)
+
+
+class TargetedFault:
+    """The part of a fault that names nodes or processes by a target spec (``one``, ``worker``...).
+
+    Resolution draws only from the rng it is given, so the seed replays it; it changes nothing.
+    """
+
+    def __init__(self, workload: Any = None) -> None:
+        self.workload = workload
+
+    def resolve(self, ctx: RunContext, spec: str | None, rng: Any) -> Resolved:
+        spec = spec or "one"
+        return Resolved(spec=spec, targets=tuple(resolve_targets(ctx, self.workload, spec, rng)))

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from chaos.checkers.faults import fault_intervals
 from chaos.checkers.verdict import CheckResult, Verdict, check_safe
 from chaos.histories.ops import Event, Op
 from chaos.workloads.lab1 import keys
@@ -149,43 +150,22 @@ def _int(x: Any) -> int | None:
         return None
 
 
-def _targets(value: Any) -> list[dict[str, Any]]:
-    if isinstance(value, dict):
-        if isinstance(value.get("targets"), list):
-            return [t for t in value["targets"] if isinstance(t, dict)]
-        return [value]
-    if isinstance(value, list):
-        return [t for t in value if isinstance(t, dict)]
-    return []
-
-
 def stops_of(history: Sequence[Op]) -> list[Stop]:
     """Pause/freeze intervals: from the start's completion to the heal's completion."""
-    starts: dict[Any, Op] = {}
-    heals: dict[Any, Op] = {}
-    for op in history:
-        if not op.is_nemesis or op.extra.get("fault") not in STOP_FAULTS:
-            continue
-        fid = op.extra.get("fault_id")
-        phase = op.extra.get("phase")
-        # the completion comes last; its value names the resolved target and pid
-        if phase == "start":
-            starts[fid] = op
-        elif phase == "heal":
-            heals[fid] = op
     out = []
-    for fid, s in starts.items():
-        h = heals.get(fid)
-        for t in _targets(s.value):
+    for f in fault_intervals(list(history)):
+        if f.fault not in STOP_FAULTS:
+            continue
+        for t in f.targets:
             if t.get("node"):
                 out.append(
                     Stop(
-                        fault_id=fid,
-                        fault=str(s.extra["fault"]),
+                        fault_id=f.fault_id,
+                        fault=f.fault,
                         node=str(t["node"]),
                         pid=_int(t.get("pid")),
-                        start=s.time,
-                        end=h.time if h is not None else None,
+                        start=f.start,
+                        end=f.end,
                     )
                 )
     return sorted(out, key=lambda s: s.start)
