@@ -209,7 +209,7 @@ class DockerCluster:
         if ns is None:
             return None
         hp = self._host_pid(node, ns)
-        if hp is None or _state(hp) in (None, "Z", "X"):
+        if hp is None or not _alive(hp):
             return None
         return ns
 
@@ -292,6 +292,28 @@ def freezer_state(host_pid: int) -> str | None:
                 return None
             return "FROZEN" if "frozen 1" in events else "THAWED"
     return None
+
+
+def _alive(host_pid: int) -> bool:
+    """Whether any thread of the process still runs.
+
+    A multithreaded process's leader turns zombie first while its other threads are still
+    exiting and still hold its sockets (a killed nats-server keeps accepting for a moment), so the
+    leader's state alone says "dead" too early.
+    """
+    try:
+        tids = os.listdir(f"/proc/{host_pid}/task")
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    for tid in tids:
+        try:
+            with open(f"/proc/{host_pid}/task/{tid}/stat") as fh:
+                stat = fh.read()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if stat[stat.rfind(")") + 2] not in ("Z", "X"):
+            return True
+    return False
 
 
 def _state(host_pid: int) -> str | None:
