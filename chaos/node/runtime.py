@@ -54,10 +54,13 @@ class EventLog:
         *,
         task_id: str | None = None,
         event_id: str | None = None,
+        at: float | None = None,
         **data: Any,
     ) -> None:
+        """Append one event. ``at`` back-dates it to a CLOCK_MONOTONIC instant taken earlier (a
+        publish is reported when its ACK says where it landed, but it happened when it was sent)."""
         rec: dict[str, Any] = {
-            "mono": time.monotonic(),
+            "mono": time.monotonic() if at is None else at,
             "wall": time.time(),
             "node": self._ident.node,
             "component": self._ident.component,

@@ -161,16 +161,22 @@ async def relay_one(ctx: Context, store: Store, nc: Any, js: Any, entry: dict[st
         kind = "publish" if attempt == 1 else "publish-retry"
         if ctx.hooks.armed(LOST_ACK, task_id=task_id, event_id=event_id):
             # The broker stores the message and sends its ACK to an inbox nobody listens on.
+            sent = time.monotonic()
             await nc.publish(keys.SUBJECT, payload, reply=f"_INBOX.lost.{uuid.uuid4().hex}")
             await nc.flush()
-            ctx.events.emit(kind, task_id=task_id, event_id=event_id, attempt=attempt, acked=False)
+            ctx.events.emit(
+                kind, task_id=task_id, event_id=event_id, attempt=attempt, acked=False, at=sent
+            )
             await asyncio.sleep(ctx.ack_timeout)
             ctx.events.emit("publish-ack-lost", task_id=task_id, event_id=event_id, attempt=attempt)
             return
+        sent = time.monotonic()
         try:
             ack = await js.publish(keys.SUBJECT, payload, timeout=ctx.ack_timeout)
         except Exception as e:
-            ctx.events.emit(kind, task_id=task_id, event_id=event_id, attempt=attempt, acked=False)
+            ctx.events.emit(
+                kind, task_id=task_id, event_id=event_id, attempt=attempt, acked=False, at=sent
+            )
             ctx.events.emit(
                 "publish-ack-lost",
                 task_id=task_id,
@@ -186,6 +192,7 @@ async def relay_one(ctx: Context, store: Store, nc: Any, js: Any, entry: dict[st
             attempt=attempt,
             acked=True,
             stream_seq=ack.seq,
+            at=sent,
         )
         cur, rev = store.get(keys.outbox(event_id))
         if cur is not None and cur.get("status") == "pending":
