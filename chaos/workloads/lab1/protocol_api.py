@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from chaos.node.store import JsonStore
 from chaos.workloads.lab1 import keys
 
 APPLIED = "applied"
@@ -71,7 +72,7 @@ class Clock:
         return time.time() + self.skew
 
 
-class Store:
+class Store(JsonStore):
     """etcd as a solution sees it: JSON values, compares and transactions.
 
     ``txn`` is the only way to write. An order changes only through ``change_ops``, which also
@@ -87,7 +88,7 @@ class Store:
         clock: Clock | None = None,
         before_write: Callable[[Change], None] | None = None,
     ) -> None:
-        self.client = client
+        super().__init__(client)
         self.node = node
         self.clock = clock or Clock()
         self._before_write = before_write or (lambda change: None)
@@ -97,14 +98,6 @@ class Store:
         """The node's clock now (the same clock the service passes as ``now``)."""
         return self.clock.now()
 
-    # reads
-    def get(self, key: str) -> tuple[Any, int]:
-        """The JSON value at ``key`` and its mod revision, or ``(None, 0)`` when absent."""
-        value, meta = self.client.get(key)
-        if value is None:
-            return None, 0
-        return json.loads(value), int(meta.mod_revision)
-
     def read_order(self, order: str) -> tuple[dict[str, Any], int]:
         """An order's row and its mod revision; a never-written order is a zero row at revision 0
         (``unchanged(keys.order(order), 0)`` then means "still never written")."""
@@ -112,21 +105,6 @@ class Store:
         if row is None:
             row = {"order": order, "balance": 0, "last_token": 0, "night": 0}
         return row, rev
-
-    # compares
-    def absent(self, key: str) -> Any:
-        return self.client.transactions.version(key) == 0
-
-    def unchanged(self, key: str, mod_revision: int) -> Any:
-        """True while ``key`` was not written since it was read at ``mod_revision`` (0: absent)."""
-        return self.client.transactions.mod(key) == mod_revision
-
-    # operations inside a transaction
-    def put(self, key: str, value: Any) -> Any:
-        return self.client.transactions.put(key, json.dumps(value, sort_keys=True))
-
-    def get_op(self, key: str) -> Any:
-        return self.client.transactions.get(key)
 
     def change_ops(self, row: dict[str, Any], change: Change) -> list[Any]:
         """The operations that apply ``change`` on top of ``row`` (as read): the new row, with
@@ -167,10 +145,7 @@ class Store:
             # the last instant before an order is written: where a checked-then-written lease
             # goes stale if the process stops here
             self._before_write(change)
-        ok, responses = self.client.transaction(
-            compare=list(compare), success=list(success), failure=list(failure)
-        )
-        return bool(ok), list(responses or [])
+        return self._transact(compare, success, failure)
 
 
 def found(response: Any) -> Any:

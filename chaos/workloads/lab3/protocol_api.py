@@ -14,6 +14,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from chaos.node.store import JsonStore
+
 COMMITTED = "committed"
 DUPLICATE = "duplicate"
 
@@ -31,52 +33,26 @@ class Delivery(Protocol):
     def ack(self) -> None: ...
 
 
-class Store:
+class Store(JsonStore):
     """etcd as a solution sees it: JSON values, compares and transactions.
 
     ``txn`` is the only way to write; every successful ``txn`` is a commit. Values are JSON.
     """
 
     def __init__(self, client: Any, before_commit: Callable[[], None] | None = None) -> None:
-        self.client = client
+        super().__init__(client)
         self._before_commit = before_commit or (lambda: None)
-
-    # reads
-    def get(self, key: str) -> tuple[Any, int]:
-        """The JSON value at ``key`` and its mod revision, or ``(None, 0)`` when absent."""
-        value, meta = self.client.get(key)
-        if value is None:
-            return None, 0
-        return json.loads(value), int(meta.mod_revision)
 
     def get_int(self, key: str) -> tuple[int, int]:
         value, rev = self.get(key)
         return int(value or 0), rev
-
-    # compares
-    def absent(self, key: str) -> Any:
-        return self.client.transactions.version(key) == 0
-
-    def unchanged(self, key: str, mod_revision: int) -> Any:
-        """True while ``key`` was not written since it was read at ``mod_revision`` (0: absent)."""
-        return self.client.transactions.mod(key) == mod_revision
-
-    # operations inside a transaction
-    def put(self, key: str, value: Any) -> Any:
-        return self.client.transactions.put(key, json.dumps(value, sort_keys=True))
-
-    def get_op(self, key: str) -> Any:
-        return self.client.transactions.get(key)
 
     def txn(
         self, compare: Sequence[Any], success: Sequence[Any], failure: Sequence[Any] = ()
     ) -> tuple[bool, list[Any]]:
         """One atomic etcd transaction: ``success`` if every compare holds, else ``failure``."""
         self._before_commit()
-        ok, responses = self.client.transaction(
-            compare=list(compare), success=list(success), failure=list(failure)
-        )
-        return bool(ok), list(responses or [])
+        return self._transact(compare, success, failure)
 
 
 def found(response: Any) -> Any:
