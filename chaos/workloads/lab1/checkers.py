@@ -289,6 +289,26 @@ def _end_of_run(history: Sequence[Op], events: Sequence[Event]) -> float:
 # ---------------------------------------------------------------- checkers
 
 
+def _invalid(
+    name: str,
+    sentences: Sequence[str],
+    anomalies: list[dict[str, Any]],
+    stats: dict[str, Any],
+    more_what: str = "",
+) -> CheckResult:
+    """An invalid result whose summary is the first anomaly's sentence, and how many follow."""
+    extra = len(anomalies) - 1
+    more = f" (and {extra} more{' ' + more_what if more_what else ''})" if extra > 0 else ""
+    first = sentences[0]
+    return CheckResult(
+        checker=name,
+        verdict=Verdict.INVALID,
+        summary=first[0].upper() + first[1:] + more + ".",
+        anomalies=anomalies,
+        stats=stats,
+    )
+
+
 def no_double_apply(
     history: Sequence[Op], events: Sequence[Event], final: Mapping[str, Any] | None
 ) -> CheckResult:
@@ -328,18 +348,7 @@ def no_double_apply(
         "from": "final state" if _has_final(final) else "events",
     }
     if anomalies:
-        more = (
-            f" (and {len(anomalies) - 1} more changes applied more than once)"
-            if len(anomalies) > 1
-            else ""
-        )
-        return CheckResult(
-            checker=name,
-            verdict=Verdict.INVALID,
-            summary=sentences[0][0].upper() + sentences[0][1:] + more + ".",
-            anomalies=anomalies,
-            stats=stats,
-        )
+        return _invalid(name, sentences, anomalies, stats, "changes applied more than once")
     if not _has_final(final):
         return CheckResult(
             checker=name,
@@ -430,14 +439,7 @@ def stale_writes(
         "accepted_stale": sum(1 for a in anomalies if a["kind"] == "stale-write-accepted"),
     }
     if anomalies:
-        more = f" (and {len(anomalies) - 1} more)" if len(anomalies) > 1 else ""
-        return CheckResult(
-            checker=name,
-            verdict=Verdict.INVALID,
-            summary=sentences[0][0].upper() + sentences[0][1:] + more + ".",
-            anomalies=anomalies,
-            stats=stats,
-        )
+        return _invalid(name, sentences, anomalies, stats)
     if not rejected:
         return CheckResult(
             checker=name,
@@ -536,14 +538,7 @@ def every_night(
         "in_progress_at_end": in_progress,
     }
     if anomalies:
-        more = f" (and {len(anomalies) - 1} more)" if len(anomalies) > 1 else ""
-        return CheckResult(
-            checker=name,
-            verdict=Verdict.INVALID,
-            summary=sentences[0][0].upper() + sentences[0][1:] + more + ".",
-            anomalies=anomalies,
-            stats=stats,
-        )
+        return _invalid(name, sentences, anomalies, stats)
     if not required:
         return CheckResult(
             checker=name,
