@@ -451,7 +451,7 @@ def ls(store: Path) -> None:
         v = s.get("verdict", s.get("status", "?"))
         click.echo(
             f"{click.style(str(v).ljust(11), fg=VERDICT_COLOUR.get(v, 'white'))} "
-            f"{s.get('lab', '?'):5} {s.get('solution', '?'):18} "
+            f"{s.get('lab', '?'):15} {s.get('solution', '?'):18} "
             f"{','.join(s.get('nemesis', [])) or '-':28} seed={s.get('seed')}  {p}"
         )
 
