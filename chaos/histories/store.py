@@ -32,12 +32,11 @@ DEFAULT_STORE = Path(os.environ.get("CHAOS_STORE", "store"))
 
 def new_run_dir(store: Path, test: str) -> Path:
     stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime())
-    d = store / test / f"{stamp}-{secrets.token_hex(2)}"
+    d = store / test / f"{stamp}-{secrets.token_hex(3)}"
     d.mkdir(parents=True)
     for link in (store / "latest", store / test / "latest"):
-        tmp = link.with_name(link.name + ".tmp")
-        if tmp.is_symlink() or tmp.exists():
-            tmp.unlink()
+        # a name of this process's own: runs started in parallel must not trip over each other
+        tmp = link.with_name(f".{link.name}.{os.getpid()}.{secrets.token_hex(4)}")
         tmp.symlink_to(d.resolve())
         os.replace(tmp, link)
     return d

@@ -57,3 +57,29 @@ def test_pairing_by_process() -> None:
         Op(index=4, time=0, process=2, type=OpType.INVOKE, f="a"),
     ]
     assert pair_index(h) == {1: 2, 0: 3}
+
+
+def test_run_folders_made_in_parallel_all_exist_and_latest_points_at_one(tmp_path: Path) -> None:
+    import threading
+
+    from chaos.histories.store import new_run_dir
+
+    made: list[Path] = []
+    errors: list[BaseException] = []
+
+    def make() -> None:
+        try:
+            for _ in range(20):
+                made.append(new_run_dir(tmp_path, "lab3"))
+        except BaseException as e:  # collected: the assertion below names it
+            errors.append(e)
+
+    threads = [threading.Thread(target=make) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(set(made)) == 80 and all(p.is_dir() for p in made)
+    assert (tmp_path / "latest").resolve() in {p.resolve() for p in made}
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".latest")]
