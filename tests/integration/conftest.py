@@ -53,11 +53,15 @@ def chaos_bg(*args: str, store: Path) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
-def run_dir_from(output: str) -> Path:
-    for line in output.splitlines():
+def run_dir_from(proc: subprocess.CompletedProcess[str]) -> Path:
+    """The run folder a `chaos run` printed; on failure, everything it said (stderr included)."""
+    for line in proc.stdout.splitlines():
         if line.startswith("stored in "):
             return Path(line.removeprefix("stored in ").strip())
-    raise AssertionError(f"no run folder in the output:\n{output}")
+    raise AssertionError(
+        f"no run folder in the output of {proc.args} (exit {proc.returncode}):\n"
+        f"{proc.stdout}\n--- stderr ---\n{proc.stderr}"
+    )
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ def _results(run: Path) -> dict[str, dict]:
 def test_reference_under_pause_rejects_the_resumed_holders_write(store: Path) -> None:
     p = chaos("run", "lab1", "--nemesis", "pause", "--seed", "1", store=store)
     assert p.returncode == 0, p.stdout + p.stderr
-    run = load_run(run_dir_from(p.stdout))
+    run = load_run(run_dir_from(p))
     starts = [
         o
         for o in run.history
@@ -58,7 +58,7 @@ def test_no_fencing_double_apply_is_detected_in_at_least_9_of_10_seeds(store: Pa
                   str(seed), "-q", store=store)  # fmt: skip
         assert p.returncode in (0, 1), p.stdout + p.stderr
         if p.returncode == 1:
-            res = _results(run_dir_from(p.stdout))
+            res = _results(run_dir_from(p))
             nda = res["no-double-apply"]
             assert nda["verdict"] == "invalid"
             assert "applied twice" in nda["summary"]
@@ -83,7 +83,7 @@ def test_check_lease_before_write_is_invalid_when_the_pause_lands_between_check_
     p = chaos("run", "lab1", "--solution", "check-lease-before-write", "--trigger",
               "pause holder before write-commit for 5s", "--seed", "1", store=store)  # fmt: skip
     assert p.returncode == 1, p.stdout + p.stderr
-    run = load_run(run_dir_from(p.stdout))
+    run = load_run(run_dir_from(p))
     res = _results(run.path)
     assert res["no-double-apply"]["verdict"] == "invalid"
     assert "APPLIED" in res["unsafe-lease"]["summary"]
@@ -102,7 +102,7 @@ def test_check_lease_before_write_is_invalid_when_the_pause_lands_between_check_
 def test_reference_stays_valid_under_kill_and_partition(store: Path, args: tuple[str, ...]) -> None:
     p = chaos("run", "lab1", *args, "--seed", "1", store=store)
     assert p.returncode == 0, p.stdout + p.stderr
-    run = load_run(run_dir_from(p.stdout))
+    run = load_run(run_dir_from(p))
     faults = [o for o in run.history if o.is_nemesis and o.extra.get("phase") == "start"]
     assert faults, "the fault must have happened"
     assert run.final["nights_done"] == list(range(1, len(run.final["nights_done"]) + 1))

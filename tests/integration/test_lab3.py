@@ -37,7 +37,7 @@ def test_pause_reference_is_valid_with_redelivery_during_the_pause(
 ) -> None:
     p = chaos("run", "lab3", "--nemesis", "pause", "--seed", "7", store=store)
     assert p.returncode == 0, p.stdout + p.stderr
-    run = run_dir_from(p.stdout)
+    run = run_dir_from(p)
     results = json.loads((run / "results.json").read_text())
     assert results["verdict"] == "valid"
     history = read_jsonl(run / "history.jsonl")
@@ -109,7 +109,7 @@ def test_check_then_act_under_pause_is_invalid_with_double_apply_evidence(store:
     p = chaos("run", "lab3", "--nemesis", "pause", "--solution", "check-then-act", "--seed", "11",
               store=store)  # fmt: skip
     assert p.returncode == 1, p.stdout + p.stderr
-    run = run_dir_from(p.stdout)
+    run = run_dir_from(p)
     results = {r["checker"]: r for r in json.loads((run / "results.json").read_text())["results"]}
     da = results["double-apply"]
     assert da["verdict"] == "invalid"
@@ -125,7 +125,7 @@ def test_ack_before_commit_with_worker_crash_loses_a_named_task(store: Path) -> 
     p = chaos("run", "lab3", "--nemesis", "worker-crash-before-ack", "--solution",
               "ack-before-commit", "--seed", "5", store=store)  # fmt: skip
     assert p.returncode == 1, p.stdout + p.stderr
-    run = run_dir_from(p.stdout)
+    run = run_dir_from(p)
     results = {r["checker"]: r for r in json.loads((run / "results.json").read_text())["results"]}
     lost = results["lost-tasks"]
     assert lost["verdict"] == "invalid"

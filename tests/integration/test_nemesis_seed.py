@@ -31,7 +31,7 @@ def test_same_seed_same_resolved_schedule(tmp_path: Path) -> None:
     def one(i: int) -> Path:
         p = chaos("run", "lab3", *ARGS, "--seed", str(SEED), store=tmp_path / f"s{i}")
         assert p.returncode == 0, p.stdout + p.stderr
-        return run_dir_from(p.stdout)
+        return run_dir_from(p)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         a, b = pool.map(one, [1, 2])

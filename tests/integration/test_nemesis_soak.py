@@ -33,7 +33,7 @@ def test_reference_valid_under_faults(faults: str, tmp_path: Path) -> None:
 
     def one(seed: int) -> tuple[int, str, Path]:
         p = chaos("run", "lab3", "--nemesis", faults, "--seed", str(seed), *ARGS, store=tmp_path)
-        return p.returncode, p.stdout + p.stderr, run_dir_from(p.stdout)
+        return p.returncode, p.stdout + p.stderr, run_dir_from(p)
 
     with ThreadPoolExecutor(max_workers=3) as pool:
         outcomes = list(pool.map(one, SEEDS))

@@ -34,7 +34,7 @@ def _run(solution: str, seed: int, store: Path) -> tuple[int, Path, str]:
         "--recovery-timeout", "30", "-q",
         store=store,
     )  # fmt: skip
-    return p.returncode, run_dir_from(p.stdout), p.stdout + p.stderr
+    return p.returncode, run_dir_from(p), p.stdout + p.stderr
 
 
 def _trigger(run: Path) -> dict[str, Any]:

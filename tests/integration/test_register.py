@@ -20,7 +20,7 @@ def test_etcd_register_under_partition_checks_and_its_edn_loads_back_identically
     p = chaos("run", "etcd-register", "--nemesis", "partition:one", "--nemesis-interval", "2",
               "--time-limit", "8", "--seed", "3", store=store)  # fmt: skip
     assert p.returncode == 0, p.stdout + p.stderr
-    run = run_dir_from(p.stdout)
+    run = run_dir_from(p)
     results = {r["checker"]: r for r in json.loads((run / "results.json").read_text())["results"]}
     lin = results["linearizable-cas-register"]
     assert lin["verdict"] == "valid" and "ops over" in lin["summary"]
@@ -44,7 +44,7 @@ def test_jetstream_queue_under_pause_of_the_broker_loses_nothing(store: Path) ->
     p = chaos("run", "jetstream-queue", "--nemesis", "pause", "--pause-duration", "2",
               "--nemesis-interval", "2", "--time-limit", "6", "--seed", "3", store=store)  # fmt: skip
     assert p.returncode == 0, p.stdout + p.stderr
-    run = run_dir_from(p.stdout)
+    run = run_dir_from(p)
     results = {r["checker"]: r for r in json.loads((run / "results.json").read_text())["results"]}
     tq = results["total-queue"]
     assert tq["verdict"] == "valid" and "acknowledged enqueues came out" in tq["summary"]
