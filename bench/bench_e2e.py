@@ -21,7 +21,7 @@ from pathlib import Path
 import docker
 import etcd3
 
-from chaos.cluster.image import build_image
+from chaos.cluster.docker.image import build_image
 
 REPO = Path(__file__).resolve().parents[1]
 

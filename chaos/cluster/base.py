@@ -2,14 +2,19 @@
 
 A cluster is a set of named nodes (``n1``..``nN``) with addresses. The orchestrator, systems and
 nemeses reach nodes only through this contract, so that a backend for SSH hosts or a remote Docker
-engine can replace the local Docker one.
+engine can replace the local Docker one. A :class:`Backend` makes clusters and owns what lies
+around them (checking its engine, building its node image, reaping a crashed run's leftovers);
+the orchestrator receives one by name (``--backend docker``) and never names a backend itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
+
+Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +35,8 @@ class Cluster(Protocol):
     """Named nodes and the operations a run needs on them.
 
     Contract:
+    - ``start`` creates and starts the nodes; if it fails, ``teardown`` still removes whatever it
+      created;
     - every resource a backend creates is tagged with the run id, and ``teardown`` removes exactly
       those resources, never another project's; ``teardown`` is idempotent;
     - ``spawn`` starts a *named* process detached from the caller; its output goes to
@@ -42,6 +49,8 @@ class Cluster(Protocol):
 
     run_id: str
     nodes: list[str]
+
+    def start(self) -> None: ...
 
     def address(self, node: str) -> str: ...
 
@@ -70,8 +79,49 @@ class Cluster(Protocol):
 
 @runtime_checkable
 class Freezable(Protocol):
-    """Optional capability: freeze a whole node (every process) and thaw it."""
+    """Optional capability: freeze a whole node (every process) and thaw it.
+
+    ``freezer_state`` is what the kernel reports for the node (``FROZEN``, ``FREEZING``,
+    ``THAWED``), or None when the backend cannot tell; it is how the fault verifies itself."""
 
     def freeze(self, node: str) -> None: ...
 
     def thaw(self, node: str) -> None: ...
+
+    def freezer_state(self, node: str) -> str | None: ...
+
+
+@runtime_checkable
+class Reapable(Protocol):
+    """Optional capability: name a node or process so that the backend's reaper can heal it after
+    the orchestrator died (resume a stopped process, thaw a node).
+
+    ``reap_handle(node, process)`` returns a handle that stays valid only as long as that very
+    process lives (a pid alone could be reused), or None when the process is not running. Faults
+    write it into the ledger *before* they act."""
+
+    def reap_handle(self, node: str, process: str | None = None) -> str | None: ...
+
+
+class Backend(Protocol):
+    """Where clusters come from: the local Docker engine, SSH hosts, a fake for tests.
+
+    - ``prepare`` checks that the backend can work (engine up, image built, hosts reachable) and
+      returns the versions worth storing with the run; it raises :class:`ClusterError` with what
+      to do, and must not create a cluster.
+    - ``reap`` heals and removes what runs whose orchestrator is gone left behind (of ``run_id``
+      only, when given; also live runs with ``include_live``), returning one line per action. It
+      must never touch anything it did not create.
+    - ``make_cluster`` returns an unstarted :class:`Cluster` for one run; ``mounts`` are host
+      folders to show read-only inside every node (a solution), by their path inside.
+    """
+
+    name: str
+
+    def prepare(self, progress: Progress) -> dict[str, str]: ...
+
+    def reap(self, *, run_id: str | None = None, include_live: bool = False) -> list[str]: ...
+
+    def make_cluster(
+        self, *, run_id: str, nodes: int, live_dir: Path, mounts: dict[str, str]
+    ) -> Cluster: ...

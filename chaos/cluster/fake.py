@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import signal as sig
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,9 +36,13 @@ class FakeCluster:
         self.net_log: list[tuple[str, list[str]]] = []
         self.spawned: list[tuple[str, str, int]] = []
         self.torn_down = False
+        self.started = False
         self.frozen: set[str] = set()
         self._pids = itertools.count(100)
         self._lock = threading.Lock()
+
+    def start(self) -> None:
+        self.started = True
 
     def address(self, node: str) -> str:
         return f"{node}.fake.invalid"  # never dialled: a label only
@@ -100,5 +105,42 @@ class FakeCluster:
     def thaw(self, node: str) -> None:
         self.frozen.discard(node)
 
+    def freezer_state(self, node: str) -> str | None:
+        return "FROZEN" if node in self.frozen else "THAWED"
+
+    def reap_handle(self, node: str, process: str | None = None) -> str | None:
+        if process is None:
+            return f"fake-{self.run_id}-{node}"
+        pid = self.pid(node, process)
+        return None if pid is None else f"{pid}:fake"
+
     def teardown(self) -> None:
         self.torn_down = True
+
+
+class FakeBackend:
+    """A backend of in-memory clusters: what the orchestrator's own unit tests run on.
+
+    ``clusters`` keeps every cluster it made, so a test can look at what a run did to its nodes.
+    ``reaped`` counts calls to ``reap``; nothing is ever left to reap.
+    """
+
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.clusters: list[FakeCluster] = []
+        self.reaped = 0
+
+    def prepare(self, progress: Callable[[str], None]) -> dict[str, str]:
+        return {"backend": "fake"}
+
+    def reap(self, *, run_id: str | None = None, include_live: bool = False) -> list[str]:
+        self.reaped += 1
+        return []
+
+    def make_cluster(
+        self, *, run_id: str, nodes: int, live_dir: Path, mounts: dict[str, str]
+    ) -> FakeCluster:
+        c = FakeCluster(run_id=run_id, nodes=nodes)
+        self.clusters.append(c)
+        return c

@@ -67,8 +67,14 @@ class StoredRun:
     problems: list[LineProblem]
 
     @property
-    def lab(self) -> str:
-        return str(self.spec.get("lab", ""))
+    def workload(self) -> str:
+        """The workload's name (``lab3``); runs stored before 0.2 call it ``lab``."""
+        return workload_of(self.spec)
+
+
+def workload_of(spec: dict[str, Any]) -> str:
+    """The workload a stored ``spec.json`` names, from either its key or the pre-0.2 ``lab``."""
+    return str(spec.get("workload") or spec.get("lab") or "")
 
 
 class NotARun(Exception):

@@ -1,44 +1,11 @@
-"""The Nemesis and Fault contracts, the target record, and the role capability of workloads."""
+"""The Nemesis and Fault contracts, and the optional capability of a fault to take a custom grudge."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    from chaos.orchestrator.context import RunContext
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Target:
-    """A process on a node; ``process`` None means the node's whole system (every process it runs)."""
-
-    node: str
-    process: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"node": self.node, "process": self.process}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Resolved:
-    """What a target spec resolved to at the moment a fault starts.
-
-    ``targets`` for process and node faults; ``grudge`` (receiver -> senders it drops) for
-    partitions. ``spec`` is what was asked for (``worker``, ``halves``, ``n1+n2``...).
-    """
-
-    spec: str
-    targets: tuple[Target, ...] = ()
-    grudge: dict[str, list[str]] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"spec": self.spec}
-        if self.targets:
-            d["targets"] = [t.to_json() for t in self.targets]
-        if self.grudge:
-            d["grudge"] = self.grudge
-        return d
+from chaos.core.context import RunContext
+from chaos.core.target import Resolved
 
 
 class Fault(Protocol):
@@ -85,14 +52,8 @@ class Nemesis(Protocol):
 
 
 @runtime_checkable
-class RoleResolver(Protocol):
-    """Optional workload capability: name the processes that play a role right now.
+class CustomGrudge(Protocol):
+    """Optional fault capability: apply a grudge given as data (a schedule file's ``grudge:``),
+    ``{receiver: [senders it drops]}`` or ``[[component], ...]``, instead of a target spec."""
 
-    ``resolve_role(ctx, "holder")`` returns the targets that currently play the role (an empty list
-    when nobody does at the moment), or None when the workload does not know the role, so that the
-    built-in roles (components, ``leader``, ``broker``, ``primaries``) still apply; for those, an
-    empty list also counts as "not mine". It must only read the system's state (events, the
-    store), never change it.
-    """
-
-    def resolve_role(self, ctx: RunContext, role: str) -> list[Target] | None: ...
+    def custom(self, ctx: RunContext, grudge: Any) -> Resolved: ...

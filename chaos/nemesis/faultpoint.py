@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from chaos.orchestrator.context import RunContext
+from chaos.core.context import RunContext
 
 
 class FaultPointNemesis:

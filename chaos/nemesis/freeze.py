@@ -10,26 +10,21 @@ sit in uninterruptible sleep (state D on cgroup v1) until thawed. Needs the back
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from chaos.cluster.base import Freezable
-from chaos.nemesis.base import Resolved
+from chaos.cluster.base import Freezable, Reapable
+from chaos.core.context import RunContext
+from chaos.core.target import Resolved
 from chaos.nemesis.targets import TargetedFault
 
-if TYPE_CHECKING:
-    from chaos.orchestrator.context import RunContext
 
-
-def _wait_freezer(cluster: Any, node: str, want: str, timeout: float = 5.0) -> str | None:
-    reader = getattr(cluster, "freezer_state", None)
-    if reader is None:
-        return None
+def _wait_freezer(cluster: Freezable, node: str, want: str, timeout: float = 5.0) -> str | None:
     deadline = time.monotonic() + timeout
-    state = reader(node)
-    while state != want and time.monotonic() < deadline:
+    state = cluster.freezer_state(node)
+    while state not in (want, None) and time.monotonic() < deadline:
         time.sleep(0.01)
-        state = reader(node)
-    return None if state is None else str(state)
+        state = cluster.freezer_state(node)
+    return state
 
 
 class FreezeFault(TargetedFault):
@@ -51,8 +46,11 @@ class FreezeFault(TargetedFault):
         nodes = sorted({t.node for t in resolved.targets})
         if not nodes:
             raise RuntimeError(f"freeze {resolved.spec}: no node to freeze")
-        names = getattr(cluster, "container_name", None)
-        reap = [{"op": "thaw", "node": n, "container": names(n) if names else None} for n in nodes]
+        handles = cluster if isinstance(cluster, Reapable) else None
+        reap = [
+            {"op": "thaw", "node": n, "container": handles.reap_handle(n) if handles else None}
+            for n in nodes
+        ]
 
         def apply() -> list[dict[str, Any]]:
             out = []

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import signal
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from chaos.nemesis.base import Resolved
+from chaos.core.context import RunContext
+from chaos.core.target import Resolved
 from chaos.nemesis.targets import TargetedFault, processes_of
-
-if TYPE_CHECKING:
-    from chaos.orchestrator.context import RunContext
 
 EXIT_WAIT = 5.0
 RESTART_WAIT = 15.0

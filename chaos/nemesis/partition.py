@@ -12,15 +12,14 @@ confirm is an error, not a silent no-op.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chaos.cluster import net
+from chaos.cluster.base import Reapable
+from chaos.core.context import RunContext
+from chaos.core.target import Resolved
 from chaos.nemesis import grudge as gr
-from chaos.nemesis.base import Resolved
 from chaos.nemesis.targets import primaries, resolve_targets
-
-if TYPE_CHECKING:
-    from chaos.orchestrator.context import RunContext
 
 # every node of both labs runs an etcd member; its peer port is a fine thing to knock on (a
 # refused connection proves the path as well as an accepted one)
@@ -64,13 +63,13 @@ class PartitionFault:
         grudge = resolved.grudge
         if not grudge:
             raise RuntimeError(f"partition {resolved.spec}: the grudge cuts nothing")
-        names = getattr(cluster, "container_name", None)
+        handles = cluster if isinstance(cluster, Reapable) else None
         chain = net.chain_name(cluster.run_id)
         reap = [
             {
                 "op": "iptables-flush",
                 "chain": chain,
-                "containers": [names(n) for n in cluster.nodes] if names else [],
+                "containers": [handles.reap_handle(n) for n in cluster.nodes] if handles else [],
             }
         ]
         record: dict[str, Any] = {

@@ -13,13 +13,11 @@ import random
 import signal
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from chaos.nemesis.base import Resolved, Target
-from chaos.nemesis.targets import TargetedFault, host_token, processes_of
-
-if TYPE_CHECKING:
-    from chaos.orchestrator.context import RunContext
+from chaos.core.context import RunContext
+from chaos.core.target import Resolved, Target
+from chaos.nemesis.targets import TargetedFault, processes_of, reap_handle
 
 Picker = Callable[["RunContext"], Target | None]
 
@@ -55,7 +53,7 @@ class PauseFault(TargetedFault):
         reap = [
             {"op": "sigcont", "token": tok, "node": t.node, "process": t.process}
             for t in procs
-            if (tok := host_token(ctx, t)) is not None
+            if (tok := reap_handle(ctx, t)) is not None
         ]
 
         def apply() -> list[dict[str, Any]]:

@@ -17,8 +17,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-FAULTS = ("pause", "freeze", "kill", "partition")
-
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0}
 
 

@@ -17,23 +17,15 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from chaos.nemesis.base import Fault
-from chaos.nemesis.plan import FAULTS, Choice, Step, generate
-from chaos.orchestrator.spec import TestSpec
-
-
-def fault_table(wl: Any) -> dict[str, Fault]:
-    from chaos.nemesis.freeze import FreezeFault
-    from chaos.nemesis.kill import KillFault
-    from chaos.nemesis.partition import PartitionFault
-    from chaos.nemesis.pause import PauseFault
-
-    return {
-        "pause": PauseFault(wl),
-        "freeze": FreezeFault(wl),
-        "kill": KillFault(wl),
-        "partition": PartitionFault(wl),
-    }
+from chaos.core.capabilities import FaultPoints, PauseTarget
+from chaos.core.spec import TestSpec
+from chaos.nemesis.base import Nemesis
+from chaos.nemesis.faultpoint import FaultPointNemesis
+from chaos.nemesis.pause import PauseNemesis
+from chaos.nemesis.plan import Choice, Step, generate
+from chaos.nemesis.runner import ScheduleNemesis
+from chaos.nemesis.table import FAULTS, fault_table
+from chaos.nemesis.trigger import TriggerNemesis, bind, parse_trigger
 
 
 def parse_nemesis(
@@ -76,29 +68,27 @@ def planned_steps(spec: TestSpec, choices: list[Choice]) -> list[Step]:
     )
 
 
-def make_nemeses(wl: Any, spec: TestSpec) -> list[Any]:
+def make_nemeses(wl: Any, spec: TestSpec) -> list[Nemesis]:
     """Every nemesis a spec asks for, ready to run; raises ValueError for a bad name or phrase."""
-    from chaos.nemesis.faultpoint import FaultPointNemesis
-    from chaos.nemesis.pause import PauseNemesis
-    from chaos.nemesis.runner import ScheduleNemesis
-    from chaos.nemesis.trigger import TriggerNemesis, parse_trigger
-
-    points = getattr(wl, "fault_points", {})
+    points = wl.fault_points if isinstance(wl, FaultPoints) else {}
     faults = fault_table(wl)
-    out: list[Any] = []
+    out: list[Nemesis] = []
     choices: list[Choice] = []
     for name, target in parse_nemesis(spec.nemesis, points):
         if name in points:
-            component, crashes = points[name]
+            point = points[name]
             out.append(
                 FaultPointNemesis(
-                    name, component=component, crashes=crashes, observe=getattr(wl, "observe", None)
+                    name,
+                    component=point.component,
+                    crashes=point.crashes,
+                    observe=wl.observe if isinstance(wl, FaultPoints) else None,
                 )
             )
         else:
             choices.append(Choice(fault=name, target=target))
     duration = fault_duration(spec)
-    if choices == [Choice(fault="pause")] and hasattr(wl, "pause_target"):
+    if choices == [Choice(fault="pause")] and isinstance(wl, PauseTarget):
         once = spec.tasks is None and spec.rate is None
         out.append(
             PauseNemesis(
@@ -114,18 +104,15 @@ def make_nemeses(wl: Any, spec: TestSpec) -> list[Any]:
             out.append(ScheduleNemesis(steps, faults))
         triggers += list(spec.schedule.get("triggers", []))
     for phrase in triggers:
-        tr = parse_trigger(phrase)
+        tr = bind(parse_trigger(phrase), wl, spec.workload)
         out.append(
             TriggerNemesis(tr, faults[tr.fault], default_duration=duration, wait=spec.time_limit)
         )
     return out
 
 
-def describe(nemeses: list[Any]) -> list[dict[str, Any]]:
+def describe(nemeses: list[Nemesis]) -> list[dict[str, Any]]:
     """What the run will do, for spec.json: steps of schedules, triggers, lab points."""
-    from chaos.nemesis.runner import ScheduleNemesis
-    from chaos.nemesis.trigger import TriggerNemesis
-
     out: list[dict[str, Any]] = []
     for n in nemeses:
         if isinstance(n, ScheduleNemesis):

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from chaos.nemesis.base import Fault
+from chaos.core.context import RunContext
+from chaos.nemesis.base import CustomGrudge, Fault
 from chaos.nemesis.plan import Step
-
-if TYPE_CHECKING:
-    from chaos.orchestrator.context import RunContext
 
 
 class ScheduleNemesis:
@@ -51,10 +49,9 @@ class ScheduleNemesis:
         rng = ctx.rng_for(f"targets:{step.index}")
         try:
             if step.grudge is not None:
-                custom = getattr(fault, "custom", None)
-                if custom is None:
+                if not isinstance(fault, CustomGrudge):
                     raise ValueError(f"{step.fault} takes no grudge")
-                resolved = custom(ctx, step.grudge)
+                resolved = fault.custom(ctx, step.grudge)
             else:
                 resolved = fault.resolve(ctx, step.target, rng)
             intent: dict[str, Any] = {

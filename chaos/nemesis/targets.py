@@ -4,8 +4,9 @@ Grammar (one string; the CLI writes node lists with ``+`` because ``,`` separate
 
     node selector   one | minority | majority | minority-third | all | primaries | n1 | n1+n2
     role            worker | relay | api | etcd | nats | orders ... (any supervised component)
-                    leader (the etcd leader's etcd) | broker (the JetStream server)
-                    holder ... (roles a workload resolves: ``resolve_role``)
+                    leader | broker | holder ... (roles the workload resolves: ``resolve_role``;
+                    the shipped systems give ``leader`` = the etcd leader's etcd and ``broker`` =
+                    the JetStream server)
     role@selector   worker@all, etcd@majority, worker@n2 — the role's processes on those nodes
 
 A bare node selector means the node's whole system (every process the run supervises there; for
@@ -18,15 +19,17 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from chaos.nemesis.base import Resolved, RoleResolver, Target
+from chaos.cluster.base import Reapable
+from chaos.core.capabilities import RoleResolver
+from chaos.core.context import RunContext
+from chaos.core.target import Resolved, Target
 from chaos.nemesis.grudge import majority, minority_third
 
-if TYPE_CHECKING:
-    from chaos.orchestrator.context import RunContext
-
 NODE_SELECTORS = ("one", "minority", "majority", "minority-third", "all", "primaries")
+# roles the systems chaos ships know how to find (see chaos.workloads.systems.roles); listed in
+# error messages even before any process plays them
 BUILTIN_ROLES = ("leader", "broker")
 
 
@@ -81,44 +84,31 @@ def pick_nodes(
     )
 
 
-def _ask(ctx: RunContext, workload: Any, role: str, builtin: bool) -> list[Target] | None:
-    """The workload's answer for ``role``; for a role chaos knows itself, an empty answer counts
-    as "not mine" (a workload that returns [] for every role it does not know still works)."""
+def _ask(ctx: RunContext, workload: Any, role: str) -> list[Target] | None:
+    """The workload's answer for ``role`` (sorted), or None when it does not know the role."""
     if not isinstance(workload, RoleResolver):
         return None
     got = workload.resolve_role(ctx, role)
-    if got is None or (builtin and not got):
+    if got is None:
         return None
     return sorted(got, key=lambda t: (t.node, t.process or ""))
 
 
 def primaries(ctx: RunContext, workload: Any) -> list[str]:
-    """The workload's primaries if it names them, else the etcd leader's node."""
-    got = _ask(ctx, workload, "primaries", builtin=True)
-    if got is not None:
-        return sorted({t.node for t in got})
-    from chaos.workloads.systems import etcd
-
-    lead = etcd.leader(ctx)
-    return [lead] if lead else []
+    """The nodes the workload calls its primaries now (its system's leader, say); [] if none."""
+    got = _ask(ctx, workload, "primaries")
+    return sorted({t.node for t in got}) if got else []
 
 
 def role_targets(ctx: RunContext, workload: Any, role: str) -> list[Target]:
-    """Every process that plays ``role`` now (sorted), or raise when the role is unknown."""
-    builtin = role in BUILTIN_ROLES or bool(ctx.supervisor.processes(role))
-    got = _ask(ctx, workload, role, builtin)
+    """Every process that plays ``role`` now (sorted), or raise when the role is unknown.
+
+    A role is the workload's (``holder``, ``leader``, ``broker``: whoever plays it at this moment)
+    or else a supervised component (``worker``, ``etcd``): its processes on every node.
+    """
+    got = _ask(ctx, workload, role)
     if got is not None:
         return got
-    if role == "leader":
-        from chaos.workloads.systems import etcd
-
-        lead = etcd.leader(ctx)
-        return [Target(node=lead, process="etcd")] if lead else []
-    if role == "broker":
-        return sorted(
-            (Target(node=p.node, process=p.name) for p in ctx.supervisor.processes("nats")),
-            key=lambda t: t.node,
-        )
     procs = ctx.supervisor.processes(role)
     if not procs:
         known = sorted({p.role for p in ctx.supervisor.processes()} | set(BUILTIN_ROLES))
@@ -139,7 +129,7 @@ def resolve_targets(ctx: RunContext, workload: Any, spec: str, rng: random.Rando
         return [Target(node=n) for n in pick_nodes(selector, nodes, rng, prim)]
     players = role_targets(ctx, workload, role)
     if selector is None:
-        if role in BUILTIN_ROLES or not ctx.supervisor.processes(role):
+        if not ctx.supervisor.processes(role):
             return players  # whoever plays the role now: nothing to draw
         return [rng.choice(players)] if players else []
     on = set(pick_nodes(selector, sorted({t.node for t in players}), rng, prim))
@@ -169,17 +159,11 @@ def processes_of(ctx: RunContext, targets: Sequence[Target]) -> list[Target]:
     return unique
 
 
-def host_token(ctx: RunContext, t: Target) -> str | None:
-    """``hostpid:starttime`` of a target process, for healing it from outside a dead run."""
-    host_pid = getattr(ctx.cluster, "host_pid", None)
-    if host_pid is None or t.process is None:
+def reap_handle(ctx: RunContext, t: Target) -> str | None:
+    """The backend's handle for healing ``t`` from outside a dead run (None: it has none)."""
+    if not isinstance(ctx.cluster, Reapable):
         return None
-    hp = host_pid(t.node, t.process)
-    if hp is None:
-        return None
-    from chaos.cluster.docker import owner_token
-
-    return owner_token(hp)
+    return ctx.cluster.reap_handle(t.node, t.process)
 
 
 class TargetedFault:

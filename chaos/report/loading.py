@@ -22,6 +22,7 @@ from chaos.histories.jsonl import (
     read_history,
 )
 from chaos.histories.ops import Event, Op
+from chaos.histories.store import workload_of
 
 REPORT_NAME = "report.html"
 RUN_FILES = (
@@ -192,7 +193,7 @@ class RunData:
 
     @property
     def lab(self) -> str:
-        return str(self.spec.get("lab", "") or "")
+        return workload_of(self.spec)
 
     @property
     def name(self) -> str:

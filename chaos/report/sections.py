@@ -6,6 +6,7 @@ import json
 import shlex
 from typing import Any
 
+from chaos.histories.store import workload_of
 from chaos.report.figures import Plot
 from chaos.report.html import as_text, e, fmt_value, kv_table, table
 from chaos.report.lease import UnsafeLease, narrative
@@ -190,9 +191,9 @@ def reproduce_command(spec: dict[str, Any]) -> tuple[str, bool]:
         return shlex.join(str(c) for c in cmd), True
     if isinstance(cmd, str) and cmd:
         return cmd, True
-    if not spec.get("lab"):
+    if not workload_of(spec):
         return "", False
-    parts = ["chaos", "run", str(spec["lab"])]
+    parts = ["chaos", "run", workload_of(spec)]
     for key in ("nemesis", "seed", "solution"):
         if as_text(spec.get(key)):
             parts += [f"--{key}", as_text(spec[key])]
@@ -203,7 +204,7 @@ def params_section(run: RunData) -> str:
     spec = run.spec
     if not spec:
         return "<p>spec.json is missing: the run's parameters are unknown.</p>"
-    first = ("lab", "solution", "nemesis", "seed", "versions")
+    first = ("workload", "lab", "solution", "nemesis", "seed", "versions")
     shown = {k: (_versions(spec[k]) if k == "versions" else spec[k]) for k in first if k in spec}
     shown.update(
         {

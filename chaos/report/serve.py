@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
+from chaos.histories.store import workload_of
 from chaos.report.html import as_text, e
 from chaos.report.loading import REPORT_NAME
 
@@ -150,14 +151,15 @@ def index_page(store: Path) -> str:
         cells = [
             f'<span class="pill" style="background:{colour}">{e(r.verdict)}</span>',
             f'<a href="/run/{link}/">{e(r.rel)}</a>',
-            *(e(as_text(r.spec.get(k))) for k in ("lab", "solution", "nemesis", "seed")),
+            e(workload_of(r.spec)),
+            *(e(as_text(r.spec.get(k))) for k in ("solution", "nemesis", "seed")),
             e(when),
             f'<a href="/zip/{link}">zip</a>',
         ]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "".join(
         f"<th>{h}</th>"
-        for h in ("verdict", "run", "lab", "solution", "nemesis", "seed", "time", "")
+        for h in ("verdict", "run", "workload", "solution", "nemesis", "seed", "time", "")
     )
     body = "".join(rows) or '<tr><td colspan="8">No runs in this store yet.</td></tr>'
     return (

@@ -18,12 +18,14 @@ import etcd3.exceptions
 
 from chaos.checkers.offline import check_history
 from chaos.checkers.verdict import CheckResult
+from chaos.core.context import RunContext
+from chaos.core.spec import TestSpec
+from chaos.core.target import Target
 from chaos.histories.ops import OpType
 from chaos.histories.store import StoredRun
-from chaos.orchestrator.context import RunContext
-from chaos.orchestrator.spec import TestSpec
 from chaos.workloads.generic import classify, drive
 from chaos.workloads.systems import etcd
+from chaos.workloads.systems.roles import system_role
 
 PREFIX = "/register/"
 OPS_PER_KEY = 60
@@ -41,8 +43,10 @@ class EtcdRegister:
         ctx.progress("starting etcd on every node")
         etcd.deploy(ctx)
 
-    def pause_target(self, ctx: RunContext) -> Any:
-        from chaos.nemesis.base import Target
+    def resolve_role(self, ctx: RunContext, role: str) -> list[Target] | None:
+        return system_role(ctx, role)
+
+    def pause_target(self, ctx: RunContext) -> Target | None:
 
         node = ctx.rng_for("pause-target").choice(ctx.cluster.nodes)
         return Target(node=node, process="etcd")

@@ -6,7 +6,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from chaos.orchestrator.context import RunContext
+from chaos.core.context import RunContext
 
 
 def drive(ctx: RunContext, step: Callable[[int], None], *, default_rate: float) -> None:

@@ -14,12 +14,14 @@ from typing import Any
 
 from chaos.checkers.offline import check_history
 from chaos.checkers.verdict import CheckResult
+from chaos.core.context import RunContext
+from chaos.core.spec import TestSpec
+from chaos.core.target import Target
 from chaos.histories.ops import OpType
 from chaos.histories.store import StoredRun
-from chaos.orchestrator.context import RunContext
-from chaos.orchestrator.spec import TestSpec
 from chaos.workloads.generic import classify, drive
 from chaos.workloads.systems import nats
+from chaos.workloads.systems.roles import system_role
 
 STREAM = "QUEUE"
 SUBJECT = "queue.items"
@@ -99,8 +101,10 @@ class JetStreamQueue:
         nats.deploy(ctx)
         asyncio.run(_setup(nats.url(ctx), ctx.spec.ack_wait))
 
-    def pause_target(self, ctx: RunContext) -> Any:
-        from chaos.nemesis.base import Target
+    def resolve_role(self, ctx: RunContext, role: str) -> list[Target] | None:
+        return system_role(ctx, role)
+
+    def pause_target(self, ctx: RunContext) -> Target | None:
 
         return Target(node=nats.broker_node(ctx), process="nats")
 

@@ -1,35 +1,35 @@
-"""Workloads by name. Third-party workloads register through the ``chaos.workloads`` entry point."""
+"""Workloads by name. Third-party workloads register through the ``chaos.workloads`` entry point
+group: a name and a zero-argument factory returning a :class:`~chaos.core.workload.Workload`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib.metadata import entry_points
-from typing import Any
 
+from chaos.core.workload import Workload
+from chaos.workloads.etcd_register import EtcdRegister
+from chaos.workloads.jetstream_queue import JetStreamQueue
+from chaos.workloads.lab1.workload import Lab1
+from chaos.workloads.lab3.workload import Lab3
 
-def builtin() -> dict[str, Any]:
-    from chaos.workloads.etcd_register import EtcdRegister
-    from chaos.workloads.jetstream_queue import JetStreamQueue
-    from chaos.workloads.lab1.workload import Lab1
-    from chaos.workloads.lab3.workload import Lab3
-
-    found: dict[str, Any] = {
-        "lab1": Lab1,
-        "lab3": Lab3,
-        "etcd-register": EtcdRegister,
-        "jetstream-queue": JetStreamQueue,
-    }
-    return found
+BUILTIN: dict[str, Callable[[], Workload]] = {
+    "lab1": Lab1,
+    "lab3": Lab3,
+    "etcd-register": EtcdRegister,
+    "jetstream-queue": JetStreamQueue,
+}
 
 
 def names() -> list[str]:
-    return sorted(set(builtin()) | {ep.name for ep in entry_points(group="chaos.workloads")})
+    return sorted(set(BUILTIN) | {ep.name for ep in entry_points(group="chaos.workloads")})
 
 
-def get(name: str) -> Any:
-    table = builtin()
-    if name in table:
-        return table[name]()
+def get(name: str) -> Workload:
+    """A fresh workload of that name; ValueError naming the known ones otherwise."""
+    if name in BUILTIN:
+        return BUILTIN[name]()
     for ep in entry_points(group="chaos.workloads"):
         if ep.name == name:
-            return ep.load()()
-    raise ValueError(f"unknown test {name!r}; known: {', '.join(names())}")
+            wl: Workload = ep.load()()
+            return wl
+    raise ValueError(f"unknown workload {name!r}; known: {', '.join(names())}")

@@ -10,30 +10,26 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from chaos.cluster import image as node_image
-from chaos.cluster.docker import DockerCluster, engine, remove_run
+from chaos.cluster.docker.backend import DockerBackend
+from chaos.core.context import RunContext
+from chaos.core.ledger import FaultLedger
+from chaos.core.live import EventTail
+from chaos.core.spec import TestSpec
+from chaos.core.supervisor import Supervisor
 from chaos.histories.jsonl import HistoryRecorder
-from chaos.nemesis.ledger import FaultLedger
-from chaos.orchestrator.context import RunContext
-from chaos.orchestrator.live import EventTail
-from chaos.orchestrator.run import SRC_DIR
-from chaos.orchestrator.spec import TestSpec
-from chaos.orchestrator.supervisor import Supervisor
 from chaos.workloads.lab3.workload import Lab3
 
 
 @contextlib.contextmanager
 def lab3_deployment(tmp: Path, *, seed: int = 1) -> Iterator[RunContext]:
-    client = engine()
-    tag = node_image.build_image(client, lambda m: None)
-    spec = TestSpec(lab="lab3", seed=seed, ack_wait=1.0)
+    backend = DockerBackend()
+    spec = TestSpec(workload="lab3", seed=seed, ack_wait=1.0)
     run_dir = tmp / "run"
     live = run_dir / "live"
     (live / "events").mkdir(parents=True)
@@ -42,17 +38,9 @@ def lab3_deployment(tmp: Path, *, seed: int = 1) -> Iterator[RunContext]:
     origin = time.monotonic()
     history = HistoryRecorder(run_dir / "history.jsonl", lambda: time.monotonic() - origin)
     wl = Lab3()
-    cluster = DockerCluster(
-        run_id=run_id,
-        nodes=3,
-        image=tag,
-        src_dir=SRC_DIR,
-        live_dir=live,
-        extra_mounts=wl.mounts(spec),
-        client=client,
-    )
+    cluster = backend.make_cluster(run_id=run_id, nodes=3, live_dir=live, mounts=wl.mounts(spec))
     with contextlib.ExitStack() as stack:
-        stack.callback(lambda: remove_run(client, run_id))
+        stack.callback(cluster.teardown)
         stack.callback(history.close)
         cluster.start()
         supervisor = Supervisor(cluster)
@@ -69,7 +57,6 @@ def lab3_deployment(tmp: Path, *, seed: int = 1) -> Iterator[RunContext]:
             events=EventTail(live, origin),
             supervisor=supervisor,
             faults=ledger,
-            rng=random.Random(seed),
             progress=lambda m: None,
         )
         stack.callback(ctx.stop.set)

@@ -15,8 +15,8 @@ from pathlib import Path
 import docker
 import pytest
 
+from chaos.cluster.docker.reap import heal_in_place, reap
 from chaos.cluster.net import chain_name
-from chaos.orchestrator.reap import heal_in_place, reap
 from tests.integration.conftest import chaos, chaos_bg, leftovers, read_jsonl, wait_for_line
 from tests.integration.nemesis_support import pids_in_container, proc_state, wait_until
 

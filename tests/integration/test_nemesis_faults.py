@@ -19,14 +19,14 @@ import docker
 import pytest
 
 from chaos.cluster import net
-from chaos.nemesis.base import Target
+from chaos.core.context import RunContext
+from chaos.core.target import Target
 from chaos.nemesis.freeze import FreezeFault
 from chaos.nemesis.grudge import components
 from chaos.nemesis.kill import KillFault
 from chaos.nemesis.partition import PartitionFault
 from chaos.nemesis.pause import PauseFault
 from chaos.nemesis.targets import resolve_targets
-from chaos.orchestrator.context import RunContext
 from chaos.workloads.systems import etcd, nats
 from tests.integration.nemesis_support import (
     lab3_deployment,

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from chaos.core.spec import TestSpec
 from chaos.nemesis.plan import Choice, signature
 from chaos.nemesis.registry import planned_steps
-from chaos.orchestrator.spec import TestSpec
 from tests.integration.conftest import chaos, run_dir_from
 
 pytestmark = pytest.mark.integration
@@ -45,7 +45,7 @@ def test_same_seed_same_resolved_schedule(tmp_path: Path) -> None:
     assert plan_a == json.loads((b / "spec.json").read_text())["plan"]
     # and the seed matters: another one draws another schedule
     spec = TestSpec(
-        lab="lab3", seed=SEED + 1, time_limit=9, nemesis_interval=1.2, fault_duration=1.2
+        workload="lab3", seed=SEED + 1, time_limit=9, nemesis_interval=1.2, fault_duration=1.2
     )
     choices = [Choice(fault=f) for f in ("freeze", "kill", "partition")]
     choices.insert(0, Choice(fault="pause", target="worker"))

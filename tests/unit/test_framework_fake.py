@@ -5,7 +5,6 @@ No Docker: these test chaos's own machinery (as Jepsen tests itself with atom-db
 
 from __future__ import annotations
 
-import random
 import signal
 import threading
 import time
@@ -14,14 +13,14 @@ from pathlib import Path
 from chaos.checkers.faults import fault_intervals
 from chaos.cluster.base import Cluster
 from chaos.cluster.fake import FakeCluster
+from chaos.core.context import RunContext
+from chaos.core.ledger import FaultLedger
+from chaos.core.live import EventTail
+from chaos.core.spec import TestSpec
+from chaos.core.supervisor import ProcessSpec, Supervisor
+from chaos.core.target import Target
 from chaos.histories.jsonl import HistoryRecorder, read_history
-from chaos.nemesis.base import Target
-from chaos.nemesis.ledger import FaultLedger
 from chaos.nemesis.pause import pause
-from chaos.orchestrator.context import RunContext
-from chaos.orchestrator.live import EventTail
-from chaos.orchestrator.spec import TestSpec
-from chaos.orchestrator.supervisor import ProcessSpec, Supervisor
 
 
 def make_ctx(tmp_path: Path, cluster: FakeCluster) -> RunContext:
@@ -29,7 +28,7 @@ def make_ctx(tmp_path: Path, cluster: FakeCluster) -> RunContext:
     history = HistoryRecorder(tmp_path / "history.jsonl", lambda: time.monotonic() - origin)
     sup = Supervisor(cluster, restart_delay=0.05)
     return RunContext(
-        spec=TestSpec(lab="fake", seed=1),
+        spec=TestSpec(workload="fake", seed=1),
         cluster=cluster,
         run_dir=tmp_path,
         live=tmp_path / "live",
@@ -38,7 +37,6 @@ def make_ctx(tmp_path: Path, cluster: FakeCluster) -> RunContext:
         events=EventTail(tmp_path / "live", origin),
         supervisor=sup,
         faults=FaultLedger(history, tmp_path / "faults.json"),
-        rng=random.Random(1),
         progress=lambda m: None,
     )
 

@@ -11,18 +11,20 @@ from pathlib import Path
 import pytest
 
 from chaos.cluster.fake import FakeCluster
+from chaos.core.ledger import FaultLedger, LedgerClosed
+from chaos.core.spec import TestSpec
+from chaos.core.supervisor import ProcessSpec
+from chaos.core.target import Target
 from chaos.histories.jsonl import HistoryRecorder, read_history
-from chaos.nemesis.base import Target
 from chaos.nemesis.kill import KillFault
-from chaos.nemesis.ledger import FaultLedger, LedgerClosed
 from chaos.nemesis.pause import PauseFault
 from chaos.nemesis.plan import Choice, generate, signature
 from chaos.nemesis.registry import make_nemeses, parse_nemesis, planned_steps
 from chaos.nemesis.runner import ScheduleNemesis
 from chaos.nemesis.targets import TargetError, resolve_targets
-from chaos.nemesis.trigger import HOLD_POINTS, TriggerError, TriggerNemesis, parse_trigger
-from chaos.orchestrator.spec import TestSpec
-from chaos.orchestrator.supervisor import ProcessSpec
+from chaos.nemesis.trigger import TriggerError, TriggerNemesis, bind, parse_trigger
+from chaos.workloads.lab1.points import HOLD_POINTS as LAB1_HOLDS
+from chaos.workloads.lab3.points import HOLD_POINTS as LAB3_HOLDS
 from tests.unit.test_framework_fake import make_ctx
 
 CHOICES = [Choice(fault="pause", target="worker"), Choice(fault="kill"), Choice(fault="partition")]
@@ -52,7 +54,7 @@ def test_generated_faults_never_overlap_and_end_by_the_horizon() -> None:
 
 
 def test_spec_plan_uses_the_schedule_stream_of_the_seed() -> None:
-    spec = TestSpec(lab="lab3", seed=5, time_limit=20, nemesis_interval=2, fault_duration=1)
+    spec = TestSpec(workload="lab3", seed=5, time_limit=20, nemesis_interval=2, fault_duration=1)
     a = planned_steps(spec, CHOICES)
     assert a == planned_steps(spec, CHOICES)
     assert a != planned_steps(TestSpec(**{**spec.to_json(), "seed": 6}), CHOICES)
@@ -89,24 +91,51 @@ def test_nemesis_list_with_targets_and_node_lists() -> None:
         parse_nemesis(("explode",))
 
 
+class _Holds:
+    def __init__(self, points: dict) -> None:
+        self.hold_points = points
+
+
+LAB3, LAB1 = _Holds(LAB3_HOLDS), _Holds(LAB1_HOLDS)
+
+
+def _point(phrase: str, wl: _Holds = LAB3) -> str:
+    t = bind(parse_trigger(phrase), wl, "lab")
+    assert t.point is not None
+    return t.point.file
+
+
 def test_trigger_phrases_map_to_hold_points() -> None:
     t = parse_trigger("pause worker on delivery")
-    assert (t.point.file, t.duration, t.until, t.times) == ("hold-worker-commit", None, None, 1)
+    assert (_point(t.phrase), t.duration, t.until, t.times) == ("hold-worker-commit", None, None, 1)
     t = parse_trigger("kill relay before publish for 3s 2 times")
-    assert (t.fault, t.point.file, t.duration, t.times) == ("kill", "hold-relay-publish", 3.0, 2)
+    assert (t.fault, _point(t.phrase), t.duration, t.times) == (
+        "kill",
+        "hold-relay-publish",
+        3.0,
+        2,
+    )
     t = parse_trigger("pause holder on lock-acquired until lock-acquired every time")
-    assert (t.point.file, t.until, t.times) == ("hold-orders-lock-acquired", "lock-acquired", None)
-    assert parse_trigger("pause worker after delivery").point.file == "hold-worker-delivery"
-    assert all(p.file.startswith("hold-") for p in HOLD_POINTS.values())
+    assert (_point(t.phrase, LAB1), t.until, t.times) == (
+        "hold-orders-lock-acquired",
+        "lock-acquired",
+        None,
+    )
+    assert _point("pause worker after delivery") == "hold-worker-delivery"
+    assert all(p.file.startswith("hold-") for p in [*LAB3_HOLDS.values(), *LAB1_HOLDS.values()])
     for bad, msg in [
         ("pause the worker", "expected"),
         ("explode worker on delivery", "unknown fault"),
-        ("pause worker on lunch", "no hold point"),
         ("pause worker on delivery for ever", "duration"),
         ("pause worker on delivery please", "did not understand"),
     ]:
         with pytest.raises(TriggerError, match=msg):
             parse_trigger(bad)
+    # the workload's table decides which points exist: lab1 has no worker, lab3 no lunch
+    with pytest.raises(TriggerError, match="lab has no hold point for 'worker on lunch'"):
+        _point("pause worker on lunch")
+    with pytest.raises(TriggerError, match="no hold point for 'worker on delivery'"):
+        _point("pause worker on delivery", LAB1)
 
 
 def _ctx_with_services(tmp_path: Path):
@@ -201,12 +230,13 @@ def test_heal_waits_for_a_running_apply_and_close_refuses_new_faults(tmp_path: P
 def test_a_spec_becomes_schedules_and_triggers(tmp_path: Path) -> None:
     class Wl:
         fault_points: dict = {}
+        hold_points = LAB3_HOLDS
 
         def pause_target(self, ctx: object) -> None:
             return None
 
     spec = TestSpec(
-        lab="lab3",
+        workload="lab3",
         seed=3,
         nemesis=("pause", "partition:halves"),
         triggers=("kill relay before publish",),

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from chaos.nemesis.plan import parse_duration
-from chaos.orchestrator.schedule import ScheduleError, load_schedule, parse_schedule
+from chaos.nemesis.schedule import ScheduleError, load_schedule, parse_schedule
+from chaos.workloads.lab1.workload import Lab1
+from chaos.workloads.lab3.workload import Lab3
 
 GOOD = """\
 # a timeline
@@ -59,7 +61,8 @@ def test_a_bare_list_is_a_schedule() -> None:
             "schedule:\n  - at: 1s\n    fault: kill\n    at: 2s\n",
             "f.yaml:4: field 'at': given twice",
         ),
-        ("triggers:\n  - pause worker on lunch\n", "f.yaml:2: field 'triggers':"),
+        ("triggers:\n  - pause worker on lunch\n", "f.yaml:2: field 'triggers': trigger"),
+        ("triggers:\n  - pause worker at lunch\n", "f.yaml:2: field 'triggers': trigger"),
         ("schedul:\n  - at 1s pause\n", "f.yaml:1: field 'schedul': unknown section"),
         ("schedule: [at 1s pause\n", "f.yaml:2: not valid YAML"),
         ("", "f.yaml: empty schedule"),
@@ -67,8 +70,15 @@ def test_a_bare_list_is_a_schedule() -> None:
 )
 def test_errors_name_file_line_and_field(text: str, where: str) -> None:
     with pytest.raises(ScheduleError) as e:
-        parse_schedule(text, file="f.yaml")
+        parse_schedule(text, file="f.yaml", workload=Lab3(), workload_name="lab3")
     assert str(e.value).startswith(where), str(e.value)
+
+
+def test_a_trigger_is_checked_against_the_workloads_hold_points() -> None:
+    text = "triggers:\n  - pause worker on delivery\n"
+    assert parse_schedule(text, workload=Lab3(), workload_name="lab3").triggers
+    with pytest.raises(ScheduleError, match="lab1 has no hold point for 'worker on delivery'"):
+        parse_schedule(text, file="f.yaml", workload=Lab1(), workload_name="lab1")
 
 
 def test_load_names_a_missing_file(tmp_path: Path) -> None:

@@ -6,19 +6,19 @@ from pathlib import Path
 
 import pytest
 
+from chaos.core.spec import TestSpec
 from chaos.node.solution import SolutionError, missing_functions
-from chaos.orchestrator.spec import TestSpec
 from chaos.workloads.lab3.workload import Lab3, solution_path
 
 
 def test_starter_is_reported_function_by_function() -> None:
     with pytest.raises(ValueError, match=r"create \(still a TODO.*complete \(still a TODO"):
-        Lab3().preflight(TestSpec(lab="lab3", solution="starter"))
+        Lab3().preflight(TestSpec(workload="lab3", solution="starter"))
 
 
 @pytest.mark.parametrize("name", ["reference", "check-then-act", "ack-before-commit"])
 def test_shipped_solutions_are_complete(name: str) -> None:
-    Lab3().preflight(TestSpec(lab="lab3", solution=name))
+    Lab3().preflight(TestSpec(workload="lab3", solution=name))
 
 
 def test_missing_and_syntax_errors(tmp_path: Path) -> None:

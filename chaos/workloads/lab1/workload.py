@@ -12,17 +12,19 @@ from pathlib import Path
 from typing import Any
 
 from chaos.checkers.verdict import CheckResult
+from chaos.core.context import RunContext
+from chaos.core.spec import TestSpec
+from chaos.core.supervisor import ProcessSpec
+from chaos.core.target import Target
 from chaos.histories.ops import OpType
 from chaos.histories.store import StoredRun
-from chaos.orchestrator.context import RunContext
-from chaos.orchestrator.spec import TestSpec
-from chaos.orchestrator.supervisor import ProcessSpec
 from chaos.workloads import solutions
-from chaos.workloads.lab1 import checkers
+from chaos.workloads.lab1 import checkers, points
 from chaos.workloads.lab1.final_state import finished, read_final
 from chaos.workloads.lab1.protocol_api import REQUIRED
 from chaos.workloads.lab1.service import COMPONENT
 from chaos.workloads.systems import etcd
+from chaos.workloads.systems.roles import system_role
 
 SOLUTIONS_DIR = Path(__file__).parent / "solutions"
 UNIT = 0.1  # seconds per lab unit: lockAtMostFor 30 units = 3 s
@@ -35,8 +37,11 @@ def solution_path(solution: str) -> Path:
 
 
 class Lab1:
+    """lab1 as a workload. Capabilities: SolutionMounts, HoldPoints, PauseTarget (the lock
+    holder), RoleResolver (``holder`` and the systems' roles)."""
+
     name = "lab1"
-    fault_points: dict[str, tuple[str, bool]] = {}
+    hold_points = points.HOLD_POINTS
     default_pause = LOCK_AT_MOST * UNIT + 1.5  # past lockAtMostFor, so another replica takes over
 
     def preflight(self, spec: TestSpec) -> None:
@@ -78,9 +83,8 @@ class Lab1:
                 )
             )
 
-    def pause_target(self, ctx: RunContext) -> Any:
+    def pause_target(self, ctx: RunContext) -> Target | None:
         """The replica that holds the lock: the latest grant not followed by its release."""
-        from chaos.nemesis.base import Target
 
         holder = None
         for e in ctx.events.snapshot():
@@ -92,11 +96,11 @@ class Lab1:
             return None
         return Target(node=holder.node, process=COMPONENT)
 
-    def resolve_role(self, ctx: RunContext, role: str) -> list[Any]:
+    def resolve_role(self, ctx: RunContext, role: str) -> list[Target] | None:
         if role == "holder":
             t = self.pause_target(ctx)
             return [t] if t is not None else []
-        return []
+        return system_role(ctx, role)
 
     def run_client(self, ctx: RunContext) -> None:
         """Wait for the schedulers to run every night (or the time limit), then read once."""

@@ -11,14 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from chaos.checkers.verdict import CheckResult
+from chaos.core.context import RunContext
+from chaos.core.spec import TestSpec
+from chaos.core.supervisor import ProcessSpec
+from chaos.core.target import Target
 from chaos.histories.ops import OpType
 from chaos.histories.store import StoredRun
-from chaos.orchestrator.context import RunContext
-from chaos.orchestrator.spec import TestSpec
-from chaos.orchestrator.supervisor import ProcessSpec
 from chaos.workloads import solutions
-from chaos.workloads.lab3 import broker, checkers, keys, lab_report
+from chaos.workloads.lab3 import broker, checkers, keys, lab_report, points
 from chaos.workloads.systems import etcd, nats
+from chaos.workloads.systems.roles import system_role
 
 API_PORT = 8080
 STANDARD_SET = [("t1", 2), ("t2", 3), ("t3", 5)]
@@ -31,16 +33,19 @@ def solution_path(solution: str) -> Path:
 
 
 class Lab3:
-    name = "lab3"
-    # the seed's three scenarios: point -> (component that fires it, whether it crashes the process)
-    fault_points = {
-        "relay-crash-before-publish": ("relay", True),
-        "lost-publish-ack": ("relay", False),
-        "worker-crash-before-ack": ("worker", True),
-    }
+    """lab3 as a workload. Capabilities: SolutionMounts, FaultPoints (the seed's three scenarios),
+    HoldPoints, PauseTarget (the busy worker), RoleResolver (the systems' roles), Scenarios."""
 
-    def pause_target(self, ctx: RunContext) -> Any:
+    name = "lab3"
+    fault_points = points.FAULT_POINTS
+    hold_points = points.HOLD_POINTS
+    scenarios = points.SCENARIOS
+
+    def pause_target(self, ctx: RunContext) -> Target | None:
         return busy_worker(ctx)
+
+    def resolve_role(self, ctx: RunContext, role: str) -> list[Target] | None:
+        return system_role(ctx, role)
 
     def observe(self, ctx: RunContext) -> dict[str, Any]:
         """A quick look at the outbox and the stream, taken the moment a fault point fires."""
@@ -290,14 +295,16 @@ class Lab3:
     def lab_report(self, run: StoredRun, results: list[CheckResult]) -> dict[str, Any]:
         return lab_report.scenario_report(run, results)
 
+    def combined_report(self, reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        return lab_report.combined_report(reports)
+
 
 def rate_cap(spec: TestSpec) -> float:
     return (spec.rate or 0.0) * spec.time_limit
 
 
-def busy_worker(ctx: RunContext) -> Any:
+def busy_worker(ctx: RunContext) -> Target | None:
     """The worker that has been computing longest on a delivery it has not committed or ACKed."""
-    from chaos.nemesis.base import Target
 
     last: dict[tuple[str, int | None], Any] = {}
     for e in ctx.events.snapshot():

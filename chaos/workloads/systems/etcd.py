@@ -7,8 +7,8 @@ from typing import Any
 
 import etcd3
 
-from chaos.orchestrator.context import RunContext
-from chaos.orchestrator.supervisor import ProcessSpec
+from chaos.core.context import RunContext
+from chaos.core.supervisor import ProcessSpec
 
 CLIENT_PORT = 2379
 PEER_PORT = 2380

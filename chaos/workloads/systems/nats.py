@@ -5,8 +5,8 @@ from __future__ import annotations
 import socket
 import time
 
-from chaos.orchestrator.context import RunContext
-from chaos.orchestrator.supervisor import ProcessSpec
+from chaos.core.context import RunContext
+from chaos.core.supervisor import ProcessSpec
 
 PORT = 4222
 

@@ -24,26 +24,19 @@ import docker
 import docker.errors
 
 from chaos.cluster.base import ClusterError, ExecResult
+from chaos.cluster.docker import procfs
+from chaos.cluster.docker.resources import (
+    LABEL_LIVE,
+    LABEL_OWNER,
+    LABEL_PROJECT,
+    LABEL_RUN,
+    PROJECT,
+    engine,
+    remove_run,
+)
 
-LABEL_PROJECT = "chaos.project"
-LABEL_RUN = "chaos.run"
-LABEL_OWNER = "chaos.owner"
-LABEL_LIVE = "chaos.live"
-PROJECT = "chaos"
 SRC_MOUNT = "/opt/chaos-src"
 LIVE_MOUNT = "/chaos"
-
-
-def engine() -> docker.DockerClient:
-    try:
-        client = docker.from_env(timeout=120)
-        client.ping()
-        return client
-    except Exception as e:
-        raise ClusterError(
-            "no Docker engine answers: start it (`scripts/bootstrap` installs docker.io and starts "
-            f"dockerd), or set DOCKER_HOST ({type(e).__name__}: {e})"
-        ) from e
 
 
 class DockerCluster:
@@ -79,7 +72,7 @@ class DockerCluster:
         return {
             LABEL_PROJECT: PROJECT,
             LABEL_RUN: self.run_id,
-            LABEL_OWNER: owner_token(os.getpid()),
+            LABEL_OWNER: procfs.owner_token(os.getpid()),
             LABEL_LIVE: str(self._live),
         }
 
@@ -139,6 +132,14 @@ class DockerCluster:
     def container_name(self, node: str) -> str:
         return str(self._containers[node].name)
 
+    def reap_handle(self, node: str, process: str | None = None) -> str | None:
+        """A process: ``hostpid:starttime`` (a bare pid could be reused after a crash); a node:
+        its container's name. What ``chaos cleanup`` needs to heal a dead run in place."""
+        if process is None:
+            return self.container_name(node)
+        hp = self.host_pid(node, process)
+        return None if hp is None else procfs.owner_token(hp)
+
     def _root(self, node: str) -> Path:
         return Path(f"/proc/{self._init_pid[node]}/root")
 
@@ -186,8 +187,8 @@ class DockerCluster:
         cached = self._host_pid_cache.get(key)
         if (
             cached is not None
-            and _ns_pid_of(cached) == ns_pid
-            and _same_pidns(cached, self._init_pid[node])
+            and procfs.ns_pid_of(cached) == ns_pid
+            and procfs.same_pidns(cached, self._init_pid[node])
         ):
             return cached
         init = self._init_pid[node]
@@ -195,7 +196,7 @@ class DockerCluster:
             if not entry.isdigit():
                 continue
             hp = int(entry)
-            if _ns_pid_of(hp) == ns_pid and _same_pidns(hp, init):
+            if procfs.ns_pid_of(hp) == ns_pid and procfs.same_pidns(hp, init):
                 self._host_pid_cache[key] = hp
                 return hp
         return None
@@ -209,7 +210,7 @@ class DockerCluster:
         if ns is None:
             return None
         hp = self._host_pid(node, ns)
-        if hp is None or not _alive(hp):
+        if hp is None or not procfs.alive(hp):
             return None
         return ns
 
@@ -225,7 +226,7 @@ class DockerCluster:
 
     def process_state(self, node: str, name: str) -> str | None:
         hp = self.host_pid(node, name)
-        return None if hp is None else _state(hp)
+        return None if hp is None else procfs.state(hp)
 
     def net_exec(self, node: str, argv: list[str]) -> ExecResult:
         cmd = ["nsenter", "-t", str(self._init_pid[node]), "-n", *argv]
@@ -267,138 +268,4 @@ class DockerCluster:
 
     def freezer_state(self, node: str) -> str | None:
         """``FROZEN``, ``FREEZING`` or ``THAWED`` as the kernel's freezer reports the node's cgroup."""
-        return freezer_state(self._init_pid[node])
-
-
-def freezer_state(host_pid: int) -> str | None:
-    """The cgroup freezer's state for a process (cgroup v1 ``freezer.state``, or v2 ``cgroup.events``)."""
-    try:
-        with open(f"/proc/{host_pid}/cgroup") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "freezer" in controllers.split(","):
-            try:
-                return Path(f"/sys/fs/cgroup/freezer{path}/freezer.state").read_text().strip()
-            except OSError:
-                return None
-    for line in lines:
-        if line.startswith("0::"):
-            try:
-                events = Path(f"/sys/fs/cgroup{line[3:]}/cgroup.events").read_text()
-            except OSError:
-                return None
-            return "FROZEN" if "frozen 1" in events else "THAWED"
-    return None
-
-
-def _alive(host_pid: int) -> bool:
-    """Whether any thread of the process still runs.
-
-    A multithreaded process's leader turns zombie first while its other threads are still
-    exiting and still hold its sockets (a killed nats-server keeps accepting for a moment), so the
-    leader's state alone says "dead" too early.
-    """
-    try:
-        tids = os.listdir(f"/proc/{host_pid}/task")
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    for tid in tids:
-        try:
-            with open(f"/proc/{host_pid}/task/{tid}/stat") as fh:
-                stat = fh.read()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if stat[stat.rfind(")") + 2] not in ("Z", "X"):
-            return True
-    return False
-
-
-def _state(host_pid: int) -> str | None:
-    try:
-        with open(f"/proc/{host_pid}/stat") as fh:
-            stat = fh.read()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return stat[stat.rfind(")") + 2]
-
-
-def _ns_pid_of(host_pid: int) -> int | None:
-    try:
-        with open(f"/proc/{host_pid}/status") as fh:
-            for line in fh:
-                if line.startswith("NSpid:"):
-                    return int(line.split()[-1])
-    except (FileNotFoundError, ProcessLookupError, ValueError):
-        return None
-    return None
-
-
-def _same_pidns(a: int, b: int) -> bool:
-    try:
-        return os.readlink(f"/proc/{a}/ns/pid") == os.readlink(f"/proc/{b}/ns/pid")
-    except OSError:
-        return False
-
-
-def owner_token(pid: int) -> str:
-    """``pid:starttime`` — a pid alone could be reused by another process after a crash."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            stat = fh.read()
-        start = stat[stat.rfind(")") + 2 :].split()[19]
-    except (OSError, IndexError):
-        start = "?"
-    return f"{pid}:{start}"
-
-
-def owner_alive(token: str | None) -> bool:
-    if not token or ":" not in token:
-        return False
-    pid = token.split(":", 1)[0]
-    return pid.isdigit() and owner_token(int(pid)) == token
-
-
-def orphaned_runs(client: docker.DockerClient) -> dict[str, str | None]:
-    """Runs whose orchestrator is gone: run id -> its live folder (where faults.json lives)."""
-    runs: dict[str, str | None] = {}
-    alive: set[str] = set()
-    flt = {"label": [f"{LABEL_PROJECT}={PROJECT}"]}
-    for obj in [*client.containers.list(all=True, filters=flt), *client.networks.list(filters=flt)]:
-        labels = obj.attrs.get("Config", {}).get("Labels") or obj.attrs.get("Labels") or {}
-        rid = labels.get(LABEL_RUN)
-        if rid is None:
-            continue
-        if owner_alive(labels.get(LABEL_OWNER)):
-            alive.add(rid)
-        runs.setdefault(rid, labels.get(LABEL_LIVE))
-    return {r: live for r, live in runs.items() if r not in alive}
-
-
-def remove_run(client: docker.DockerClient, run_id: str | None) -> list[str]:
-    """Remove the containers and networks of one run (or of every chaos run when ``run_id`` is None).
-
-    Paused containers are thawed first (a frozen container cannot be killed cleanly on cgroup v1).
-    Returns what it removed. Only resources labelled ``chaos.project=chaos`` are ever touched.
-    """
-    flt = [f"{LABEL_PROJECT}={PROJECT}"]
-    if run_id is not None:
-        flt.append(f"{LABEL_RUN}={run_id}")
-    removed: list[str] = []
-    for c in client.containers.list(all=True, filters={"label": flt}):
-        try:
-            if c.status == "paused":
-                c.unpause()
-            c.remove(force=True, v=True)
-            removed.append(f"container {c.name}")
-        except docker.errors.NotFound:
-            pass
-    for n in client.networks.list(filters={"label": flt}):
-        try:
-            n.remove()
-            removed.append(f"network {n.name}")
-        except docker.errors.NotFound:
-            pass
-    return removed
+        return procfs.freezer_state(self._init_pid[node])

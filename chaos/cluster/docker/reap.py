@@ -24,32 +24,16 @@ from typing import Any
 
 import docker.errors
 
-from chaos.cluster.docker import (
-    LABEL_PROJECT,
+from chaos.cluster.docker.procfs import owner_alive, pidns, pids_in, state
+from chaos.cluster.docker.resources import (
+    LABEL_LIVE,
     LABEL_RUN,
-    PROJECT,
-    _state,
+    live_of,
     orphaned_runs,
-    owner_alive,
     remove_run,
+    run_filter,
 )
 from chaos.cluster.net import chain_name
-
-
-def _pidns(pid: int) -> str | None:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/pid")
-    except OSError:
-        return None
-
-
-def _pids_in(init_pid: int) -> list[int]:
-    ns = _pidns(init_pid)
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and _pidns(int(entry)) == ns and ns is not None:
-            out.append(int(entry))
-    return out
 
 
 def _faults(live: str | None) -> list[dict[str, Any]]:
@@ -64,8 +48,7 @@ def _faults(live: str | None) -> list[dict[str, Any]]:
 
 def heal_in_place(client: Any, run_id: str, live: str | None) -> list[str]:
     """Undo a dead run's faults on its still-existing containers; returns what it did."""
-    flt = {"label": [f"{LABEL_PROJECT}={PROJECT}", f"{LABEL_RUN}={run_id}"]}
-    containers = {c.name: c for c in client.containers.list(all=True, filters=flt)}
+    containers = {c.name: c for c in client.containers.list(all=True, filters=run_filter(run_id))}
     done: list[str] = []
     recorded = _faults(live)
     # 1. thaw: a frozen container's processes cannot act on SIGCONT or anything else
@@ -108,7 +91,7 @@ def heal_in_place(client: Any, run_id: str, live: str | None) -> list[str]:
             if rules:
                 done.append(f"healed: flushed {chain} ({len(rules)} rule(s)) in {name}")
     # 3. resume stopped processes: first those faults.json names, then any other in the run's nodes
-    namespaces = {_pidns(pid): name for name, pid in running.items()}
+    namespaces = {pidns(pid): name for name, pid in running.items()}
     resumed: set[int] = set()
     for f in recorded:
         for r in f.get("reap", []):
@@ -116,7 +99,7 @@ def heal_in_place(client: Any, run_id: str, live: str | None) -> list[str]:
             if r.get("op") != "sigcont" or not owner_alive(token):
                 continue  # gone, or the pid now names another process
             hp = int(str(token).split(":", 1)[0])
-            if _pidns(hp) not in namespaces:
+            if pidns(hp) not in namespaces:
                 continue  # never signal outside the run's own containers
             with contextlib.suppress(ProcessLookupError):
                 os.kill(hp, signal.SIGCONT)
@@ -125,21 +108,12 @@ def heal_in_place(client: Any, run_id: str, live: str | None) -> list[str]:
                     f"healed: resumed {r.get('process')} on {r.get('node')} (host pid {hp})"
                 )
     for name, pid in sorted(running.items()):
-        for hp in _pids_in(pid):
-            if hp not in resumed and _state(hp) == "T":
+        for hp in pids_in(pid):
+            if hp not in resumed and state(hp) == "T":
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(hp, signal.SIGCONT)
                     done.append(f"healed: resumed stopped host pid {hp} in {name}")
     return done
-
-
-def _live_of(client: Any, run_id: str) -> str | None:
-    flt = {"label": [f"{LABEL_PROJECT}={PROJECT}", f"{LABEL_RUN}={run_id}"]}
-    for c in client.containers.list(all=True, filters=flt):
-        live = (c.labels or {}).get("chaos.live")
-        if live:
-            return str(live)
-    return None
 
 
 def reap(client: Any, *, run_id: str | None = None, include_live: bool = False) -> list[str]:
@@ -150,22 +124,21 @@ def reap(client: Any, *, run_id: str | None = None, include_live: bool = False) 
     """
     orphans = orphaned_runs(client)
     if include_live and run_id is None:
-        flt = {"label": [f"{LABEL_PROJECT}={PROJECT}"]}
         targets: dict[str, str | None] = {}
-        for c in client.containers.list(all=True, filters=flt):
+        for c in client.containers.list(all=True, filters=run_filter()):
             rid = (c.labels or {}).get(LABEL_RUN)
             if rid:
-                targets.setdefault(rid, (c.labels or {}).get("chaos.live"))
-        for n in client.networks.list(filters=flt):
+                targets.setdefault(rid, (c.labels or {}).get(LABEL_LIVE))
+        for n in client.networks.list(filters=run_filter()):
             rid = (n.attrs.get("Labels") or {}).get(LABEL_RUN)
             if rid:
                 targets.setdefault(rid, None)
     elif run_id is not None:
         if run_id not in orphans and not include_live:
-            if _live_of(client, run_id) is None:
+            if live_of(client, run_id) is None:
                 return []
             return [f"left run {run_id} alone: its orchestrator is still running (--all overrides)"]
-        targets = {run_id: orphans.get(run_id) or _live_of(client, run_id)}
+        targets = {run_id: orphans.get(run_id) or live_of(client, run_id)}
     else:
         targets = dict(orphans)
     out: list[str] = []

@@ -24,7 +24,9 @@ from typing import Any
 
 import yaml
 
-from chaos.nemesis.plan import FAULTS, Plan, Step, parse_duration
+from chaos.nemesis.plan import Plan, Step, parse_duration
+from chaos.nemesis.table import FAULTS
+from chaos.nemesis.trigger import TriggerError, bind, parse_trigger
 
 STEP_FIELDS = ("at", "fault", "target", "for", "duration", "grudge")
 _STEP = re.compile(
@@ -144,8 +146,17 @@ def _step_from_map(where: _Where, node: yaml.MappingNode, index: int, default: f
     )
 
 
-def parse_schedule(text: str, *, file: str = "<schedule>", default_duration: float = 5.0) -> Plan:
-    """Parse a schedule document; raises ScheduleError naming file, line and field."""
+def parse_schedule(
+    text: str,
+    *,
+    file: str = "<schedule>",
+    default_duration: float = 5.0,
+    workload: object = None,
+    workload_name: str = "",
+) -> Plan:
+    """Parse a schedule document; raises ScheduleError naming file, line and field.
+
+    With ``workload``, each trigger phrase must also name one of its hold points."""
     where = _Where(file)
     try:
         root = yaml.compose(text)
@@ -180,14 +191,14 @@ def parse_schedule(text: str, *, file: str = "<schedule>", default_duration: flo
                 steps.append(_step_from_text(where, item, i, default_duration))
     triggers: list[str] = []
     if triggers_node is not None:
-        from chaos.nemesis.trigger import TriggerError, parse_trigger
-
         if not isinstance(triggers_node, yaml.SequenceNode):
             raise where.err(triggers_node, "triggers", "expected a list of trigger phrases")
         for item in triggers_node.value:
             phrase = _scalar(where, item, "triggers")
             try:
-                parse_trigger(phrase)
+                tr = parse_trigger(phrase)
+                if workload is not None:
+                    bind(tr, workload, workload_name)
             except TriggerError as e:
                 raise where.err(item, "triggers", str(e)) from None
             triggers.append(phrase)
@@ -196,9 +207,17 @@ def parse_schedule(text: str, *, file: str = "<schedule>", default_duration: flo
     return Plan(steps=tuple(steps), triggers=tuple(triggers), origin=file)
 
 
-def load_schedule(path: Path, *, default_duration: float = 5.0) -> Plan:
+def load_schedule(
+    path: Path, *, default_duration: float = 5.0, workload: object = None, workload_name: str = ""
+) -> Plan:
     try:
         text = path.read_text()
     except OSError as e:
         raise ScheduleError(f"{path}: cannot read: {e.strerror or e}") from None
-    return parse_schedule(text, file=str(path), default_duration=default_duration)
+    return parse_schedule(
+        text,
+        file=str(path),
+        default_duration=default_duration,
+        workload=workload,
+        workload_name=workload_name,
+    )

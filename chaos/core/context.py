@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from chaos.cluster.base import Cluster
+from chaos.core.ledger import FaultLedger
+from chaos.core.live import EventTail
+from chaos.core.spec import TestSpec
+from chaos.core.supervisor import Supervisor
 from chaos.histories.jsonl import HistoryRecorder
-from chaos.nemesis.ledger import FaultLedger
-from chaos.orchestrator.live import EventTail
-from chaos.orchestrator.spec import TestSpec
-from chaos.orchestrator.supervisor import Supervisor
 
 
 @dataclass(kw_only=True)
@@ -29,7 +29,6 @@ class RunContext:
     events: EventTail
     supervisor: Supervisor
     faults: FaultLedger
-    rng: random.Random
     progress: Callable[[str], None]
     stop: threading.Event = field(default_factory=threading.Event)
     state: dict[str, Any] = field(default_factory=dict)

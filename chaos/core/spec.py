@@ -13,7 +13,7 @@ class TestSpec:
 
     __test__ = False  # not a pytest test class, despite its name
 
-    lab: str
+    workload: str
     solution: str = "reference"
     nemesis: tuple[str, ...] = ()
     seed: int = 0
@@ -42,7 +42,3 @@ class TestSpec:
         d["nemesis"] = list(self.nemesis)
         d["triggers"] = list(self.triggers)
         return d
-
-    @property
-    def name(self) -> str:
-        return self.lab

@@ -1,0 +1,117 @@
+"""What the host's /proc says about processes inside the run's containers.
+
+The Docker backend reaches a node's processes from the host: a named process's pid as the node
+sees it maps to a host pid in the same pid namespace, whose state, threads and cgroup /proc shows.
+Linux-only, and only meaningful on the machine that runs the Docker engine.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def freezer_state(host_pid: int) -> str | None:
+    """The cgroup freezer's state for a process (cgroup v1 ``freezer.state``, or v2 ``cgroup.events``)."""
+    try:
+        with open(f"/proc/{host_pid}/cgroup") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "freezer" in controllers.split(","):
+            try:
+                return Path(f"/sys/fs/cgroup/freezer{path}/freezer.state").read_text().strip()
+            except OSError:
+                return None
+    for line in lines:
+        if line.startswith("0::"):
+            try:
+                events = Path(f"/sys/fs/cgroup{line[3:]}/cgroup.events").read_text()
+            except OSError:
+                return None
+            return "FROZEN" if "frozen 1" in events else "THAWED"
+    return None
+
+
+def alive(host_pid: int) -> bool:
+    """Whether any thread of the process still runs.
+
+    A multithreaded process's leader turns zombie first while its other threads are still
+    exiting and still hold its sockets (a killed nats-server keeps accepting for a moment), so the
+    leader's state alone says "dead" too early.
+    """
+    try:
+        tids = os.listdir(f"/proc/{host_pid}/task")
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    for tid in tids:
+        try:
+            with open(f"/proc/{host_pid}/task/{tid}/stat") as fh:
+                stat = fh.read()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if stat[stat.rfind(")") + 2] not in ("Z", "X"):
+            return True
+    return False
+
+
+def state(host_pid: int) -> str | None:
+    try:
+        with open(f"/proc/{host_pid}/stat") as fh:
+            stat = fh.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return stat[stat.rfind(")") + 2]
+
+
+def ns_pid_of(host_pid: int) -> int | None:
+    try:
+        with open(f"/proc/{host_pid}/status") as fh:
+            for line in fh:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except (FileNotFoundError, ProcessLookupError, ValueError):
+        return None
+    return None
+
+
+def same_pidns(a: int, b: int) -> bool:
+    try:
+        return os.readlink(f"/proc/{a}/ns/pid") == os.readlink(f"/proc/{b}/ns/pid")
+    except OSError:
+        return False
+
+
+def owner_token(pid: int) -> str:
+    """``pid:starttime`` — a pid alone could be reused by another process after a crash."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            stat = fh.read()
+        start = stat[stat.rfind(")") + 2 :].split()[19]
+    except (OSError, IndexError):
+        start = "?"
+    return f"{pid}:{start}"
+
+
+def owner_alive(token: str | None) -> bool:
+    if not token or ":" not in token:
+        return False
+    pid = token.split(":", 1)[0]
+    return pid.isdigit() and owner_token(int(pid)) == token
+
+
+def pidns(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def pids_in(init_pid: int) -> list[int]:
+    """Every host pid in the same pid namespace as ``init_pid`` (a container's processes)."""
+    ns = pidns(init_pid)
+    if ns is None:
+        return []
+    return [int(e) for e in os.listdir("/proc") if e.isdigit() and pidns(int(e)) == ns]

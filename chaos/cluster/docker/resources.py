@@ -1,0 +1,92 @@
+"""The Docker resources of chaos's runs, found by label: which runs are orphaned, removing one.
+
+Everything the backend creates carries ``chaos.project=chaos`` and ``chaos.run=<run id>``; nothing
+without them is ever touched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import docker
+import docker.errors
+
+from chaos.cluster.base import ClusterError
+from chaos.cluster.docker.procfs import owner_alive
+
+LABEL_PROJECT = "chaos.project"
+LABEL_RUN = "chaos.run"
+LABEL_OWNER = "chaos.owner"
+LABEL_LIVE = "chaos.live"
+PROJECT = "chaos"
+
+
+def engine() -> docker.DockerClient:
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+        return client
+    except Exception as e:
+        raise ClusterError(
+            "no Docker engine answers: start it (`scripts/bootstrap` installs docker.io and starts "
+            f"dockerd), or set DOCKER_HOST ({type(e).__name__}: {e})"
+        ) from e
+
+
+def run_filter(run_id: str | None = None) -> dict[str, list[str]]:
+    labels = [f"{LABEL_PROJECT}={PROJECT}"]
+    if run_id is not None:
+        labels.append(f"{LABEL_RUN}={run_id}")
+    return {"label": labels}
+
+
+def live_of(client: Any, run_id: str) -> str | None:
+    """The live folder a run's containers are labelled with (where its faults.json is)."""
+    for c in client.containers.list(all=True, filters=run_filter(run_id)):
+        live = (c.labels or {}).get(LABEL_LIVE)
+        if live:
+            return str(live)
+    return None
+
+
+def orphaned_runs(client: docker.DockerClient) -> dict[str, str | None]:
+    """Runs whose orchestrator is gone: run id -> its live folder (where faults.json lives)."""
+    runs: dict[str, str | None] = {}
+    alive: set[str] = set()
+    flt = {"label": [f"{LABEL_PROJECT}={PROJECT}"]}
+    for obj in [*client.containers.list(all=True, filters=flt), *client.networks.list(filters=flt)]:
+        labels = obj.attrs.get("Config", {}).get("Labels") or obj.attrs.get("Labels") or {}
+        rid = labels.get(LABEL_RUN)
+        if rid is None:
+            continue
+        if owner_alive(labels.get(LABEL_OWNER)):
+            alive.add(rid)
+        runs.setdefault(rid, labels.get(LABEL_LIVE))
+    return {r: live for r, live in runs.items() if r not in alive}
+
+
+def remove_run(client: docker.DockerClient, run_id: str | None) -> list[str]:
+    """Remove the containers and networks of one run (or of every chaos run when ``run_id`` is None).
+
+    Paused containers are thawed first (a frozen container cannot be killed cleanly on cgroup v1).
+    Returns what it removed. Only resources labelled ``chaos.project=chaos`` are ever touched.
+    """
+    flt = [f"{LABEL_PROJECT}={PROJECT}"]
+    if run_id is not None:
+        flt.append(f"{LABEL_RUN}={run_id}")
+    removed: list[str] = []
+    for c in client.containers.list(all=True, filters={"label": flt}):
+        try:
+            if c.status == "paused":
+                c.unpause()
+            c.remove(force=True, v=True)
+            removed.append(f"container {c.name}")
+        except docker.errors.NotFound:
+            pass
+    for n in client.networks.list(filters={"label": flt}):
+        try:
+            n.remove()
+            removed.append(f"network {n.name}")
+        except docker.errors.NotFound:
+            pass
+    return removed

@@ -1,0 +1,116 @@
+"""Optional workload capabilities, as Jepsen's ``Kill``, ``Pause`` and ``Primary`` are for a DB.
+
+A workload declares one by implementing it; callers ask with ``isinstance`` and fall back (or
+refuse with a message that names the workload) when it is absent. Nothing is found by
+``hasattr``. Every method here must only read the system's state unless its contract says
+otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from chaos.checkers.verdict import CheckResult
+from chaos.core.target import Target
+from chaos.histories.store import StoredRun
+
+if TYPE_CHECKING:
+    from chaos.core.context import RunContext
+    from chaos.core.spec import TestSpec
+
+
+@dataclass(frozen=True, slots=True)
+class FaultPoint:
+    """A one-shot fault the system fires at an exact place of its protocol (lab3's scenarios).
+
+    ``component`` is the process that fires it; ``crashes`` whether firing kills that process (the
+    supervisor's restart is then the heal).
+    """
+
+    component: str
+    crashes: bool
+    help: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HoldPoint:
+    """A place where a process of the system can be held for a trigger (``pause worker on
+    delivery``): the process reports a ``fault-point`` event and waits for its release file."""
+
+    component: str
+    kind: str
+    where: str
+
+    @property
+    def file(self) -> str:
+        return f"hold-{self.component}-{self.kind}"
+
+
+@runtime_checkable
+class SolutionMounts(Protocol):
+    """The workload runs code from a solution folder: host folders to mount read-only, by the
+    path they get inside each node. Must not create or change anything."""
+
+    def mounts(self, spec: TestSpec) -> dict[str, str]: ...
+
+
+@runtime_checkable
+class FaultPoints(Protocol):
+    """The system has fault points (``--nemesis relay-crash-before-publish``).
+
+    ``fault_points`` names them; ``observe`` is evidence of the state a point left, taken the
+    moment it fires (before anything recovers it): it must only read, and may raise (the error is
+    recorded instead)."""
+
+    fault_points: Mapping[str, FaultPoint]
+
+    def observe(self, ctx: RunContext) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class HoldPoints(Protocol):
+    """The system can hold a process at named points, for triggers.
+
+    ``hold_points`` maps a trigger's ``(role, moment, event kind)`` — ``("worker", "on",
+    "delivery")`` — to the point it arms."""
+
+    hold_points: Mapping[tuple[str, str, str], HoldPoint]
+
+
+@runtime_checkable
+class PauseTarget(Protocol):
+    """``--nemesis pause`` alone means the workload's own pause: whoever is doing the interesting
+    thing right now (lab3: the busy worker; lab1: the lock holder). ``pause_target`` returns that
+    process, or None when nobody is at the moment; it must only read."""
+
+    def pause_target(self, ctx: RunContext) -> Target | None: ...
+
+
+@runtime_checkable
+class RoleResolver(Protocol):
+    """The workload names the processes that play a role right now (``holder``, ``leader``,
+    ``broker``, ``primaries``).
+
+    ``resolve_role(ctx, role)`` returns the targets that currently play the role (an empty list
+    when nobody does at the moment), or None when the workload does not know the role. It must
+    only read the system's state (events, the store), never change it."""
+
+    def resolve_role(self, ctx: RunContext, role: str) -> list[Target] | None: ...
+
+
+@runtime_checkable
+class Scenarios(Protocol):
+    """The workload has named seed scenarios (``chaos run lab3 --scenarios all``) and a report
+    that sums them up.
+
+    ``scenarios`` are fault point names, one run each; ``lab_report`` is one run's part of the
+    report, ``combined_report`` joins the parts (by scenario name). Both are pure functions of
+    stored data."""
+
+    scenarios: Sequence[str]
+
+    def lab_report(self, run: StoredRun, results: list[CheckResult]) -> dict[str, Any]: ...
+
+    def combined_report(self, reports: dict[str, dict[str, Any]]) -> dict[str, Any]: ...

@@ -1,0 +1,38 @@
+"""Who a fault hits: a process on a node, or a node's whole system; and what a spec resolved to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Target:
+    """A process on a node; ``process`` None means the node's whole system (every process it runs)."""
+
+    node: str
+    process: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node, "process": self.process}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resolved:
+    """What a target spec resolved to at the moment a fault starts.
+
+    ``targets`` for process and node faults; ``grudge`` (receiver -> senders it drops) for
+    partitions. ``spec`` is what was asked for (``worker``, ``halves``, ``n1+n2``...).
+    """
+
+    spec: str
+    targets: tuple[Target, ...] = ()
+    grudge: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"spec": self.spec}
+        if self.targets:
+            d["targets"] = [t.to_json() for t in self.targets]
+        if self.grudge:
+            d["grudge"] = self.grudge
+        return d

@@ -1,0 +1,50 @@
+"""The one table of fault kinds: ``--nemesis`` help, schedules, triggers and reaping derive from it.
+
+Adding a fault is one module with a :class:`~chaos.nemesis.base.Fault` class plus one line here.
+``reap`` names the ``op`` its ledger entries carry in ``faults.json`` so that a backend's reaper can
+undo it after the orchestrator died (None: removing the run's nodes undoes it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from chaos.nemesis.base import Fault
+from chaos.nemesis.freeze import FreezeFault
+from chaos.nemesis.kill import KillFault
+from chaos.nemesis.partition import PartitionFault
+from chaos.nemesis.pause import PauseFault
+
+
+@dataclass(frozen=True, slots=True)
+class FaultKind:
+    name: str
+    make: Callable[[Any], Fault]  # the workload -> the fault (roles resolve through the workload)
+    help: str
+    reap: str | None
+    triggerable: bool = True
+
+
+KINDS: tuple[FaultKind, ...] = (
+    FaultKind("pause", PauseFault, "SIGSTOP processes, then SIGCONT (a GC pause)", "sigcont"),
+    FaultKind("freeze", FreezeFault, "freeze whole nodes (cgroup freezer), then thaw", "thaw"),
+    FaultKind("kill", KillFault, "SIGKILL processes, restart them at heal", None),
+    FaultKind(
+        "partition", PartitionFault, "cut the network (DROP rules), verified", "iptables-flush"
+    ),
+)
+
+FAULTS: tuple[str, ...] = tuple(k.name for k in KINDS)
+TRIGGER_FAULTS: tuple[str, ...] = tuple(k.name for k in KINDS if k.triggerable)
+REAP_OPS: frozenset[str] = frozenset(k.reap for k in KINDS if k.reap)
+
+
+def fault_table(workload: Any) -> dict[str, Fault]:
+    """Every fault kind, ready to resolve targets through ``workload``."""
+    return {k.name: k.make(workload) for k in KINDS}
+
+
+def help_text() -> str:
+    return "; ".join(f"{k.name}: {k.help}" for k in KINDS)

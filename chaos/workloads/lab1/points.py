@@ -1,0 +1,22 @@
+"""The hold points lab1's triggers arm (``pause holder before write-commit``)."""
+
+from __future__ import annotations
+
+from chaos.core.capabilities import HoldPoint
+
+_GRANT = HoldPoint("orders", "lock-acquired", "lab1: right after the lock was granted")
+_WRITE = HoldPoint("orders", "write", "lab1: the job about to write one order's change")
+_WRITE_COMMIT = HoldPoint(
+    "orders", "write-commit", "lab1: between a solution's reads and its write transaction"
+)
+
+# (role, moment, event kind) -> the hold point a trigger phrase arms
+HOLD_POINTS: dict[tuple[str, str, str], HoldPoint] = {
+    ("holder", "on", "lock-acquired"): _GRANT,
+    ("holder", "after", "lock-acquired"): _GRANT,
+    ("orders", "after", "lock-acquired"): _GRANT,
+    ("holder", "before", "write"): _WRITE,
+    ("orders", "before", "write"): _WRITE,
+    ("holder", "before", "write-commit"): _WRITE_COMMIT,
+    ("orders", "before", "write-commit"): _WRITE_COMMIT,
+}

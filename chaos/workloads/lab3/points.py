@@ -1,0 +1,43 @@
+"""lab3's fault points (the seed's three scenarios) and the hold points its triggers arm."""
+
+from __future__ import annotations
+
+from chaos.core.capabilities import FaultPoint, HoldPoint
+
+FAULT_POINTS: dict[str, FaultPoint] = {
+    "relay-crash-before-publish": FaultPoint(
+        "relay", crashes=True, help="the relay crashes with the outbox entry claimed, unpublished"
+    ),
+    "lost-publish-ack": FaultPoint(
+        "relay", crashes=False, help="JetStream stores the publish, the relay never sees its ACK"
+    ),
+    "worker-crash-before-ack": FaultPoint(
+        "worker", crashes=True, help="the worker commits, then crashes before its ACK"
+    ),
+}
+
+SCENARIOS = tuple(FAULT_POINTS)
+
+_COMMIT = HoldPoint(
+    "worker",
+    "commit",
+    "lab3 worker: after the delivery and any check the solution makes, right before its commit "
+    "transaction",
+)
+_DELIVERY = HoldPoint(
+    "worker", "delivery", "lab3 worker: right after the delivery, before the solution runs"
+)
+_PUBLISH = HoldPoint(
+    "relay", "publish", "lab3 relay: outbox entry claimed, right before the publish to JetStream"
+)
+
+# (role, moment, event kind) -> the hold point a trigger phrase arms. "on delivery" means "having
+# taken the delivery, before acting on it": the commit hold, which sits after any dedup check a
+# solution makes, so a check-then-act bug is caught every time.
+HOLD_POINTS: dict[tuple[str, str, str], HoldPoint] = {
+    ("worker", "on", "delivery"): _COMMIT,
+    ("worker", "before", "commit"): _COMMIT,
+    ("worker", "after", "delivery"): _DELIVERY,
+    ("relay", "before", "publish"): _PUBLISH,
+    ("relay", "on", "publish"): _PUBLISH,
+}

@@ -1,0 +1,25 @@
+"""The roles the shipped systems play, for workloads' ``resolve_role``: ``leader`` (the etcd
+member that leads now), ``primaries`` (its node) and ``broker`` (the JetStream server)."""
+
+from __future__ import annotations
+
+from chaos.core.context import RunContext
+from chaos.core.target import Target
+from chaos.workloads.systems import etcd
+
+
+def system_role(ctx: RunContext, role: str) -> list[Target] | None:
+    """Who plays ``role`` now ([] when nobody does), or None when no system here has the role."""
+    if role in ("leader", "primaries"):
+        if not ctx.supervisor.processes("etcd"):
+            return None
+        lead = etcd.leader(ctx)
+        if lead is None:
+            return []
+        return [Target(node=lead, process="etcd" if role == "leader" else None)]
+    if role == "broker":
+        brokers = ctx.supervisor.processes("nats")
+        if not brokers:
+            return None
+        return [Target(node=p.node, process=p.name) for p in brokers]
+    return None
