@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from chaos.checkers.verdict import CheckResult
+from chaos.core.context import RunContext
+from chaos.core.spec import TestSpec
 from chaos.core.target import Target
 from chaos.histories.store import StoredRun
-
-if TYPE_CHECKING:
-    from chaos.core.context import RunContext
-    from chaos.core.spec import TestSpec
 
 
 @dataclass(frozen=True, slots=True)

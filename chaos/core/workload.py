@@ -7,14 +7,12 @@ asked for with ``isinstance``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from chaos.checkers.verdict import CheckResult
+from chaos.core.context import RunContext
+from chaos.core.spec import TestSpec
 from chaos.histories.store import StoredRun
-
-if TYPE_CHECKING:
-    from chaos.core.context import RunContext
-    from chaos.core.spec import TestSpec
 
 
 class Workload(Protocol):
