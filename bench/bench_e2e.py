@@ -1,10 +1,14 @@
 """Wall time of `chaos run lab3 --nemesis pause`, by phase, beside a raw etcd cluster in Docker.
 
-    python bench/bench_e2e.py [--runs 3]
+    python bench/bench_e2e.py [--runs 3] [--compare OTHER_CHECKOUT]
 
 The raw baseline does only what any harness must: a bridge network, three containers of the same
 node image running a 3-member etcd cluster, wait until every member answers, remove everything.
 Both are measured in the same session, so their ratio is what to compare across machines.
+
+``--compare DIR`` also runs ``chaos run`` from another checkout of chaos (``git worktree add
+/tmp/before <commit>``), interleaved with this one, and prints both medians and their ratio: how
+a change is shown to cost no speed, side by side in one sitting.
 """
 
 from __future__ import annotations
@@ -26,12 +30,13 @@ from chaos.cluster.docker.image import build_image
 REPO = Path(__file__).resolve().parents[1]
 
 
-def chaos_run(store: Path, seed: int) -> dict[str, float]:
+def chaos_run(store: Path, seed: int, checkout: Path = REPO) -> dict[str, float]:
+    """One run; ``python -m`` from ``checkout`` imports that checkout's chaos (cwd comes first)."""
     t0 = time.monotonic()
     p = subprocess.run(
         [sys.executable, "-m", "chaos.cli", "run", "lab3", "--nemesis", "pause", "--seed",
          str(seed), "--store", str(store), "-q"],
-        capture_output=True, text=True, cwd=REPO,
+        capture_output=True, text=True, cwd=checkout,
     )  # fmt: skip
     wall = time.monotonic() - t0
     if p.returncode != 0:
@@ -94,14 +99,17 @@ def med(rows: list[dict[str, float]], key: str) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--compare", type=Path, default=None, help="another checkout of chaos")
     args = ap.parse_args()
     client = docker.from_env()
     image = build_image(client, lambda m: None)
-    raws, runs = [], []
+    raws, runs, others = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.runs):  # interleaved, so drift on a noisy machine hits both alike
             raws.append(raw_etcd(client, image, i))
-            runs.append(chaos_run(Path(tmp), seed=100 + i))
+            runs.append(chaos_run(Path(tmp) / "this", seed=100 + i))
+            if args.compare is not None:
+                others.append(chaos_run(Path(tmp) / "other", seed=100 + i, checkout=args.compare))
     phases = [
         "prepare",
         "bring_up",
@@ -113,9 +121,16 @@ def main() -> None:
         "report",
     ]
     print(f"chaos run lab3 --nemesis pause, median of {args.runs} (seconds)")
-    for p in phases:
-        print(f"  {p:12} {med(runs, p):7.2f}")
-    print(f"  {'wall':12} {med(runs, 'wall'):7.2f}   (process start to exit)")
+    if others:
+        print(
+            f"  {'phase':12} {'this':>7} {'other':>7} {'this/other':>11}   (other: {args.compare})"
+        )
+    for p in [*phases, "wall"]:
+        line = f"  {p:12} {med(runs, p):7.2f}"
+        if others:
+            ratio = med(runs, p) / med(others, p) if med(others, p) else float("nan")
+            line += f" {med(others, p):7.2f} {ratio:11.3f}"
+        print(line + ("   (process start to exit)" if p == "wall" else ""))
     print(f"raw 3-member etcd cluster in docker, median of {args.runs} (seconds)")
     for p in ["bring_up", "teardown", "wall"]:
         print(f"  {p:12} {med(raws, p):7.2f}")

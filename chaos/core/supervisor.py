@@ -17,11 +17,18 @@ from chaos.cluster.base import Cluster
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProcessSpec:
+    """A named process the run keeps running on a node.
+
+    ``infrastructure`` marks what the code under test runs on (a database member, a broker) as
+    opposed to the service itself: a fault meant for "some service process" leaves it alone.
+    """
+
     node: str
     name: str
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     role: str = ""
+    infrastructure: bool = False
 
 
 class Supervisor:

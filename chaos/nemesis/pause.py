@@ -170,13 +170,11 @@ class PauseNemesis:
                 return
 
 
-SYSTEM_ROLES = {"etcd", "nats"}
-
-
 def random_service(ctx: RunContext, rng: random.Random) -> Target | None:
-    """A running, not stopped, process of the lab's own service (not etcd or the broker)."""
+    """A running, not stopped, process of the service under test (not its infrastructure: the
+    database members and the broker)."""
     procs = sorted(
-        (p for p in ctx.supervisor.processes() if p.role not in SYSTEM_ROLES),
+        (p for p in ctx.supervisor.processes() if not p.infrastructure),
         key=lambda p: (p.node, p.name),
     )
     live = [p for p in procs if ctx.cluster.process_state(p.node, p.name) not in (None, "T")]

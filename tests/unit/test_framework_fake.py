@@ -20,7 +20,7 @@ from chaos.core.spec import TestSpec
 from chaos.core.supervisor import ProcessSpec, Supervisor
 from chaos.core.target import Target
 from chaos.histories.jsonl import HistoryRecorder, read_history
-from chaos.nemesis.pause import pause
+from chaos.nemesis.pause import PauseNemesis, pause
 
 
 def make_ctx(tmp_path: Path, cluster: FakeCluster) -> RunContext:
@@ -109,12 +109,12 @@ def test_heal_all_undoes_what_a_stopped_nemesis_left_active(tmp_path: Path) -> N
 
 
 def test_pause_falls_back_to_a_random_service_process_when_nobody_is_busy(tmp_path: Path) -> None:
-    from chaos.nemesis.pause import PauseNemesis
-
     cluster = FakeCluster()
     ctx = make_ctx(tmp_path, cluster)
     for node in cluster.nodes:
-        ctx.supervisor.start_process(ProcessSpec(node=node, name="etcd", argv=["e"], role="etcd"))
+        ctx.supervisor.start_process(
+            ProcessSpec(node=node, name="etcd", argv=["e"], role="etcd", infrastructure=True)
+        )
         ctx.supervisor.start_process(ProcessSpec(node=node, name="api", argv=["a"], role="api"))
     nemesis = PauseNemesis(lambda c: None, duration=0.05, interval=1.0, once=True,
                            wait_for_target=2.0, fallback_after=0.05)  # fmt: skip

@@ -27,6 +27,7 @@ def process(ctx: RunContext, node: str) -> ProcessSpec:
         node=node,
         name="etcd",
         role="etcd",
+        infrastructure=True,
         argv=[
             "etcd",
             "--name", node,

@@ -26,6 +26,7 @@ def process(ctx: RunContext) -> ProcessSpec:
         node=node,
         name="nats",
         role="nats",
+        infrastructure=True,
         argv=["nats-server", "-js", "-sd", "/data/nats", "-p", str(PORT), "-n", node],
     )
 

@@ -1,0 +1,50 @@
+"""The registries and capabilities the layers rest on: names derive from one table, workloads
+declare what they can do, and every undo op a fault needs after a crash has a reaper."""
+
+from __future__ import annotations
+
+import pytest
+
+from chaos.cluster import backends
+from chaos.cluster.base import Freezable, Reapable
+from chaos.cluster.docker.reap import HANDLED_OPS
+from chaos.cluster.fake import FakeBackend, FakeCluster
+from chaos.core.capabilities import FaultPoints, HoldPoints, PauseTarget, RoleResolver, Scenarios
+from chaos.nemesis import table
+from chaos.nemesis.registry import parse_nemesis
+from chaos.nemesis.trigger import TriggerError, parse_trigger
+from chaos.workloads import registry
+
+
+def test_every_undo_op_the_fault_table_names_has_a_reaper() -> None:
+    assert table.REAP_OPS <= HANDLED_OPS, table.REAP_OPS - HANDLED_OPS
+
+
+def test_nemesis_names_and_trigger_faults_come_from_the_table() -> None:
+    assert [n for n, _ in parse_nemesis(table.FAULTS)] == list(table.FAULTS)
+    for fault in table.TRIGGER_FAULTS:
+        assert parse_trigger(f"{fault} worker on delivery").fault == fault
+    with pytest.raises(TriggerError, match="unknown fault"):
+        parse_trigger("melt worker on delivery")
+
+
+def test_workloads_declare_their_capabilities() -> None:
+    lab3, lab1 = registry.get("lab3"), registry.get("lab1")
+    assert isinstance(lab3, FaultPoints) and isinstance(lab3, Scenarios)
+    assert list(lab3.scenarios) == list(lab3.fault_points)
+    assert not isinstance(lab1, FaultPoints) and not isinstance(lab1, Scenarios)
+    for wl in (lab3, lab1):
+        assert isinstance(wl, HoldPoints) and isinstance(wl, PauseTarget)
+    for name in registry.names():
+        assert isinstance(registry.get(name), RoleResolver), name
+    with pytest.raises(ValueError, match="unknown workload 'lab2'; known: etcd-register"):
+        registry.get("lab2")
+
+
+def test_backends_by_name_and_the_fake_one() -> None:
+    assert "docker" in backends.names() and backends.DEFAULT == "docker"
+    with pytest.raises(ValueError, match="unknown backend 'ssh'"):
+        backends.get("ssh")
+    fake = FakeBackend().make_cluster(run_id="r", nodes=2, live_dir=None, mounts={})  # type: ignore[arg-type]
+    assert isinstance(fake, FakeCluster) and fake.nodes == ["n1", "n2"]
+    assert isinstance(fake, Freezable) and isinstance(fake, Reapable)
