@@ -35,7 +35,6 @@ from chaos.cluster.docker.resources import (
 )
 from chaos.cluster.net import chain_name
 
-
 # the undo ops of faults.json entries this reaper knows how to carry out (see the fault table)
 HANDLED_OPS = frozenset({"sigcont", "thaw", "iptables-flush"})
 
