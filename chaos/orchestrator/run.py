@@ -232,7 +232,13 @@ def run_test(
                     time.sleep(0.1)
                 phase("recovery")
                 progress("reading the final state")
-                final = wl.final_state(ctx)
+                try:
+                    final = wl.final_state(ctx)
+                except Exception as e:
+                    # the final reads failed (the system is down, or the code under test left data
+                    # the reads cannot parse): checkers that need them answer "unknown", saying so
+                    errors.append(f"final reads: {type(e).__name__}: {e}")
+                    final = {"error": f"{type(e).__name__}: {e}"}
                 final["recovered"] = recovered
                 write_json(run_dir / "final.json", final)
                 if errors:

@@ -8,7 +8,7 @@ from typing import Any
 from chaos.checkers.verdict import Verdict
 from chaos.histories.ops import NEMESIS, Event, Op, OpType
 from chaos.histories.store import StoredRun
-from chaos.workloads.lab3 import checkers
+from chaos.workloads.lab3 import checkers, keys
 
 AMOUNTS = {"t1": 2, "t2": 3, "t3": 5}
 
@@ -40,12 +40,43 @@ def run(history: list[Op], events: list[Event], final: dict[str, Any]) -> Stored
                      events=events, final=final, schedule=[], problems=[])  # fmt: skip
 
 
-def final_state(counter: int, done: dict[str, str]) -> dict[str, Any]:
+def apply(task: str, counter: int, *, dedup: bool = True) -> dict[str, Any]:
+    """The writes of one complete() transaction, as etcd's record lists them."""
+    puts: dict[str, Any] = {
+        keys.COUNTER: counter,
+        keys.result(task): {"amount": AMOUNTS[task], "event_id": f"e-{task}"},
+        keys.task(task): {"task_id": task, "amount": AMOUNTS[task], "status": "completed"},
+    }
+    if dedup:
+        puts[keys.dedup(f"e-{task}")] = {"task_id": task}
+    return puts
+
+
+def record(*writes: dict[str, Any], error: str | None = None) -> dict[str, Any]:
+    """etcd's record: the initial counter, every create, then the given transactions in order."""
+    txns = [{"revision": 1, "puts": {keys.COUNTER: 0}, "deletes": []}]
+    for t, amount in AMOUNTS.items():
+        puts = {keys.task(t): {"task_id": t, "amount": amount, "status": "pending"},
+                keys.outbox(f"e-{t}"): {"task_id": t, "event_id": f"e-{t}", "amount": amount}}  # fmt: skip
+        txns.append({"revision": len(txns) + 1, "puts": puts, "deletes": []})
+    for w in writes:
+        txns.append({"revision": len(txns) + 1, "puts": w, "deletes": []})
+    return {"source": "etcd", "prefix": keys.PREFIX, "from_revision": 1,
+            "to_revision": len(txns) + 1, "txns": txns, "error": error, "truncated": False}  # fmt: skip
+
+
+ONCE_EACH = record(apply("t1", 2), apply("t2", 5), apply("t3", 10))
+
+
+def final_state(
+    counter: int, done: dict[str, str], rec: dict[str, Any] | None = None
+) -> dict[str, Any]:
     return {
         "counter": counter,
         "tasks": done,
         "results": {t: {"amount": AMOUNTS[t], "event_id": f"e-{t}"} for t, s in done.items()
                     if s == "completed"},
+        "record": rec if rec is not None else ONCE_EACH,
     }  # fmt: skip
 
 
@@ -93,36 +124,104 @@ def test_no_final_state_is_unknown_not_valid() -> None:
     assert checkers.double_apply(r).verdict is Verdict.UNKNOWN
 
 
-def test_two_commits_of_one_event_after_a_pause_is_a_double_apply() -> None:
-    history = ops(
-        *creates({"t1": "ok", "t2": "ok", "t3": "ok"}),
-        (NEMESIS, "info", "pause", {"node": "n1", "process": "worker"},
-         {"fault": "pause", "phase": "start", "fault_id": 1}),
-        (NEMESIS, "info", "pause", {"node": "n1", "process": "worker", "pid": 10},
-         {"fault": "pause", "phase": "start", "fault_id": 1}),
-        (NEMESIS, "info", "heal-pause", None, {"fault": "pause", "phase": "heal", "fault_id": 1}),
-    )  # fmt: skip
+PAUSE_N1 = (
+    (NEMESIS, "info", "pause", {"node": "n1", "process": "worker"},
+     {"fault": "pause", "phase": "start", "fault_id": 1}),
+    (NEMESIS, "info", "pause", {"node": "n1", "process": "worker", "pid": 10},
+     {"fault": "pause", "phase": "start", "fault_id": 1}),
+    (NEMESIS, "info", "heal-pause", None, {"fault": "pause", "phase": "heal", "fault_id": 1}),
+)  # fmt: skip
+TWICE = record(apply("t1", 2), apply("t2", 5), apply("t2", 8), apply("t3", 13))
+
+
+def test_two_applies_in_etcds_record_after_a_pause_is_a_double_apply() -> None:
+    history = ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"}), *PAUSE_N1)
     events = [
         ev(0.9, "n1", "worker", "delivery", "t2", num_delivered=1),
         ev(2.0, "n2", "worker", "delivery", "t2", num_delivered=2),
         ev(2.5, "n2", "worker", "commit", "t2", amount=3, num_delivered=2),
         ev(3.0, "n1", "worker", "commit", "t2", amount=3, num_delivered=1),
     ]
-    r = run(history, events, final_state(13, ALL_DONE))
+    r = run(history, events, final_state(13, ALL_DONE, TWICE))
     da = checkers.double_apply(r)
     assert da.verdict is Verdict.INVALID
-    assert "task t2: counter incremented twice" in da.summary
-    assert "n1's worker paused at" in da.summary
-    assert "the counter is 13 but the 3 results add up to 10" in da.summary
+    assert "task t2: its amount (3) was applied twice — etcd shows the counter changed for it " \
+           "at revisions 6, 7" in da.summary  # fmt: skip
+    assert "commit by n1 at 3.00 s after n1's worker paused at" in da.summary
+    assert da.anomalies[0]["revisions"] == [6, 7]
     steps = [s["step"] for s in da.anomalies[0]["chain"]]
     assert steps == ["delivery", "redelivery", "commit", "commit"]
+    c = checkers.counter_checker(r)
+    assert c.verdict is Verdict.INVALID
+    assert "the counter is 13 but the 3 accepted tasks add up to 10" in c.summary
 
 
-def test_counter_below_the_results_is_a_lost_update() -> None:
+def test_an_apply_the_service_called_a_duplicate_is_still_found() -> None:
+    # the dedup record goes in a second transaction: the second apply reports "suppressed" and
+    # the results keep a running total, so events and results both look right; etcd does not
+    history = ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"}), *PAUSE_N1)
+    second = apply("t2", 8, dedup=False)
+    second[keys.result("t2")] = {"amount": 6, "event_id": "e-t2"}
+    rec = record(apply("t1", 2), apply("t2", 5, dedup=False), second, apply("t3", 13))
+    events = [
+        ev(2.5, "n2", "worker", "commit", "t2", amount=3, num_delivered=2),
+        ev(3.0, "n1", "worker", "suppressed", "t2", num_delivered=1),
+    ]
+    final = final_state(13, ALL_DONE, rec)
+    final["results"]["t2"]["amount"] = 6  # the results add up to the counter
+    r = run(history, events, final)
+    da = checkers.double_apply(r)
+    assert da.verdict is Verdict.INVALID
+    assert "task t2: its amount (3) was applied twice" in da.summary
+    assert "the service reported 1 commit(s)" in da.summary
+    assert checkers.counter_checker(r).verdict is Verdict.INVALID
+
+
+def test_a_commit_reported_twice_but_applied_once_is_a_narration_note_not_a_double_apply() -> None:
+    events = [
+        ev(2.5, "n2", "worker", "commit", "t2", amount=3, num_delivered=2),
+        ev(3.0, "n1", "worker", "commit", "t2", amount=3, num_delivered=1),
+    ]
+    r = run(ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"})), events, final_state(10, ALL_DONE))
+    da = checkers.double_apply(r)
+    assert da.verdict is Verdict.VALID, da.summary
+    assert "the service reported 2 commit(s) of task t2; etcd shows 1 apply(ies)" in da.summary
+    assert checkers.counter_checker(r).verdict is Verdict.VALID  # no checker contradicts another
+
+
+def test_a_change_of_the_counter_no_task_explains_is_invalid() -> None:
+    rec = record(apply("t1", 2), apply("t2", 5), apply("t3", 10), {keys.COUNTER: 17})
+    r = run(ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"})), [], final_state(17, ALL_DONE, rec))
+    da = checkers.double_apply(r)
+    assert da.verdict is Verdict.INVALID
+    assert "the counter changed by +7 at revision 8" in da.summary
+
+
+def test_without_etcds_record_the_double_apply_is_unknown_and_says_why() -> None:
+    creates3 = ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"}))
+    compacted = record(error="etcd's history was compacted after revision 1: ...")
+    da = checkers.double_apply(run(creates3, [], final_state(10, ALL_DONE, compacted)))
+    assert da.verdict is Verdict.UNKNOWN and "compacted" in da.summary
+    no_record = final_state(10, ALL_DONE)
+    del no_record["record"]
+    da = checkers.double_apply(run(creates3, [], no_record))
+    assert da.verdict is Verdict.UNKNOWN and "has no etcd record" in da.summary
+
+
+def test_counter_below_the_accepted_amounts_is_a_lost_update() -> None:
     r = run(ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"})), [], final_state(8, ALL_DONE))
     c = checkers.counter_checker(r)
     assert c.verdict is Verdict.INVALID and "lost update" in c.summary
-    assert checkers.counter_checker(run([], [], final_state(10, ALL_DONE))).verdict is Verdict.VALID
+    ok = run(ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"})), [], final_state(10, ALL_DONE))
+    assert checkers.counter_checker(ok).verdict is Verdict.VALID
+
+
+def test_an_info_create_counts_when_etcd_shows_its_task() -> None:
+    # t3's create timed out, but etcd's record holds its task: it was accepted and must count
+    h = ops(*creates({"t1": "ok", "t2": "ok", "t3": "info"}))
+    assert checkers.counter_checker(run(h, [], final_state(10, ALL_DONE))).verdict is Verdict.VALID
+    short = checkers.counter_checker(run(h, [], final_state(5, ALL_DONE)))
+    assert short.verdict is Verdict.INVALID
 
 
 def test_a_crashing_checker_yields_unknown_not_a_traceback() -> None:

@@ -83,13 +83,14 @@ def test_a_whole_run_on_the_fake_backend(tmp_path: Path, dedup: bool) -> None:
         assert outcome.verdict is Verdict.INVALID
         found = results["double-apply"]
         assert found.verdict is Verdict.INVALID
-        twice = [a for a in found.anomalies if "commits" in a]
-        assert len(twice) == 1 and len(twice[0]["commits"]) == 2
+        twice = [a for a in found.anomalies if "revisions" in a]
+        assert len(twice) == 1 and len(twice[0]["revisions"]) == 2
         task = twice[0]["task_id"]
         amount = wl.store.results[task]["amount"]
         assert final["counter"] == 10 + amount
-        assert f"task {task}: counter incremented twice" in found.summary
+        assert f"task {task}: its amount ({amount}) was applied twice" in found.summary
         assert "paused" in found.summary  # the evidence names the fault that led to it
+        assert results["counter"].verdict is Verdict.INVALID
 
     # re-checked offline from the stored files alone: the same verdict
     again = wl.check(load_run(run_dir))

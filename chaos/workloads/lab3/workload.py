@@ -19,7 +19,7 @@ from chaos.histories.ops import OpType
 from chaos.histories.store import StoredRun
 from chaos.workloads import solutions
 from chaos.workloads.lab3 import broker, checkers, keys, lab_report, points
-from chaos.workloads.systems import etcd, nats
+from chaos.workloads.systems import etcd, etcd_record, nats
 from chaos.workloads.systems.roles import system_role
 
 API_PORT = 8080
@@ -100,6 +100,10 @@ class Lab3:
         c = etcd.client(ctx)
         try:
             c.put(keys.COUNTER, "0")
+            _, meta = c.get(keys.COUNTER)
+            # etcd's record of the run starts here: every later write of the lab's keys is replayed
+            # from this revision at the end (see final_state)
+            ctx.state["etcd_from_revision"] = int(meta.mod_revision)
         finally:
             c.close()
         ctx.progress("starting api, relay and worker on every node")
@@ -272,6 +276,12 @@ class Lab3:
             for v, _ in c.get_prefix(keys.OUTBOX_PREFIX):
                 entry = json.loads(v)
                 (published if entry.get("status") == "published" else pending).append(entry)
+            start = ctx.state.get("etcd_from_revision")
+            record = (
+                etcd_record.replay(c, keys.PREFIX, int(start))
+                if start is not None
+                else {"source": "etcd", "error": "the run never reached its first write"}
+            )
         finally:
             c.close()
         state: dict[str, Any] = {
@@ -280,6 +290,7 @@ class Lab3:
             "results": results,
             "dedup": dedup,
             "outbox": {"pending": pending, "published": published},
+            "record": record,
         }
         try:
             state.update(broker.read_broker(nats.url(ctx)))

@@ -1,0 +1,113 @@
+"""etcd's own record of a run: every revision of a key prefix since the run began.
+
+etcd keeps the history of every key (MVCC) until it is compacted; every write of one transaction
+shares one revision. Replaying a watch from the revision the run started at therefore lists every
+transaction the code under test committed on the lab's keys, in order, with the values it wrote
+— the database's word, not the service's. Checkers attribute each change of the counter to the
+task whose keys the same transaction wrote, so an effect applied twice shows as two revisions.
+
+To know the replay is complete, the orchestrator writes a sentinel key with a fresh nonce under the
+prefix and reads until the watch delivers it: a watch delivers events in revision order, so
+everything before the sentinel has arrived. A history compacted since the run began (only the code
+under test could have asked for that) cannot be replayed: the record then says so, and checkers
+that need it answer ``unknown``.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from typing import Any
+
+SENTINEL = "~chaos-record-end"
+# a value longer than this is kept as its length only: the record is evidence, not a backup
+MAX_VALUE = 4096
+# a run that wrote more than this many events under the prefix is cut (and says so)
+MAX_EVENTS = 500_000
+
+
+def _value(raw: bytes | None) -> Any:
+    if raw is None:
+        return None
+    if len(raw) > MAX_VALUE:
+        return {"chaos_truncated_bytes": len(raw)}
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def replay(client: Any, prefix: str, from_revision: int, timeout: float = 10.0) -> dict[str, Any]:
+    """Every transaction on keys under ``prefix`` from ``from_revision`` on, as JSON data:
+
+    ``{"source": "etcd", "prefix", "from_revision", "to_revision", "txns": [{"revision",
+    "puts": {key: value}, "deletes": [key]}], "error": str | None, "truncated": bool}``.
+    """
+    record: dict[str, Any] = {
+        "source": "etcd",
+        "prefix": prefix,
+        "from_revision": from_revision,
+        "to_revision": None,
+        "txns": [],
+        "error": None,
+        "truncated": False,
+    }
+    nonce = secrets.token_hex(8)
+    sentinel = prefix + SENTINEL
+    try:
+        client.put(sentinel, nonce)
+    except Exception as e:
+        record["error"] = f"could not write the end marker: {type(e).__name__}: {e}"
+        return record
+    txns: dict[int, dict[str, Any]] = {}
+    done = threading.Event()
+    failure: list[str] = []
+
+    def collect() -> None:
+        count = 0
+        try:
+            responses, cancel = client.watch_prefix_response(prefix, start_revision=from_revision)
+            try:
+                for response in responses:
+                    for ev in response.events:
+                        key = ev.key.decode("utf-8", errors="replace")
+                        rev = int(ev.mod_revision)
+                        if key == sentinel:
+                            if ev.value == nonce.encode():
+                                record["to_revision"] = rev
+                                done.set()
+                                return
+                            continue  # an earlier run's or a forged marker: not ours
+                        count += 1
+                        if count > MAX_EVENTS:
+                            record["truncated"] = True
+                            continue
+                        t = txns.setdefault(rev, {"revision": rev, "puts": {}, "deletes": []})
+                        if type(ev).__name__ == "DeleteEvent":
+                            t["deletes"].append(key)
+                        else:
+                            t["puts"][key] = _value(ev.value)
+            finally:
+                cancel()
+        except Exception as e:  # RevisionCompactedError, a lost connection
+            name = type(e).__name__
+            if "Compacted" in name:
+                failure.append(
+                    f"etcd's history was compacted after revision {from_revision}: the "
+                    "transactions of the run cannot be replayed"
+                )
+            else:
+                failure.append(f"{name}: {e}")
+        finally:
+            done.set()
+
+    reader = threading.Thread(target=collect, name="etcd-record", daemon=True)
+    reader.start()
+    if not done.wait(timeout):
+        record["error"] = f"the replay did not reach the end marker within {timeout:g} s"
+    elif failure:
+        record["error"] = failure[0]
+    record["txns"] = [txns[r] for r in sorted(txns)]
+    return record
