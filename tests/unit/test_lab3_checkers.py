@@ -229,3 +229,43 @@ def test_a_crashing_checker_yields_unknown_not_a_traceback() -> None:
     results = {c.checker: c for c in checkers.check_all(broken)}
     assert results["lost-tasks"].verdict is Verdict.UNKNOWN
     assert "crashed" in results["lost-tasks"].summary
+
+
+def _scenario_run(point: str, heal: dict[str, Any] | None, final: dict[str, Any]) -> StoredRun:
+    rows = list(creates({"t1": "ok", "t2": "ok", "t3": "ok"}))
+    meta = {"fault": point, "phase": "start", "fault_id": 1}
+    rows.append((NEMESIS, "info", point, {"point": point}, meta))
+    if heal is not None:
+        hmeta = {"fault": point, "phase": "heal", "fault_id": 1}
+        rows.append((NEMESIS, "info", f"heal-{point}", [{"point": point}], hmeta))
+        rows.append((NEMESIS, "info", f"heal-{point}", {"point": point, **heal}, hmeta))
+    r = run(ops(*rows), [], final)
+    r.spec.update({"nemesis": [point], "scenario": point})
+    return r
+
+
+def test_a_scenario_counts_only_when_the_orchestrator_saw_its_fault_fire() -> None:
+    crashed = {"node": "n2", "process": "relay", "pid": 40, "fired_at": 1.2,
+               "restarted_pid": 77, "at_fire": {"outbox_pending": 1}}  # fmt: skip
+    point = "relay-crash-before-publish"
+    ok = checkers.scenario_fired(_scenario_run(point, crashed, final_state(10, ALL_DONE)))
+    assert ok.verdict is Verdict.VALID
+    assert "saw relay on n2 exit (pid 40) and restarted it (pid 77)" in ok.summary
+    never = checkers.scenario_fired(
+        _scenario_run(point, {"point": point}, final_state(10, ALL_DONE))
+    )
+    assert never.verdict is Verdict.UNKNOWN and "never fired" in never.summary
+    # the service said it fired, but the process never died: the scenario did not happen
+    claimed = {**crashed, "restarted_pid": None}
+    fake = checkers.scenario_fired(_scenario_run(point, claimed, final_state(10, ALL_DONE)))
+    assert fake.verdict is Verdict.UNKNOWN and "reported firing at 1.2 s, but" in fake.summary
+
+
+def test_lost_publish_ack_is_confirmed_by_the_brokers_own_count() -> None:
+    point = "lost-publish-ack"
+    fired = {"node": "n1", "process": "relay", "pid": 5, "fired_at": 0.8}
+    more = {**final_state(10, ALL_DONE), "stream": {"messages": 4}}
+    assert checkers.scenario_fired(_scenario_run(point, fired, more)).verdict is Verdict.VALID
+    same = {**final_state(10, ALL_DONE), "stream": {"messages": 3}}
+    got = checkers.scenario_fired(_scenario_run(point, fired, same))
+    assert got.verdict is Verdict.UNKNOWN and "holds 3 message(s) for 3 accepted" in got.summary

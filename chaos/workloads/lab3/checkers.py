@@ -15,6 +15,7 @@ from chaos.checkers.verdict import CheckResult, Verdict, check_safe
 from chaos.histories.ops import Event, Op, OpType, pair_index
 from chaos.histories.store import StoredRun
 from chaos.workloads.lab3 import record
+from chaos.workloads.lab3.points import FAULT_POINTS
 
 CHAIN_KINDS = {
     "task-accepted", "publish", "publish-retry", "publish-ack-lost", "marked-published",
@@ -337,10 +338,88 @@ def delivery_stats(run: StoredRun) -> CheckResult:
     )
 
 
+def _heal_value(history: list[Op], point: str) -> dict[str, Any] | None:
+    """What the fault point's heal found (node, pid, fired_at, at_fire, restarted_pid)."""
+    found = None
+    for op in history:
+        if (
+            op.f == f"heal-{point}"
+            and op.extra.get("phase") == "heal"
+            and isinstance(op.value, dict)
+        ):
+            found = op.value  # the completion comes after the invoke: keep the last
+    return found
+
+
+def _proof(point: str, fired: dict[str, Any], run: StoredRun) -> tuple[bool, str]:
+    """Whether the orchestrator's own observations confirm the point fired, and how."""
+    final = run.final or {}
+    raw = fired.get("at_fire")
+    at_fire: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    restarted = fired.get("restarted_pid")
+    died = (
+        f"the supervisor saw {fired.get('process')} on {fired.get('node')} exit (pid "
+        f"{fired.get('pid')}) and restarted it (pid {restarted})"
+    )
+    if point == "relay-crash-before-publish":
+        pending = int(at_fire.get("outbox_pending") or 0)
+        ok = restarted is not None and pending >= 1
+        return ok, f"{died}; etcd held {pending} pending outbox entr(ies) at that moment"
+    if point == "worker-crash-before-ack":
+        redelivered = int((final.get("consumer") or {}).get("num_redelivered") or 0)
+        ok = restarted is not None and redelivered >= 1
+        return ok, f"{died}; the broker's consumer counts {redelivered} redelivered message(s)"
+    if point == "lost-publish-ack":
+        _, ok_tasks, maybe = record.client_amounts(run.history)
+        messages = int((final.get("stream") or {}).get("messages") or 0)
+        tasks = len(ok_tasks | {t for t in maybe if t in (final.get("tasks") or {})})
+        return messages > tasks, (
+            f"the broker's stream holds {messages} message(s) for {tasks} accepted task(s)"
+        )
+    return False, f"no way to confirm {point} is known"
+
+
+def scenario_fired(run: StoredRun) -> CheckResult:
+    """A seed scenario counts only if its fault verifiably fired: the service's word that it
+    reached the point, confirmed by what the orchestrator saw itself (a process exit the
+    supervisor caught, the outbox as etcd held it, the broker's own counts)."""
+    name = "scenario-fired"
+    points = [n for n in run.spec.get("nemesis") or [] if n in FAULT_POINTS]
+    if not points:
+        return CheckResult(
+            checker=name, verdict=Verdict.VALID, summary="no seed scenario in this run"
+        )
+    unconfirmed: list[str] = []
+    evidence: list[dict[str, Any]] = []
+    for point in points:
+        fired = _heal_value(run.history, point)
+        if not fired or fired.get("fired_at") is None:
+            unconfirmed.append(f"{point} never fired (no process reached it before the run ended)")
+            continue
+        ok, how = _proof(point, fired, run)
+        evidence.append({"point": point, "confirmed": ok, "how": how, **fired})
+        if not ok:
+            unconfirmed.append(f"{point} reported firing at {fired['fired_at']} s, but {how}")
+    if unconfirmed:
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.UNKNOWN,
+            summary="the scenario does not count: " + "; ".join(unconfirmed),
+            anomalies=evidence,
+        )
+    return CheckResult(
+        checker=name,
+        verdict=Verdict.VALID,
+        summary="; ".join(f"{e['point']} fired at {e['fired_at']} s: {e['how']}" for e in evidence),
+        stats={"points": points},
+    )
+
+
 def check_all(run: StoredRun) -> list[CheckResult]:
     return [
         check_safe("lost-tasks", lambda: lost_tasks(run)),
         check_safe("double-apply", lambda: double_apply(run)),
         check_safe("counter", lambda: counter_checker(run)),
         check_safe("delivery-stats", lambda: delivery_stats(run)),
+        check_safe("scenario-fired", lambda: scenario_fired(run)),
     ]
