@@ -41,6 +41,8 @@ class Cluster(Protocol):
       those resources, never another project's; ``teardown`` is idempotent;
     - ``spawn`` starts a *named* process detached from the caller; its output goes to
       ``/var/log/chaos/<name>.log`` on the node; a second ``spawn`` of a running name is an error;
+      with ``user`` (a name or ``uid[:gid]``) the process runs as that unprivileged user, which
+      must not be able to regain privileges (the code under test runs so);
     - ``pid`` returns the process id *as the node sees it* or ``None`` when the process is gone;
     - ``signal`` delivers a signal to that process (not to the node's PID 1);
     - ``net_exec`` runs a command with the host's tools inside the node's network namespace, so
@@ -57,7 +59,13 @@ class Cluster(Protocol):
     def exec(self, node: str, argv: list[str], *, timeout: float = 60.0) -> ExecResult: ...
 
     def spawn(
-        self, node: str, name: str, argv: list[str], *, env: dict[str, str] | None = None
+        self,
+        node: str,
+        name: str,
+        argv: list[str],
+        *,
+        env: dict[str, str] | None = None,
+        user: str | None = None,
     ) -> int: ...
 
     def pid(self, node: str, name: str) -> int | None: ...

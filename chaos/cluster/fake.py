@@ -24,6 +24,7 @@ class FakeProcess:
     env: dict[str, str]
     pid: int
     state: str = "S"  # S running (sleeping), T stopped, None once dead
+    user: str | None = None
     signals: list[int] = field(default_factory=list)
 
 
@@ -51,12 +52,18 @@ class FakeCluster:
         return ExecResult(0, "")
 
     def spawn(
-        self, node: str, name: str, argv: list[str], *, env: dict[str, str] | None = None
+        self,
+        node: str,
+        name: str,
+        argv: list[str],
+        *,
+        env: dict[str, str] | None = None,
+        user: str | None = None,
     ) -> int:
         with self._lock:
             if self.pid(node, name) is not None:
                 raise ClusterError(f"{name} is already running on {node}")
-            p = FakeProcess(name=name, argv=argv, env=env or {}, pid=next(self._pids))
+            p = FakeProcess(name=name, argv=argv, env=env or {}, pid=next(self._pids), user=user)
             self.procs[(node, name)] = p
             self.spawned.append((node, name, p.pid))
             return p.pid

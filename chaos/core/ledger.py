@@ -2,7 +2,7 @@
 
 Each start and heal becomes a Jepsen-shaped pair of nemesis ops (``info`` invoke, ``info``
 completion) carrying ``fault``, ``phase`` and ``fault_id``. The ledger is mirrored to
-``<live>/faults.json`` so that ``chaos cleanup`` can heal what a killed orchestrator left behind:
+``<run>/faults.json`` (durably, beside the run: never in the live folder the nodes can write) so that ``chaos cleanup`` can heal what a killed orchestrator left behind:
 each entry's ``reap`` list says how to undo it from outside the run (``sigcont`` a host pid,
 ``iptables-flush`` a chain in some containers, ``thaw`` a container).
 
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chaos.histories.files import write_atomic
 from chaos.histories.jsonl import HistoryRecorder
 from chaos.histories.ops import NEMESIS, OpType
 
@@ -59,9 +60,7 @@ class FaultLedger:
             {"fault_id": f.fault_id, "fault": f.fault, "targets": f.targets, **f.extra}
             for f in self.active.values()
         ]
-        tmp = self._mirror.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, default=str))
-        tmp.replace(self._mirror)
+        write_atomic(self._mirror, json.dumps(data, default=str).encode())
 
     def start(
         self,

@@ -3,19 +3,30 @@
 Each service appends JSON lines to ``<live>/events/<node>-<component>.jsonl`` stamped with
 CLOCK_MONOTONIC; the tail converts them to run time and hands them to whoever waits (nemesis
 triggers, recovery checks). Polling is cheap here: the files live on the host's disk.
+
+The events folder is writable by the code under test, so what is there is narration, never
+evidence a verdict rests on, and it is read defensively: only regular files (a planted link, FIFO
+or device is skipped and noted), at most ``FILE_CAP`` bytes of each, lines of at most
+``LINE_CAP`` bytes.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from chaos.histories.files import UnsafeFile, fsync_dir, read_regular
 from chaos.histories.jsonl import EVENTS_FORMAT, JsonlWriter
 from chaos.histories.ops import Event
+
+FILE_CAP = 256 << 20
+LINE_CAP = 64 << 10
+POLL_CAP = 8 << 20  # read per file per poll, so one flooded file cannot stall the tail
 
 
 def to_event(raw: dict[str, Any], origin: float) -> Event:
@@ -33,6 +44,13 @@ class EventTail:
         self._lock = threading.Lock()
         self.events: list[Event] = []
         self._cond = threading.Condition(self._lock)
+        self.problems: list[str] = []
+        self._noted: set[str] = set()
+
+    def _note(self, key: str, message: str) -> None:
+        if key not in self._noted:
+            self._noted.add(key)
+            self.problems.append(message)
 
     def poll(self) -> list[Event]:
         new: list[Event] = []
@@ -41,10 +59,14 @@ class EventTail:
                 return new
             for path in sorted(self._dir.glob("*.jsonl")):
                 off = self._offsets.get(path, 0)
+                if off >= FILE_CAP:
+                    self._note(f"cap:{path.name}", f"{path.name}: read up to {FILE_CAP} bytes")
+                    continue
                 try:
-                    with open(path, "rb") as fh:
-                        fh.seek(off)
-                        chunk = fh.read()
+                    chunk = read_regular(path, min(POLL_CAP, FILE_CAP - off), off)
+                except UnsafeFile as e:
+                    self._note(f"unsafe:{path.name}", f"{path.name}: skipped, {e.strerror}")
+                    continue
                 except FileNotFoundError:
                     continue
                 if not chunk:
@@ -54,8 +76,11 @@ class EventTail:
                 lines = data.split(b"\n")
                 if lines[-1]:
                     self._partial[path] = lines[-1]
+                if len(self._partial.get(path, b"")) > LINE_CAP:
+                    self._partial.pop(path)
+                    self._note(f"line:{path.name}", f"{path.name}: a line over {LINE_CAP} bytes")
                 for line in lines[:-1]:
-                    if not line.strip():
+                    if not line.strip() or len(line) > LINE_CAP:
                         continue
                     try:
                         new.append(to_event(json.loads(line), self._origin))
@@ -90,13 +115,21 @@ class EventTail:
         return None
 
     def merge_to(self, path: Path) -> int:
-        """Write every event, sorted by time, as ``events.jsonl``. Returns the count."""
+        """Write every event, sorted by time, as ``events.jsonl``. Returns the count.
+
+        Written aside and renamed: a merge cut short (the orchestrator killed) leaves the
+        previous file or none, never a prefix that reads as a shorter, valid run."""
         self.poll()
         events = sorted(self.snapshot(), key=lambda e: e.time)
-        w = JsonlWriter(path, EVENTS_FORMAT)
+        tmp = path.with_name(f".{path.name}.merging")
+        tmp.unlink(missing_ok=True)
+        w = JsonlWriter(tmp, EVENTS_FORMAT)
         try:
             for e in events:
                 w.write(e.to_json())
+            w.flush_durably()
         finally:
             w.close()
+        os.replace(tmp, path)
+        fsync_dir(path.parent)
         return len(events)

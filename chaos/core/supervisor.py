@@ -29,6 +29,8 @@ class ProcessSpec:
     env: dict[str, str] = field(default_factory=dict)
     role: str = ""
     infrastructure: bool = False
+    # the unprivileged user the process runs as (the code under test does); None: the node's own
+    user: str | None = None
 
 
 class Supervisor:
@@ -54,7 +56,7 @@ class Supervisor:
     def start_process(self, spec: ProcessSpec) -> int:
         with self._lock:
             self.specs[(spec.node, spec.name)] = spec
-        return self.cluster.spawn(spec.node, spec.name, spec.argv, env=spec.env)
+        return self.cluster.spawn(spec.node, spec.name, spec.argv, env=spec.env, user=spec.user)
 
     def processes(self, role: str | None = None) -> list[ProcessSpec]:
         with self._lock:
@@ -69,7 +71,7 @@ class Supervisor:
             self._held.discard((node, name))
             spec = self.specs.get((node, name))
         if restart and spec is not None and self.cluster.pid(node, name) is None:
-            pid = self.cluster.spawn(node, name, spec.argv, env=spec.env)
+            pid = self.cluster.spawn(node, name, spec.argv, env=spec.env, user=spec.user)
             self._on_restart(spec, pid)
             return pid
         return None
@@ -101,7 +103,9 @@ class Supervisor:
                         if key in self._held:
                             continue
                     try:
-                        pid = self.cluster.spawn(spec.node, spec.name, spec.argv, env=spec.env)
+                        pid = self.cluster.spawn(
+                            spec.node, spec.name, spec.argv, env=spec.env, user=spec.user
+                        )
                     except Exception:
                         continue  # the node may be frozen or gone; try again next round
                     self.restarts += 1

@@ -70,6 +70,13 @@ class JsonlWriter:
             if self._fsync:
                 os.fsync(self._fh.fileno())
 
+    def flush_durably(self) -> None:
+        """fsync what was written so far (the orchestrator does at each phase boundary)."""
+        with self._lock:
+            if not self._fh.closed:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+
     def close(self) -> None:
         with self._lock:
             if not self._fh.closed:
@@ -154,6 +161,10 @@ class HistoryRecorder:
             self.ops.append(op)
             self._writer.write(op.to_json())
             return op
+
+    def sync(self) -> None:
+        """Make every op recorded so far durable (fsync)."""
+        self._writer.flush_durably()
 
     def close(self) -> None:
         self._writer.close()

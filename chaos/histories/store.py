@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from chaos.histories.files import write_atomic
 from chaos.histories.jsonl import LineProblem, read_events, read_history, read_raw_events
 from chaos.histories.ops import Event, Op
 
@@ -43,9 +44,10 @@ def new_run_dir(store: Path, test: str) -> Path:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
-    os.replace(tmp, path)
+    """Write a JSON artefact durably and atomically: a reader sees the old file or the new one,
+    never half of one, also after a crash (see :mod:`chaos.histories.files`)."""
+    data = json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n"
+    write_atomic(path, data.encode())
 
 
 def read_json(path: Path, default: Any = None) -> Any:

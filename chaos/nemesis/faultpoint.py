@@ -8,11 +8,13 @@ supervisor restarts it, which is the heal.
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from collections.abc import Callable
 from typing import Any
 
 from chaos.core.context import RunContext
+from chaos.histories.files import write_atomic
 
 
 class FaultPointNemesis:
@@ -35,9 +37,11 @@ class FaultPointNemesis:
     def run(self, ctx: RunContext) -> None:
         path = ctx.control_dir() / self.point
         fired: dict[str, Any] = {}
+        gen = secrets.token_hex(6)
 
         def apply() -> list[dict[str, Any]]:
-            path.write_text(json.dumps({"armed_at": ctx.now()}))
+            arm = {"armed_at": ctx.now(), "gen": gen}
+            write_atomic(path, json.dumps(arm).encode(), durable=False)
             return [{"point": self.point, "component": self.component, "armed": "any node"}]
 
         def undo() -> dict[str, Any]:
@@ -46,11 +50,16 @@ class FaultPointNemesis:
 
         fid = ctx.faults.start(self.point, apply, undo, intent={"point": self.point})
         ctx.progress(f"armed fault point {self.point}")
+        claim = ctx.live / "claims" / f"{self.point}.{gen}"
         ev = ctx.events.wait_for(
-            lambda e: e.kind == "fault-point" and e.data.get("point") == self.point,
+            # the service's event, confirmed by the claim it made with O_EXCL for this arming
+            lambda e: (
+                e.kind == "fault-point" and e.data.get("point") == self.point and claim.is_file()
+            ),
             self.wait,
             ctx.stop,
         )
+        path.unlink(missing_ok=True)  # one-shot: whoever claimed it, no one else can
         if ev is None:
             ctx.progress(f"fault point {self.point} never fired")
             ctx.faults.heal(fid)

@@ -4,11 +4,13 @@
 
 The phrase names a fault, the role that reaches the point, and the point; the workload's
 ``HoldPoints`` capability says which hold point a phrase arms (:func:`bind`). The orchestrator arms
-the hold file ``hold-<component>-<kind>`` in the run's control folder (any node); the first process
-that reaches the point claims it, reports a ``fault-point`` event with ``data.hold`` and waits. The
-trigger applies the fault to exactly that process (node and component from the event), then writes
-``<hold>.release``: a paused process stays stopped until SIGCONT and only then reads the release; a
-killed one never does. The nemesis ops carry ``trigger`` = the event that fired them.
+the hold file ``hold-<component>-<kind>`` in the run's control folder (any node) with a fresh
+generation; the first process that reaches the point claims that arming (``claims/<hold>.<gen>``,
+created exclusively), reports a ``fault-point`` event with ``data.hold`` and waits. The trigger
+applies the fault to exactly that process (node and component from the event, once the claim file
+confirms it), then writes ``<hold>.release``: a paused process stays stopped until SIGCONT and only
+then reads the release (and acknowledges it in ``claims/<hold>.<gen>.released``); a killed one
+never does. The nemesis ops carry ``trigger`` = the event that fired them.
 
 ``until <kind>`` heals early, as soon as another process reports ``<kind>`` for the same task (the
 point of a trigger is often "hold A back until B has done it"); ``for`` bounds it anyway.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +29,7 @@ from typing import Any
 from chaos.core.capabilities import HoldPoint, HoldPoints
 from chaos.core.context import RunContext
 from chaos.core.target import Resolved, Target
+from chaos.histories.files import write_atomic
 from chaos.histories.ops import Event
 from chaos.nemesis.base import Fault
 from chaos.nemesis.grudge import isolated_grudge
@@ -167,18 +171,26 @@ class TriggerNemesis:
         d = ctx.control_dir()
         since = len(ctx.events.events)
         hold_timeout = max(60.0, self.duration + 30.0)
-        (d / name).write_text(json.dumps({"armed_at": ctx.now(), "timeout": hold_timeout}))
+        gen = secrets.token_hex(6)
+        claim = ctx.live / "claims" / f"{name}.{gen}"
+        arm = {"armed_at": ctx.now(), "timeout": hold_timeout, "gen": gen}
+        write_atomic(d / name, json.dumps(arm).encode(), durable=False)
         ctx.progress(f"armed {name} for '{tr.phrase}'")
         ev, since = _wait_event(
             ctx,
             lambda e: (
-                e.kind == "fault-point" and e.data.get("hold") and e.data.get("point") == name
+                e.kind == "fault-point"
+                and e.data.get("hold")
+                and e.data.get("point") == name
+                # the event is the service's word; the claim file, made with O_EXCL for this
+                # arming, is what shows a process really stopped at the point
+                and claim.is_file()
             ),
             since,
             self.wait,
         )
+        (d / name).unlink(missing_ok=True)  # one arming, one firing: disarm either way
         if ev is None:
-            (d / name).unlink(missing_ok=True)  # never reached: disarm
             ctx.progress(f"'{tr.phrase}': {name} was never reached")
             return False
         target = Target(node=ev.node, process=ev.component)
@@ -206,7 +218,8 @@ class TriggerNemesis:
         finally:
             # the held process goes on once it can run: at once (partition), on thaw (freeze),
             # on SIGCONT (pause); a killed process never reads it, so it is removed at heal
-            (d / f"{name}.release").write_text(json.dumps({"released_at": ctx.now()}))
+            released = {"released_at": ctx.now(), "gen": gen}
+            write_atomic(d / f"{name}.release", json.dumps(released).encode(), durable=False)
         ctx.progress(f"'{tr.phrase}' fired on {ev.node} ({ev.component}, task {ev.task_id})")
         if tr.until:
             ctx.events.poll()
@@ -223,13 +236,12 @@ class TriggerNemesis:
             ctx.stop.wait(self.duration)
         ctx.faults.heal(fid)
         release = d / f"{name}.release"
-        if tr.fault == "kill":
-            release.unlink(missing_ok=True)  # nobody is left to read it
-        else:
-            # the resumed process consumes its release; arming again before that could let the
-            # next firing's process walk past its own hold
+        if tr.fault != "kill":  # a killed process is not left to read it
+            # the resumed process acknowledges its release; arming again before that could let
+            # the next firing's process walk past its own hold
+            done_file = ctx.live / "claims" / f"{name}.{gen}.released"
             deadline = time.monotonic() + 3.0
-            while release.exists() and time.monotonic() < deadline:
+            while not done_file.exists() and time.monotonic() < deadline:
                 time.sleep(0.01)
-            release.unlink(missing_ok=True)
+        release.unlink(missing_ok=True)
         return True

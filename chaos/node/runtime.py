@@ -1,16 +1,18 @@
 """What every node-side service shares: its identity, the event log, and fault hooks.
 
-Fault hooks are files in a control folder that only the orchestrator can write (a bind mount,
-not reachable through any service API), so a student's protocol or a client can never switch a
-fault on. Two kinds:
+Fault hooks are files in a control folder that only the orchestrator can write (the services run
+as an unprivileged user that may read it, not write it, and no service API reaches it), so a
+student's protocol or a client can never switch a fault on. Two kinds:
 
 - ``arm`` files: ``<control>/<node>/<point>`` — a one-shot fault point (``relay-crash-before-publish``).
-  The first process to reach the point claims the file by renaming it (atomic: exactly one claims
-  it) and the fault fires.
+  The arm file carries a generation ``gen``; the first process to reach the point claims that
+  arming by creating ``<claims>/<point>.<gen>`` with O_EXCL (exactly one process succeeds, on any
+  node: the claims folder is one shared folder) and the fault fires.
 - ``hold`` files: ``<control>/<node>/hold-<component>-<kind>`` — when the service is about to
-  report event ``kind``, it claims the file, reports a ``fault-point`` event, and waits until the
-  orchestrator writes ``<same name>.release``. The orchestrator stops the process in between, so a
-  fault lands at an exact point of the protocol instead of by luck.
+  report event ``kind``, it claims the arming the same way, reports a ``fault-point`` event, and
+  waits until the orchestrator writes ``<same name>.release`` for that generation; then it creates
+  ``<claims>/<name>.<gen>.released``. The orchestrator stops the process in between, so a fault
+  lands at an exact point of the protocol instead of by luck.
 """
 
 from __future__ import annotations
@@ -82,28 +84,46 @@ class EventLog:
 class Hooks:
     """The fault hooks of one service process (see the module docstring)."""
 
-    def __init__(self, control: Path | None, ident: Identity, events: EventLog) -> None:
+    def __init__(
+        self, control: Path | None, ident: Identity, events: EventLog, claims: Path | None = None
+    ) -> None:
         # a node's own folder first, then "any": a point armed for any node is claimed by whichever
-        # process reaches it first (rename is atomic across containers: one host folder)
+        # process reaches it first
         self._dirs = [control / ident.node, control / "any"] if control else []
+        self._claims = (
+            claims if claims is not None else (control.parent / "claims" if control else None)
+        )
         self._ident = ident
         self._events = events
 
     def _claim(self, name: str) -> dict[str, Any] | None:
+        """Claim an armed point: read its arm file (the orchestrator's; read-only here) and create
+        ``claims/<name>.<gen>`` exclusively — O_EXCL on one shared folder, so exactly one process
+        claims each arming, on whichever node."""
+        if self._claims is None:
+            return None
         for d in self._dirs:
-            src = d / name
-            if not src.exists():
+            try:
+                raw = (d / name).read_text()
+            except (FileNotFoundError, NotADirectoryError, PermissionError):
                 continue
-            dst = d / f"{name}.claimed-{os.getpid()}-{time.monotonic_ns()}"
             try:
-                os.rename(src, dst)
-            except FileNotFoundError:
-                continue  # another process claimed it first
-            try:
-                spec = dict(json.loads(dst.read_text() or "{}"))
+                spec = dict(json.loads(raw or "{}"))
             except ValueError:
                 spec = {}
+            gen = str(spec.get("gen", "0"))
+            claim = self._claims / f"{name}.{gen}"
+            try:
+                fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            except FileExistsError:
+                continue  # another process claimed this arming first
+            except OSError:
+                continue
+            with os.fdopen(fd, "w") as fh:
+                fh.write(json.dumps({"node": self._ident.node, "component": self._ident.component,
+                                     "pid": os.getpid()}))  # fmt: skip
             spec["_dir"] = str(d)
+            spec["_gen"] = gen
             return spec
         return None
 
@@ -124,7 +144,9 @@ class Hooks:
             os._exit(CRASH_EXIT_CODE)
 
     def hold(self, kind: str, *, task_id: str | None = None, event_id: str | None = None) -> None:
-        """Wait here if the orchestrator asked to stop this process at event ``kind``."""
+        """Wait here if the orchestrator asked to stop this process at event ``kind``: until the
+        orchestrator writes ``<hold>.release`` for this arming, then say so in
+        ``claims/<hold>.<gen>.released`` (the orchestrator waits for that before arming again)."""
         name = f"hold-{self._ident.component}-{kind}"
         spec = self._claim(name)
         if spec is None:
@@ -132,10 +154,22 @@ class Hooks:
         self._events.emit("fault-point", task_id=task_id, event_id=event_id, point=name, hold=True)
         release = Path(spec["_dir"]) / f"{name}.release"
         deadline = time.monotonic() + float(spec.get("timeout", 30.0))
-        while not release.exists() and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            try:
+                got = json.loads(release.read_text() or "{}")
+            except (FileNotFoundError, ValueError):
+                got = None
+            if isinstance(got, dict) and str(got.get("gen", spec["_gen"])) == spec["_gen"]:
+                break
             time.sleep(0.005)
-        with contextlib.suppress(FileNotFoundError):
-            release.unlink()
+        assert self._claims is not None
+        with contextlib.suppress(OSError):
+            fd = os.open(
+                self._claims / f"{name}.{spec['_gen']}.released",
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                0o644,
+            )
+            os.close(fd)
 
 
 def env(name: str, default: str | None = None) -> str:

@@ -9,6 +9,7 @@ Checkers run after teardown, on the stored files only: a stored run is re-checke
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 import signal
 import threading
@@ -38,6 +39,26 @@ from chaos.workloads import registry
 # seconds without a new event before the final reads (see the recovery wait)
 SETTLE = 0.5
 SETTLE_MAX = 3.0
+
+
+# The uid the services of the code under test run as on the nodes (``nobody``): the live folder
+# is laid out so that it can write its events and claim fault points, and nothing else.
+SERVICE_UID = 65534
+
+
+def make_live(live: Path, nodes: int) -> None:
+    """The folder shared with the nodes, laid out for an unprivileged service user:
+
+    - ``events/`` and ``claims/``: writable by everyone (sticky), where services report and
+      claim armed fault points;
+    - ``control/<node>/``, ``control/any/``: written by the orchestrator only; the services
+      read which points are armed, they cannot arm one.
+    """
+    for d in ("events", "claims"):
+        (live / d).mkdir(parents=True)
+        os.chmod(live / d, 0o1777)
+    for node in ["any", *(f"n{i}" for i in range(1, nodes + 1))]:
+        (live / "control" / node).mkdir(parents=True)
 
 
 class Interrupted(Exception):
@@ -99,8 +120,7 @@ def run_test(
 
     run_dir = new_run_dir(store, spec.workload)
     live = run_dir / "live"
-    (live / "events").mkdir(parents=True)
-    (live / "control" / "any").mkdir(parents=True)
+    make_live(live, spec.nodes)
     run_id = run_dir.name.split("-")[-1] + secrets.token_hex(2)
     origin = time.monotonic()
     meta: dict[str, Any] = {
@@ -126,6 +146,8 @@ def run_test(
     mark = [time.monotonic()]
 
     def phase(name: str) -> None:
+        # a phase boundary is a point a later reader can trust: what happened before it is on disk
+        history.sync()
         now = time.monotonic()
         timings[name] = round(timings.get(name, 0.0) + now - mark[0], 3)
         mark[0] = now
@@ -154,7 +176,8 @@ def run_test(
                 cluster.start()
                 supervisor = Supervisor(cluster)
                 stack.callback(supervisor.stop)
-                ledger = FaultLedger(history, live / "faults.json")
+                # beside the run, not in the live folder the nodes can write
+                ledger = FaultLedger(history, run_dir / "faults.json")
                 # after the final heal (callbacks run last-in first-out), also when interrupted
                 stack.callback(lambda: write_json(run_dir / "schedule.json", ledger.applied))
                 stack.callback(ledger.shutdown)

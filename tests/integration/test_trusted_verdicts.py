@@ -54,7 +54,10 @@ def test_an_apply_reported_as_a_duplicate_is_caught_by_etcds_record(tmp_path: Pa
         for rev in revs:
             assert "/lab3/counter" in txns[rev]["puts"]
             assert f"/lab3/results/{task}" in txns[rev]["puts"]
-        assert f"task {task}: its amount ({twice['amount']}) was applied twice" in double["summary"]
+        assert (
+            f"task {task}: counter incremented twice by its amount ({twice['amount']})"
+            in double["summary"]
+        )
         assert f"revisions {revs[0]}, {revs[1]}" in double["summary"]
         # the service's narration disagreed: one commit and one "suppressed"
         events = [e for e in read_jsonl(run / "events.jsonl") if e.get("task_id") == task]

@@ -145,8 +145,11 @@ def test_two_applies_in_etcds_record_after_a_pause_is_a_double_apply() -> None:
     r = run(history, events, final_state(13, ALL_DONE, TWICE))
     da = checkers.double_apply(r)
     assert da.verdict is Verdict.INVALID
-    assert "task t2: its amount (3) was applied twice — etcd shows the counter changed for it " \
-           "at revisions 6, 7" in da.summary  # fmt: skip
+    assert (
+        "task t2: counter incremented twice by its amount (3) — etcd shows the counter changed "
+        "for it at revisions 6, 7" in da.summary
+    )
+    assert any(a.get("kind") == "counter-excess" for a in da.anomalies)
     assert "commit by n1 at 3.00 s after n1's worker paused at" in da.summary
     assert da.anomalies[0]["revisions"] == [6, 7]
     steps = [s["step"] for s in da.anomalies[0]["chain"]]
@@ -172,7 +175,7 @@ def test_an_apply_the_service_called_a_duplicate_is_still_found() -> None:
     r = run(history, events, final)
     da = checkers.double_apply(r)
     assert da.verdict is Verdict.INVALID
-    assert "task t2: its amount (3) was applied twice" in da.summary
+    assert "task t2: counter incremented twice by its amount (3)" in da.summary
     assert "the service reported 1 commit(s)" in da.summary
     assert checkers.counter_checker(r).verdict is Verdict.INVALID
 
@@ -269,3 +272,15 @@ def test_lost_publish_ack_is_confirmed_by_the_brokers_own_count() -> None:
     same = {**final_state(10, ALL_DONE), "stream": {"messages": 3}}
     got = checkers.scenario_fired(_scenario_run(point, fired, same))
     assert got.verdict is Verdict.UNKNOWN and "holds 3 message(s) for 3 accepted" in got.summary
+
+
+def test_a_worker_crash_counts_when_the_broker_itself_redelivered() -> None:
+    point = "worker-crash-before-ack"
+    fired = {"node": "n2", "process": "worker", "pid": 36, "fired_at": 8.3, "restarted_pid": 65}
+    redelivered = {**final_state(10, ALL_DONE),
+                   "consumer": {"delivered_consumer_seq": 4, "delivered_stream_seq": 3}}  # fmt: skip
+    got = checkers.scenario_fired(_scenario_run(point, fired, redelivered))
+    assert got.verdict is Verdict.VALID and "4 deliveries of 3 message(s), 1 of them" in got.summary
+    once = {**final_state(10, ALL_DONE),
+            "consumer": {"delivered_consumer_seq": 3, "delivered_stream_seq": 3}}  # fmt: skip
+    assert checkers.scenario_fired(_scenario_run(point, fired, once)).verdict is Verdict.UNKNOWN

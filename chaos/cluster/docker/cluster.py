@@ -13,10 +13,13 @@ network commands run with ``nsenter`` in the node's network namespace, using the
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import shlex
 import subprocess
+import tarfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +37,26 @@ from chaos.cluster.docker.resources import (
     engine,
     remove_run,
 )
+from chaos.histories.files import read_regular, write_atomic
 
+# a service's log beyond this is cut when the run's logs are collected
+LOG_CAP = 32 << 20
 SRC_MOUNT = "/opt/chaos-src"
 LIVE_MOUNT = "/chaos"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeLimits:
+    """What one node may use. A lab3 node peaks near 250 MB and 120 tasks (etcd, the broker on
+    n1, three Python services; measured in docs/security.md); the limits leave several times
+    that, so that only a runaway solution (a fork storm, a leak, a spin) meets them."""
+
+    memory: str = "1g"
+    pids: int = 512
+    cpus: float = 1.0
+    # the nodes' own processes need no capability but the two that let a root shell drop to the
+    # service user (setpriv); faults act from the host's namespaces, not from inside
+    capabilities: tuple[str, ...] = ("SETUID", "SETGID")
 
 
 class DockerCluster:
@@ -52,6 +72,7 @@ class DockerCluster:
         live_dir: Path,
         extra_mounts: dict[str, str] | None = None,
         client: docker.DockerClient | None = None,
+        limits: NodeLimits | None = None,
     ) -> None:
         self.run_id = run_id
         self.nodes = [f"n{i}" for i in range(1, nodes + 1)]
@@ -60,6 +81,7 @@ class DockerCluster:
         self._src = src_dir.resolve()
         self._live = live_dir.resolve()
         self._mounts = extra_mounts or {}
+        self._limits = limits or NodeLimits()
         self._containers: dict[str, Any] = {}
         self._init_pid: dict[str, int] = {}
         self._addr: dict[str, str] = {}
@@ -80,11 +102,13 @@ class DockerCluster:
 
     def start(self) -> None:
         name = f"chaos-{self.run_id}"
+        # internal: the nodes reach each other and the host reaches them, nothing else is routed
         self._network = self._client.networks.create(
-            name, driver="bridge", labels=self.labels, check_duplicate=True
+            name, driver="bridge", labels=self.labels, check_duplicate=True, internal=True
         )
+        # only chaos's own package, never the checkout around it (other runs' stores live there)
         volumes = {
-            str(self._src): {"bind": SRC_MOUNT, "mode": "ro"},
+            str(self._src / "chaos"): {"bind": f"{SRC_MOUNT}/chaos", "mode": "ro"},
             str(self._live): {"bind": LIVE_MOUNT, "mode": "rw"},
         }
         for host, inside in self._mounts.items():
@@ -101,6 +125,13 @@ class DockerCluster:
                 network=name,
                 environment={"CHAOS_NODE": node},
                 detach=True,
+                mem_limit=self._limits.memory,
+                memswap_limit=self._limits.memory,
+                pids_limit=self._limits.pids,
+                nano_cpus=int(self._limits.cpus * 1e9),
+                cap_drop=["ALL"],
+                cap_add=list(self._limits.capabilities),
+                security_opt=["no-new-privileges:true"],
             )
             self._containers[node] = c
         for c in self._containers.values():
@@ -153,7 +184,13 @@ class DockerCluster:
         return ExecResult(p.returncode, p.stdout + p.stderr)
 
     def spawn(
-        self, node: str, name: str, argv: list[str], *, env: dict[str, str] | None = None
+        self,
+        node: str,
+        name: str,
+        argv: list[str],
+        *,
+        env: dict[str, str] | None = None,
+        user: str | None = None,
     ) -> int:
         if self.pid(node, name) is not None:
             raise ClusterError(f"{name} is already running on {node}")
@@ -161,9 +198,16 @@ class DockerCluster:
         pf = self._root(node) / pidfile.lstrip("/")
         if pf.exists():
             pf.unlink()
+        run = argv
+        if user is not None:
+            # the root shell opens the log and writes the pid file (both out of the service's
+            # reach), then setpriv drops to the user for good (no-new-privileges on the node)
+            uid, _, gid = _uid(user).partition(":")
+            run = ["setpriv", f"--reuid={uid}", f"--regid={gid or uid}", "--clear-groups", "--",
+                   *argv]  # fmt: skip
         script = (
             f"mkdir -p /run/chaos /var/log/chaos; echo $$ > {pidfile}; "
-            f"exec {shlex.join(argv)} >> /var/log/chaos/{name}.log 2>&1"
+            f"exec {shlex.join(run)} >> /var/log/chaos/{name}.log 2>&1"
         )
         c = self._containers[node]
         c.exec_run(["sh", "-c", script], environment=env or {}, detach=True)
@@ -176,10 +220,11 @@ class DockerCluster:
         raise ClusterError(f"{name} did not start on {node}; see its log in the run's logs/")
 
     def _ns_pid(self, node: str, name: str) -> int | None:
+        # only the node's root shell writes /run/chaos; read it as if anyone could, anyway
         try:
-            text = (self._root(node) / f"run/chaos/{name}.pid").read_text().strip()
-            return int(text) if text else None
-        except (FileNotFoundError, ValueError):
+            text = read_regular(self._root(node) / f"run/chaos/{name}.pid", 64).strip()
+            return int(text) if text.isdigit() else None
+        except OSError:
             return None
 
     def _host_pid(self, node: str, ns_pid: int) -> int | None:
@@ -233,27 +278,52 @@ class DockerCluster:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
         return ExecResult(p.returncode, p.stdout + p.stderr)
 
+    # Files go through the engine's archive API, never through /proc/<pid>/root on the host: there
+    # an absolute link a node planted would resolve on the host, and a FIFO would block.
+
     def put_file(self, node: str, path: str, data: bytes) -> None:
-        p = self._root(node) / path.lstrip("/")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_bytes(data)
+        parent, _, name = path.rstrip("/").rpartition("/")
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        self._containers[node].put_archive(parent or "/", buf.getvalue())
 
     def get_file(self, node: str, path: str) -> bytes | None:
+        files = self._get_tree(node, path, limit=LOG_CAP)
+        return next(iter(files.values()), None) if len(files) == 1 else None
+
+    def _get_tree(self, node: str, path: str, *, limit: int) -> dict[str, bytes]:
+        """Regular files under ``path`` in the node (links, FIFOs, devices skipped), each cut at
+        ``limit`` bytes, by their name relative to ``path``'s parent."""
         try:
-            return (self._root(node) / path.lstrip("/")).read_bytes()
-        except (FileNotFoundError, PermissionError):
-            return None
+            stream, _ = self._containers[node].get_archive(path)
+        except docker.errors.APIError:
+            return {}
+        buf = io.BytesIO()
+        for chunk in stream:
+            if buf.tell() < 4 * limit:  # read the stream to its end, keep a bounded amount
+                buf.write(chunk)
+        buf.seek(0)
+        out: dict[str, bytes] = {}
+        with contextlib.suppress(tarfile.TarError), tarfile.open(fileobj=buf) as tar:
+            for m in tar:
+                if m.isreg():
+                    fh = tar.extractfile(m)
+                    if fh is not None:
+                        out[m.name] = fh.read(limit)
+        return out
 
     def collect_logs(self, dest: Path) -> None:
         for node in self.nodes:
-            src = self._root(node) / "var/log/chaos"
-            if not src.is_dir():
-                continue
             out = dest / node
             out.mkdir(parents=True, exist_ok=True)
-            for f in src.glob("*.log"):
-                with contextlib.suppress(OSError):
-                    (out / f.name).write_bytes(f.read_bytes())
+            for name, data in self._get_tree(node, "/var/log/chaos", limit=LOG_CAP).items():
+                base = name.rsplit("/", 1)[-1]
+                if base.endswith(".log") and "/" not in name.removeprefix("chaos/"):
+                    with contextlib.suppress(OSError):
+                        write_atomic(out / base, data, durable=False)
 
     # ------------------------------------------------------------ freeze (cgroup freezer)
 
@@ -269,3 +339,8 @@ class DockerCluster:
     def freezer_state(self, node: str) -> str | None:
         """``FROZEN``, ``FREEZING`` or ``THAWED`` as the kernel's freezer reports the node's cgroup."""
         return procfs.freezer_state(self._init_pid[node])
+
+
+def _uid(user: str) -> str:
+    """``nobody`` -> ``65534``; a numeric ``uid[:gid]`` as it is (the image has no other users)."""
+    return {"nobody": "65534:65534"}.get(user, user)

@@ -34,18 +34,24 @@ from chaos.cluster.docker.resources import (
     run_filter,
 )
 from chaos.cluster.net import chain_name
+from chaos.histories.files import read_regular
 
 # the undo ops of faults.json entries this reaper knows how to carry out (see the fault table)
 HANDLED_OPS = frozenset({"sigcont", "thaw", "iptables-flush"})
 
 
 def _faults(live: str | None) -> list[dict[str, Any]]:
+    """The dead run's ledger: ``<run>/faults.json`` beside its live folder (runs before 0.2 kept it
+    inside the live folder)."""
     if not live:
         return []
-    try:
-        data = json.loads((Path(live) / "faults.json").read_text())
-    except (OSError, ValueError):
-        return []
+    data: Any = None
+    for path in (Path(live).parent / "faults.json", Path(live) / "faults.json"):
+        try:
+            data = json.loads(read_regular(path, 16 << 20))
+            break
+        except (OSError, ValueError):
+            continue
     return [f for f in data if isinstance(f, dict)] if isinstance(data, list) else []
 
 

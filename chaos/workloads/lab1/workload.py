@@ -79,6 +79,7 @@ class Lab1:
                     name=COMPONENT,
                     role=COMPONENT,
                     argv=["python3", "-m", "chaos.workloads.lab1.service"],
+                    user="nobody",  # the code under test never runs as root
                     env=self.service_env(ctx, node),
                 )
             )

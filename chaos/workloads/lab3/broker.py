@@ -72,6 +72,10 @@ async def _read(url: str) -> dict[str, Any]:
                 "num_ack_pending": ci.num_ack_pending,
                 "num_pending": ci.num_pending,
                 "delivered_stream_seq": ci.delivered.stream_seq if ci.delivered else None,
+                # deliveries made, redeliveries included: beyond the stream's sequence, every one
+                # is a redelivery the broker itself counted (num_redelivered only counts those
+                # still unacknowledged)
+                "delivered_consumer_seq": ci.delivered.consumer_seq if ci.delivered else None,
                 "ack_floor_stream_seq": ci.ack_floor.stream_seq if ci.ack_floor else None,
             },
         }

@@ -116,6 +116,7 @@ class Lab3:
                         name=role,
                         role=role,
                         argv=["python3", "-m", "chaos.workloads.lab3.service", role],
+                        user="nobody",  # the code under test never runs as root
                         env=env,
                     )
                 )

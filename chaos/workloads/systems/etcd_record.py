@@ -18,7 +18,15 @@ from __future__ import annotations
 import json
 import secrets
 import threading
+import types
 from typing import Any
+
+import etcd3.watch
+
+# python3-etcd3 0.13 no longer depends on six, but its watcher still calls six.itervalues when a
+# watch stream ends (when the client closes), printing a NameError traceback from its thread
+if not hasattr(etcd3.watch, "six"):
+    etcd3.watch.six = types.SimpleNamespace(itervalues=lambda d: iter(d.values()))
 
 SENTINEL = "~chaos-record-end"
 # a value longer than this is kept as its length only: the record is evidence, not a backup
