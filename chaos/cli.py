@@ -81,21 +81,32 @@ def _progress(quiet: bool) -> Any:
 VERDICT_COLOUR = {"valid": "green", "invalid": "red", "unknown": "yellow"}
 
 
+# C0 and C1 control characters and DEL, but not tab or newline: strings that came from the code
+# under test (event fields, error messages, task ids) must not drive the user's terminal
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)] if c not in (9, 10)}
+
+
+def clean(value: Any) -> str:
+    """``value`` as text with every control character escaped (``\\x1b``)."""
+    return str(value).translate(_CONTROL)
+
+
 def print_results(results: list[Any], verdict: Any, run_dir: Path | None = None) -> None:
     for r in results:
         colour = VERDICT_COLOUR[r.verdict.value]
         click.echo(
-            f"  {click.style(r.verdict.value.upper().ljust(7), fg=colour)} {r.checker}: {r.summary}"
+            f"  {click.style(r.verdict.value.upper().ljust(7), fg=colour)} "
+            f"{clean(r.checker)}: {clean(r.summary)}"
         )
         for a in r.anomalies[:3]:
-            steps = a.get("chain") or []
+            steps = a.get("chain") or [] if isinstance(a, dict) else []
             if steps:
-                click.echo(f"           task {a.get('task_id')}:")
+                click.echo(f"           task {clean(a.get('task_id'))}:")
                 for s in steps:
                     during = f"   [{'; '.join(s['during'])}]" if s.get("during") else ""
                     click.echo(
-                        f"             {s['time']:8.3f}s {s['node']:>3} "
-                        f"{s['component']:<7} {s['step']}{during}"
+                        f"             {s['time']:8.3f}s {clean(s['node']):>3} "
+                        f"{clean(s['component']):<7} {clean(s['step'])}{clean(during)}"
                     )
     click.secho(f"verdict: {verdict.value}", fg=VERDICT_COLOUR[verdict.value], bold=True)
     if run_dir is not None:
@@ -351,7 +362,9 @@ def run(
             click.echo(f"{o.run_dir.name}:")
         print_results(o.results, o.verdict, o.run_dir)
         if o.error:
-            click.secho(f"  note: {o.error}", fg="yellow")
+            click.secho(f"  note: {clean(o.error)}", fg="yellow")
+        for w in o.warnings:
+            click.secho(f"  warning: {clean(w)}", fg="yellow")
     if isinstance(wl, Scenarios) and (len(outcomes) > 1 or report_path):
         _write_lab_report(wl, outcomes, store / workload, report_path)
     if any(o.interrupted for o in outcomes):
@@ -442,7 +455,7 @@ def check(
     except NotARun as e:
         fail(str(e))
     for p in run_.problems:
-        click.secho(f"warning: {p}", fg="yellow", err=True)
+        click.secho(f"warning: {clean(p)}", fg="yellow", err=True)
     if not run_.workload:
         fail(f"{path}/spec.json names no workload; use --model to check the history alone")
     wl = registry.get(run_.workload)
@@ -522,7 +535,7 @@ def ls(store: Path) -> None:
         v = s.get("verdict", s.get("status", "?"))
         click.echo(
             f"{click.style(str(v).ljust(11), fg=VERDICT_COLOUR.get(v, 'white'))} "
-            f"{workload_of(s) or '?':15} {s.get('solution', '?'):18} "
+            f"{clean(workload_of(s) or '?'):15} {clean(s.get('solution', '?')):18} "
             f"{','.join(s.get('nemesis', [])) or '-':28} seed={s.get('seed')}  {p}"
         )
 

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+MAX_SOURCE = 1 << 20
+
 
 class SolutionError(Exception):
     pass
@@ -27,10 +29,14 @@ def protocol_file(path: Path) -> Path:
 def missing_functions(path: Path, required: list[str]) -> list[str]:
     """Names in ``required`` that the file does not define, or defines as a bare TODO."""
     file = protocol_file(path)
+    if file.stat().st_size > MAX_SOURCE:
+        raise SolutionError(f"{file}: over {MAX_SOURCE >> 10} KB; a protocol is a page or two")
     try:
-        tree = ast.parse(file.read_text(), filename=str(file))
+        tree = ast.parse(file.read_text(errors="replace"), filename=str(file))
     except SyntaxError as e:
         raise SolutionError(f"{file}:{e.lineno}: syntax error: {e.msg}") from e
+    except (RecursionError, MemoryError, ValueError) as e:  # nesting too deep, NUL bytes
+        raise SolutionError(f"{file}: cannot be parsed ({type(e).__name__})") from None
     defined: dict[str, ast.FunctionDef] = {}
     imported: set[str] = set()
     for node in tree.body:

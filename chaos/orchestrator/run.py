@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import signal
 import threading
 import time
@@ -61,6 +62,38 @@ def make_live(live: Path, nodes: int) -> None:
         (live / "control" / node).mkdir(parents=True)
 
 
+# a solution folder larger than this is refused (it is copied into every run)
+MOUNT_CAP = 64 << 20
+
+
+def copy_mounts(mounts: dict[str, str], dest: Path) -> dict[str, str]:
+    """Copies of the host paths a workload shows in the nodes, taken when the run starts: the
+    nodes see a snapshot, read-only, never the author's live folder or what lies beside it. Links
+    are copied as links (never followed on the host); caches are left out."""
+    out: dict[str, str] = {}
+    total = 0
+    for i, (host, inside) in enumerate(sorted(mounts.items())):
+        src = Path(host)
+        target = dest / str(i)
+        if src.is_dir():
+            shutil.copytree(
+                src, target, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", ".git")
+            )
+        else:
+            target.mkdir(parents=True)
+            shutil.copy2(src, target / src.name, follow_symlinks=False)
+            target = target / src.name
+        total += sum(
+            f.stat().st_size
+            for f in [target, *target.rglob("*")]
+            if f.is_file() and not f.is_symlink()
+        )
+        if total > MOUNT_CAP:
+            raise ValueError(f"{host} holds over {MOUNT_CAP >> 20} MB: a solution is a few files")
+        out[str(target)] = inside
+    return out
+
+
 class Interrupted(Exception):
     """SIGINT or SIGTERM arrived: stop, heal, tear down, keep what was recorded."""
 
@@ -73,6 +106,8 @@ class RunOutcome:
     timings: dict[str, float] = field(default_factory=dict)
     interrupted: bool = False
     error: str | None = None
+    # what the run noticed but did not let decide anything (a planted link in the events folder)
+    warnings: list[str] = field(default_factory=list)
 
 
 @contextlib.contextmanager
@@ -159,7 +194,9 @@ def run_test(
                     run_id=run_id,
                     nodes=spec.nodes,
                     live_dir=live,
-                    mounts=wl.mounts(spec) if isinstance(wl, SolutionMounts) else {},
+                    mounts=copy_mounts(wl.mounts(spec), run_dir / "mounts")
+                    if isinstance(wl, SolutionMounts)
+                    else {},
                 )
 
                 def teardown() -> None:
@@ -270,7 +307,7 @@ def run_test(
         except Interrupted as e:
             interrupted = True
             progress(f"interrupted by {e}: healed and removed every resource of the run")
-    return finish(run_dir, wl, timings, interrupted, error, progress)
+    return finish(run_dir, wl, timings, interrupted, error, progress, warnings=tail.problems)
 
 
 def finish(
@@ -280,6 +317,8 @@ def finish(
     interrupted: bool,
     error: str | None,
     progress: Callable[[str], None],
+    *,
+    warnings: list[str] | None = None,
 ) -> RunOutcome:
     t0 = time.monotonic()
     progress("checking the history")
@@ -310,6 +349,8 @@ def finish(
     )
     if error:
         meta["error"] = error
+    if warnings:
+        meta["warnings"] = [f"events folder: {w}" for w in warnings]
     write_json(run_dir / "spec.json", meta)
     t0 = time.monotonic()
     try:
@@ -327,4 +368,5 @@ def finish(
         timings=timings,
         interrupted=interrupted,
         error=error,
+        warnings=list(meta.get("warnings", [])),
     )

@@ -42,9 +42,10 @@ def preflight(solutions_dir: Path, solution: str, required: Sequence[str], guide
 
 
 def mounts(solutions_dir: Path, solution: str) -> dict[str, str]:
-    """The bind mount that brings the solution into the nodes (no image rebuild on edits)."""
+    """The bind mount that brings the solution into the nodes (no image rebuild on edits): its
+    folder, or for a single file that file alone — never the folder around it."""
     path = resolve(solutions_dir, solution)
-    return {str(path if path.is_dir() else path.parent): MOUNT}
+    return {str(path): MOUNT if path.is_dir() else f"{MOUNT}/{path.name}"}
 
 
 def node_path(solutions_dir: Path, solution: str) -> str:

@@ -1,0 +1,159 @@
+"""Hostile solutions: the code under test may be wrong, careless or hostile.
+
+Each solution in tests/fixtures/hostile/ attacks one thing — links and FIFOs planted where the
+orchestrator reads, writes to the control folder, forged and deleted events over a hidden double
+apply, a fork storm, memory past the node's limit, a CPU spin, a complete() that never returns,
+terminal escape sequences. Every run must end in bounded time with the right verdict, leave a
+canary on the host and a canary in another run of the store untouched, and leave nothing behind
+(no container, network or stopped process).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import docker
+import pytest
+
+from tests.integration.conftest import REPO, chaos, leftovers, read_jsonl, run_dir_from
+
+pytestmark = pytest.mark.integration
+
+HOSTILE = REPO / "tests" / "fixtures" / "hostile"
+CANARY = Path("/tmp/chaos-hostile-canary")  # the path the `links` solution aims at
+FAST = ["--recovery-timeout", "8", "--time-limit", "15", "-q"]
+
+# solution -> (extra arguments, the exit codes that are right, what the summary must say)
+CASES: dict[str, tuple[list[str], set[int], str]] = {
+    "links": ([], {0}, ""),
+    "control": ([], {0}, ""),
+    "forge": (
+        [
+            "--trigger",
+            "pause worker on delivery for 3s",
+            "--ack-wait",
+            "1",
+            "--work-seconds",
+            "0.1",
+        ],
+        {1},
+        "counter incremented twice",
+    ),
+    "forks": ([], {0, 1, 2}, ""),
+    "memory": ([], {1, 2}, "never completed"),
+    "spin": ([], {1, 2}, "never completed"),
+    "hang": ([], {1, 2}, "never completed"),
+    "escape": ([], {0}, ""),
+}
+
+
+def _run(name: str, store: Path) -> tuple[str, int, Path, str, float]:
+    extra, _, _ = CASES[name]
+    t0 = time.monotonic()
+    p = chaos("run", "lab3", "--solution", str(HOSTILE / name), "--seed", "5", *extra, *FAST,
+              store=store, timeout=240)  # fmt: skip
+    return name, p.returncode, run_dir_from(p), p.stdout + p.stderr, time.monotonic() - t0
+
+
+@pytest.fixture(scope="module")
+def hostile_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, Path, str]]:
+    store = tmp_path_factory.mktemp("hostile-store")
+    other = store / "lab3" / "20200101T000000-other"  # another run that must stay as it was
+    other.mkdir(parents=True)
+    (other / "canary.txt").write_text("another run's data\n")
+    CANARY.write_text("the host's data\n")
+    before = (CANARY.stat().st_mtime_ns, CANARY.read_text())
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        done = list(pool.map(lambda n: _run(n, store), CASES))
+    assert (CANARY.stat().st_mtime_ns, CANARY.read_text()) == before, "the host canary changed"
+    assert (other / "canary.txt").read_text() == "another run's data\n"
+    assert sorted(p.name for p in other.iterdir()) == ["canary.txt"]
+    out = {}
+    for name, code, run, text, took in done:
+        assert took < 200, f"{name} took {took:.0f} s"
+        out[name] = (code, run, text)
+    return out
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_each_hostile_solution_gets_the_right_verdict_and_leaves_nothing(
+    name: str, hostile_runs: dict[str, tuple[int, Path, str]], engine: docker.DockerClient
+) -> None:
+    code, run, out = hostile_runs[name]
+    _, codes, says = CASES[name]
+    assert code in codes, out
+    assert says in out, out
+    spec = json.loads((run / "spec.json").read_text())
+    assert leftovers(engine, spec["run_id"]) == []
+    # no process of the run's nodes is left stopped anywhere on the host
+    assert not any(
+        Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+        for p in os.listdir("/proc")
+        if p.isdigit() and _exists(p)
+    )
+
+
+def _exists(pid: str) -> bool:
+    try:
+        Path(f"/proc/{pid}/stat").read_text()
+        return True
+    except OSError:
+        return False
+
+
+def _claims(run: Path, prefix: str) -> list[dict[str, str]]:
+    return [json.loads(p.read_text()) for p in (run / "live" / "claims").glob(f"{prefix}-*.json")]
+
+
+def test_links_and_fifos_are_not_followed(hostile_runs: dict[str, tuple[int, Path, str]]) -> None:
+    _, run, _ = hostile_runs["links"]
+    attempts = _claims(run, "hostile-links")
+    assert attempts, "the solution ran"
+    for a in attempts:
+        # the folders the orchestrator writes are out of reach; only events/ and claims/ are not
+        assert a["link faults.json bare"] == "PermissionError"
+        assert a["link control/any/lost-publish-ack bare"] == "PermissionError"
+        assert a["replace events dir"] == "PermissionError"
+    assert (run / "events.jsonl").is_file() and not (run / "events.jsonl").is_symlink()
+    spec = json.loads((run / "spec.json").read_text())
+    skipped = " ".join(spec.get("warnings", []))
+    assert "aa-link.jsonl" in skipped and "ab-zero" in skipped and "ac-fifo" in skipped
+
+
+def test_the_control_folder_cannot_be_written(
+    hostile_runs: dict[str, tuple[int, Path, str]],
+) -> None:
+    _, run, _ = hostile_runs["control"]
+    for a in _claims(run, "hostile-control"):
+        assert all(v == "PermissionError" for v in a.values()), a
+    history = read_jsonl(run / "history.jsonl")
+    assert not [o for o in history if o.get("process") == "nemesis"], "no fault ran"
+    assert not [
+        e for e in read_jsonl(run / "events.jsonl") if e["kind"] in ("crash", "fault-point")
+    ]
+
+
+def test_a_hidden_double_apply_is_found_in_etcds_record(
+    hostile_runs: dict[str, tuple[int, Path, str]],
+) -> None:
+    _, run, _ = hostile_runs["forge"]
+    results = {r["checker"]: r for r in json.loads((run / "results.json").read_text())["results"]}
+    double = results["double-apply"]
+    assert double["verdict"] == "invalid"
+    (twice,) = [a for a in double["anomalies"] if "revisions" in a]
+    assert len(twice["revisions"]) == 2
+    assert results["counter"]["verdict"] == "invalid"
+
+
+def test_escape_sequences_never_reach_the_terminal(
+    hostile_runs: dict[str, tuple[int, Path, str]],
+) -> None:
+    _, run, out = hostile_runs["escape"]
+    assert "\x1b" not in out and "\x07" not in out
+    again = chaos("check", str(run), store=None)
+    assert "\x1b" not in again.stdout + again.stderr
+    assert "\\x1b" in json.dumps(read_jsonl(run / "events.jsonl"))  # kept, escaped, as evidence
