@@ -41,10 +41,6 @@ class Op:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def is_invoke(self) -> bool:
-        return self.type is OpType.INVOKE
-
-    @property
     def is_nemesis(self) -> bool:
         return self.process == NEMESIS
 
