@@ -344,8 +344,8 @@ def check(
     as_json: bool,
 ) -> None:
     """Re-run the checkers on a stored run (offline, no Docker), or check a history file."""
-    from chaos.checkers.verdict import combine
-    from chaos.histories.store import NotARun, load_run, write_json
+    from chaos.checkers.results import write_results
+    from chaos.histories.store import NotARun, load_run
     from chaos.workloads import registry
 
     if model is not None or path.is_file():
@@ -374,15 +374,7 @@ def check(
         fail(f"{path}/spec.json names no lab; use --model to check the history alone")
     wl = registry.get(run_.lab)
     results = wl.check(run_)
-    verdict = combine(results)
-    write_json(
-        run_.path / "results.json",
-        {
-            "verdict": verdict.value,
-            "exit_code": verdict.exit_code,
-            "results": [r.to_json() for r in results],
-        },
-    )
+    verdict = write_results(run_.path, results)
     print_results(results, verdict, run_.path)
     sys.exit(verdict.exit_code)
 
