@@ -18,6 +18,7 @@ from chaos.checkers.offline import _jsonl_rows, load_any_history
 from chaos.histories import edn, jepsen_log
 from chaos.histories.jsonl import read_history
 from chaos.histories.ops import NEMESIS, Op, OpType
+from tests.corpus import PORCUPINE
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # Whole histories cost more to draw; fewer examples keep the unit suite fast.
@@ -296,8 +297,9 @@ def test_log_lines_jepsen_and_history_txt() -> None:
     assert len(problems) == 1 and problems[0].line == 2 and problems[0].truncated
 
 
+@pytest.mark.corpus
 def test_load_any_history_on_porcupine_files() -> None:
-    root = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "porcupine"
+    root = PORCUPINE
     ops_log, p1 = load_any_history(root / "jepsen" / "etcd_001.log")
     ops_edn, p2 = load_any_history(root / "kv" / "c01-ok.txt")
     assert p1 == [] and p2 == [] and len(ops_log) > 100 and len(ops_edn) == 116

@@ -1,4 +1,5 @@
-"""Real etcd and real lab1 service processes on this host, for the lab1 unit tests.
+"""Real etcd and real lab1 service processes on this host, for the lab1 tests that
+need no Docker engine (marked ``integration``: they take tens of seconds).
 
 Everything started here is a child of the test process and is stopped by its own pid.
 """
