@@ -11,6 +11,7 @@ import shlex
 import sys
 import time
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -448,10 +449,22 @@ def ls(store: Path) -> None:
         )
 
 
-from chaos.report.cli import report_command, serve_command  # noqa: E402
+def _report_contributors(name: str) -> Sequence[Any]:
+    """The report sections of the workload a run is named after (none for an unknown name)."""
+    from chaos.workloads import registry  # as in the commands: chaos --help stays quick
 
-main.add_command(report_command)
-main.add_command(serve_command)
+    try:
+        wl = registry.get(name)
+    except ValueError:
+        return ()
+    sections = getattr(wl, "report_sections", None)
+    return tuple(sections()) if callable(sections) else ()
+
+
+from chaos.report.cli import make_report_command, make_serve_command  # noqa: E402
+
+main.add_command(make_report_command(_report_contributors))
+main.add_command(make_serve_command(_report_contributors))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -282,6 +282,12 @@ def _short(problem: LineProblem, run_dir: Path) -> str:
     return str(problem).replace(f"{run_dir}/", "")
 
 
+def run_name(run_dir: Path) -> str:
+    """The run's name as ``spec.json`` spells it (its ``lab``), or "" when it says none."""
+    spec = _read_object(Path(run_dir) / "spec.json", [])
+    return str((spec or {}).get("lab", "") or "")
+
+
 def load(run_dir: Path) -> RunData:
     run_dir = run_dir.resolve()
     if not run_dir.is_dir() or not any((run_dir / f).exists() for f in RUN_FILES):

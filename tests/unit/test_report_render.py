@@ -8,13 +8,24 @@ from pathlib import Path
 
 import pytest
 
-from chaos.report import NotARunDir, render
+from chaos.report import NotARunDir, Section, SectionContributor, render
 from chaos.report import plots as plots_mod
+from chaos.report.loading import RunData, run_name
+from chaos.workloads.lab1.report import UnsafeLeaseSection
+from chaos.workloads.lab3.report import LabReportSection
 from tests.fixtures import synthetic_runs as runs
 
+# what chaos report passes for a run of each lab (the workloads' report_sections)
+SECTIONS: dict[str, list[SectionContributor]] = {
+    "lab1": [UnsafeLeaseSection()],
+    "lab3": [LabReportSection()],
+}
 
-def _page(run_dir: Path) -> str:
-    out = render(run_dir)
+
+def _page(run_dir: Path, contributors: list[SectionContributor] | None = None) -> str:
+    if contributors is None:
+        contributors = SECTIONS.get(run_name(run_dir), [])
+    out = render(run_dir, contributors)
     assert out == run_dir.resolve() / "report.html"
     return out.read_text(encoding="utf-8")
 
@@ -142,18 +153,57 @@ def test_lab1_names_the_unsafe_lease_timeline(store: Path) -> None:
     assert story
     steps = re.findall(r"<li[^>]*>(.*?)</li>", story.group(1))
     assert len(steps) == 6
-    assert steps[0].startswith("1.200 s — n1 acquired the lock (fencing token 5)")
-    assert "paused orders@n1 (SIGSTOP)" in steps[1]
-    assert "4.200 s — n1&#x27;s lease expired" in steps[2]
-    assert "n2 acquired the lock (fencing token 6)" in steps[3] and "applied" in steps[3]
+    assert steps[0].startswith("1.20 s — n1 acquired the lock with token 5")
+    assert "the nemesis stopped n1 (pause)" in steps[1]
+    assert "4.20 s — n1&#x27;s lease expired" in steps[2]
+    assert "n2 acquired the lock with token 6" in steps[3] and "applied" in steps[3]
     assert "resumed" in steps[4]
     assert "APPLIED" in steps[5] and "applied twice" in steps[5]
+    assert '<li class="story-bad">' in story.group(1)
+    # the story sits right after the anomalies, before the generic sections that follow them
+    assert page.index('<section id="anomalies">') < page.index('<section id="lease">')
+    assert page.index('<section id="lease">') < page.index('<section id="timeline">')
 
 
 def test_lab1_fenced_run_tells_the_stale_write_was_rejected(store: Path) -> None:
     page = _page(runs.lab1_unsafe_lease(store, fenced=True))
     assert 'class="verdict valid"' in page
-    assert "rejected-stale. The fencing token stopped the stale write" in page
+    story = page[page.index('id="unsafe-lease"') :]
+    assert '<li class="story-ok">' in story and "was rejected as stale" in story
+
+
+def test_without_contributors_the_page_is_generic(store: Path) -> None:
+    page = _page(runs.lab1_unsafe_lease(store), [])
+    assert 'id="unsafe-lease"' not in page and '<section id="lease">' not in page
+    assert 'class="verdict invalid"' in page and '<section id="checkers">' in page
+    assert "unsafe-lease" in page  # the checker's own result is still in the generic table
+    page = _page(runs.valid_lab3(store), [])
+    assert '<section id="lab-report">' not in page and '<section id="timeline">' in page
+
+
+class _Broken:
+    def expected_files(self) -> dict[str, str]:
+        return {"extra.json": "no extra table"}
+
+    def sections(self, run: RunData) -> list[Section]:
+        raise RuntimeError(f"cannot tell {run.name}")
+
+
+class _Told:
+    def expected_files(self) -> dict[str, str]:
+        return {}
+
+    def sections(self, run: RunData) -> list[Section]:
+        return [Section(id="told", title="Told", html="<p>told</p>", after="checkers")]
+
+
+def test_a_contributor_that_raises_costs_only_its_own_sections(store: Path) -> None:
+    page = _page(runs.invalid_lab3(store), [_Broken(), _Told()])
+    assert "_Broken sections could not be drawn" in page and "cannot tell" in page
+    assert "<code>extra.json</code> is missing — no extra table" in page
+    assert page.index('<section id="checkers">') < page.index('<section id="told">')
+    assert page.index('<section id="told">') < page.index('<section id="anomalies">')
+    assert "task t7: counter incremented twice" in page
 
 
 def test_truncated_run_renders_what_exists_and_says_what_is_missing(store: Path) -> None:

@@ -18,6 +18,7 @@ from chaos.orchestrator.spec import TestSpec
 from chaos.orchestrator.supervisor import ProcessSpec
 from chaos.workloads import solutions
 from chaos.workloads.lab3 import broker, checkers, keys, lab_report
+from chaos.workloads.lab3.report import LabReportSection
 from chaos.workloads.systems import etcd, nats
 
 API_PORT = 8080
@@ -289,6 +290,10 @@ class Lab3:
 
     def lab_report(self, run: StoredRun, results: list[CheckResult]) -> dict[str, Any]:
         return lab_report.scenario_report(run, results)
+
+    def report_sections(self) -> list[LabReportSection]:
+        """This workload's sections of its runs' report pages (chaos.report.contrib)."""
+        return [LabReportSection()]
 
 
 def rate_cap(spec: TestSpec) -> float:
