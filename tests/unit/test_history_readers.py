@@ -313,8 +313,10 @@ def test_lean_reader_blocks_agree_with_line_reader(history: list[Op], data: Any)
     """Small blocks force many msgspec blocks and line-by-line fallbacks in one file."""
     import tempfile
 
-    import chaos.checkers.offline as offline
+    from chaos.histories import reader
 
+    # the reference: every line on its own, no block decoding
+    by_line = reader.LineFormat(reader.HISTORY_FORMAT, Op.from_json)
     lines = jsonl_text(history).splitlines()
     for _ in range(data.draw(st.integers(0, 3))):
         at = data.draw(st.integers(1, len(lines)))
@@ -323,13 +325,15 @@ def test_lean_reader_blocks_agree_with_line_reader(history: list[Op], data: Any)
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "h.jsonl"
         path.write_text(text)
-        saved = offline._CHUNK
-        offline._CHUNK = data.draw(st.integers(1, 400))
+        saved = reader.BLOCK_BYTES
+        reader.BLOCK_BYTES = data.draw(st.integers(1, 400))
         try:
             rows, problems = _jsonl_rows(path)
+            blocks = read_history(path)
         finally:
-            offline._CHUNK = saved
-        loaded = read_history(path)
+            reader.BLOCK_BYTES = saved
+        loaded = reader.read_records(path, by_line)
+    assert blocks == loaded
     assert [(p.line, p.truncated) for p in problems] == [
         (p.line, p.truncated) for p in loaded.problems
     ]
