@@ -19,10 +19,15 @@ from chaos.histories import edn, jepsen_log
 from chaos.histories.jsonl import read_history
 from chaos.histories.ops import NEMESIS, Op, OpType
 from tests.corpus import PORCUPINE
+from tests.fuzz import examples
 
-FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 # Whole histories cost more to draw; fewer examples keep the unit suite fast.
-FUZZ_OPS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ_OPS = settings(
+    max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 # ----------------------------------------------------------------- strategies
 

@@ -15,6 +15,7 @@ from chaos.checkers.verdict import Verdict
 from chaos.histories import edn, jepsen_log
 from chaos.histories.ops import Op, OpType
 from tests.corpus import PORCUPINE
+from tests.fuzz import examples
 
 
 def h(*events: tuple[Any, ...]) -> list[Op]:
@@ -453,7 +454,7 @@ def histories(draw: st.DrawFn, model: str) -> list[Op]:
 
 
 @pytest.mark.parametrize("model", sorted(_OPS))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=st.data())
 def test_search_agrees_with_brute_force(model: str, data: st.DataObject) -> None:
     history = data.draw(histories(model))

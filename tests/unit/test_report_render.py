@@ -41,8 +41,18 @@ def store(tmp_path: Path) -> Path:
     return tmp_path / "store"
 
 
-def test_invalid_lab3_puts_the_verdict_and_its_sentence_first(store: Path) -> None:
-    page = _page(runs.invalid_lab3(store))
+@pytest.fixture(scope="module")
+def invalid_lab3(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The invalid lab3 run rendered once for the tests that only read its page and files (a
+    render draws three matplotlib plots, about a second)."""
+    run_dir = runs.invalid_lab3(tmp_path_factory.mktemp("store"))
+    return run_dir, _page(run_dir)
+
+
+def test_invalid_lab3_puts_the_verdict_and_its_sentence_first(
+    invalid_lab3: tuple[Path, str],
+) -> None:
+    _, page = invalid_lab3
     verdict = page.index('id="verdict"')
     assert 'class="verdict invalid"' in page
     sentence = page.index("task t7: counter incremented twice — commit by n2 at 4.310 s")
@@ -50,9 +60,10 @@ def test_invalid_lab3_puts_the_verdict_and_its_sentence_first(store: Path) -> No
     assert "decided by double-apply, counter" in page
 
 
-def test_invalid_lab3_draws_the_anomalys_sequence_diagram_with_the_pause_band(store: Path) -> None:
-    run_dir = runs.invalid_lab3(store)
-    page = _page(run_dir)
+def test_invalid_lab3_draws_the_anomalys_sequence_diagram_with_the_pause_band(
+    invalid_lab3: tuple[Path, str],
+) -> None:
+    run_dir, page = invalid_lab3
     m = re.search(r'<svg[^>]*class="seq" data-task="t7".*?</svg>', page, re.S)
     assert m, "no sequence diagram for t7"
     svg = m.group(0)
@@ -70,17 +81,18 @@ def test_invalid_lab3_draws_the_anomalys_sequence_diagram_with_the_pause_band(st
     assert (run_dir / "plots" / "sequence-t7.svg").read_text().startswith("<svg")
 
 
-def test_a_normal_task_is_drawn_for_comparison(store: Path) -> None:
-    page = _page(runs.invalid_lab3(store))
+def test_a_normal_task_is_drawn_for_comparison(invalid_lab3: tuple[Path, str]) -> None:
+    _, page = invalid_lab3
     normal = page[page.index('<section id="normal">') :]
     m = re.search(r'class="seq" data-task="([^"]+)"', normal)
     assert m and m.group(1) not in ("t7",)
     assert "AGAIN" not in normal[: normal.index("</section>")]
 
 
-def test_timeline_carries_every_client_op_and_the_fault_band(store: Path) -> None:
-    run_dir = runs.invalid_lab3(store)
-    page = _page(run_dir)
+def test_timeline_carries_every_client_op_and_the_fault_band(
+    invalid_lab3: tuple[Path, str],
+) -> None:
+    run_dir, page = invalid_lab3
     assert '<canvas id="tl-canvas"' in page
     data = _timeline(page)
     history = [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines()[1:]]
@@ -102,9 +114,8 @@ def test_timeline_carries_every_client_op_and_the_fault_band(store: Path) -> Non
     assert {"commit", "delivery", "ack"} <= set(data["kinds"])
 
 
-def test_plots_are_written_as_png_and_svg_and_embedded(store: Path) -> None:
-    run_dir = runs.invalid_lab3(store)
-    page = _page(run_dir)
+def test_plots_are_written_as_png_and_svg_and_embedded(invalid_lab3: tuple[Path, str]) -> None:
+    run_dir, page = invalid_lab3
     for name in ("latency-raw", "latency-quantiles", "throughput"):
         png = (run_dir / "plots" / f"{name}.png").read_bytes()
         assert png.startswith(b"\x89PNG\r\n\x1a\n")
@@ -113,8 +124,8 @@ def test_plots_are_written_as_png_and_svg_and_embedded(store: Path) -> None:
     assert page.count("data:image/png;base64,") == 3
 
 
-def test_page_is_self_contained(store: Path) -> None:
-    page = _page(runs.invalid_lab3(store))
+def test_page_is_self_contained(invalid_lab3: tuple[Path, str]) -> None:
+    _, page = invalid_lab3
     assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', page)
     assert "<link" not in page and "<script src" not in page and "@import" not in page
     assert not re.search(r"url\((https?:)?//", page)
