@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from chaos.cli import main
 from tests.fixtures import synthetic_runs as runs
+
+# about what is served and printed, not about the plots (see conftest.no_plots)
+pytestmark = pytest.mark.usefixtures("no_plots")
 
 
 def test_report_renders_offline_and_prints_the_path(tmp_path: Path) -> None:

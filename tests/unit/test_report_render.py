@@ -158,6 +158,7 @@ def test_valid_lab3_shows_lab_report_excerpt_and_reproduction(store: Path) -> No
     assert "etcd 3.5.1, nats-server 2.15.1, chaos 0.1.0" in params
 
 
+@pytest.mark.usefixtures("no_plots")
 def test_lab1_names_the_unsafe_lease_timeline(store: Path) -> None:
     page = _page(runs.lab1_unsafe_lease(store))
     story = re.search(r'<ol class="story" id="unsafe-lease">(.*?)</ol>', page, re.S)
@@ -176,6 +177,7 @@ def test_lab1_names_the_unsafe_lease_timeline(store: Path) -> None:
     assert page.index('<section id="lease">') < page.index('<section id="timeline">')
 
 
+@pytest.mark.usefixtures("no_plots")
 def test_lab1_fenced_run_tells_the_stale_write_was_rejected(store: Path) -> None:
     page = _page(runs.lab1_unsafe_lease(store, fenced=True))
     assert 'class="verdict valid"' in page
@@ -183,6 +185,7 @@ def test_lab1_fenced_run_tells_the_stale_write_was_rejected(store: Path) -> None
     assert '<li class="story-ok">' in story and "was rejected as stale" in story
 
 
+@pytest.mark.usefixtures("no_plots")
 def test_without_contributors_the_page_is_generic(store: Path) -> None:
     page = _page(runs.lab1_unsafe_lease(store), [])
     assert 'id="unsafe-lease"' not in page and '<section id="lease">' not in page
@@ -208,6 +211,7 @@ class _Told:
         return [Section(id="told", title="Told", html="<p>told</p>", after="checkers")]
 
 
+@pytest.mark.usefixtures("no_plots")
 def test_a_contributor_that_raises_costs_only_its_own_sections(store: Path) -> None:
     page = _page(runs.invalid_lab3(store), [_Broken(), _Told()])
     assert "_Broken sections could not be drawn" in page and "cannot tell" in page
@@ -217,6 +221,7 @@ def test_a_contributor_that_raises_costs_only_its_own_sections(store: Path) -> N
     assert "task t7: counter incremented twice" in page
 
 
+@pytest.mark.usefixtures("no_plots")
 def test_truncated_run_renders_what_exists_and_says_what_is_missing(store: Path) -> None:
     page = _page(runs.truncated_run(store))
     assert "NOT CHECKED" in page and "results.json is missing" in page
@@ -246,6 +251,7 @@ def test_not_a_run_is_refused(tmp_path: Path) -> None:
         render(tmp_path)
 
 
+@pytest.mark.usefixtures("no_plots")
 def test_odd_data_never_costs_the_page(store: Path) -> None:
     run_dir = runs.invalid_lab3(store)
     results = json.loads((run_dir / "results.json").read_text())

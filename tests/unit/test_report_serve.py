@@ -84,6 +84,7 @@ def test_lists_runs_newest_first_with_verdicts(server: ReportServer) -> None:
     assert "check_then_act" in page and "reference" in page and "pause" in page
 
 
+@pytest.mark.usefixtures("no_plots")  # about when pages render, not plots
 def test_serves_a_report_rendering_on_demand(server: ReportServer, store: Path) -> None:
     run_dir = store / "lab3" / "20261129T102000-c3d4"
     assert not (run_dir / "report.html").exists()
@@ -96,6 +97,7 @@ def test_serves_a_report_rendering_on_demand(server: ReportServer, store: Path) 
     assert status == 301
 
 
+@pytest.mark.usefixtures("no_plots")  # about when pages render, not plots
 def test_rerenders_when_results_are_newer(server: ReportServer, store: Path) -> None:
     run_dir = store / "lab3" / "20261129T101500-a1b2"
     get(server, "/run/lab3/20261129T101500-a1b2/report.html")
@@ -111,7 +113,9 @@ def test_rerenders_when_results_are_newer(server: ReportServer, store: Path) -> 
     assert report.stat().st_mtime == stamp
 
 
-def test_serves_run_files_and_a_zip(server: ReportServer) -> None:
+def test_serves_run_files_and_a_zip(server: ReportServer, store: Path) -> None:
+    # a render of its own, with the plots (an earlier test may have rendered it without)
+    (store / "lab3" / "20261129T102000-c3d4" / "report.html").unlink(missing_ok=True)
     get(server, "/run/lab3/20261129T102000-c3d4/")
     status, headers, body = get(server, "/run/lab3/20261129T102000-c3d4/plots/latency-raw.png")
     assert status == 200 and headers["content-type"] == "image/png"
