@@ -80,7 +80,14 @@ class Loaded(Generic[T]):
 
 _DICTS = msgspec.json.Decoder()
 # what msgspec raises for a block it will not take, and what a format's parse raises for a line
-_BLOCK_ERRORS = (msgspec.DecodeError, KeyError, ValueError, TypeError, AttributeError)
+_BLOCK_ERRORS = (
+    msgspec.DecodeError,
+    KeyError,
+    ValueError,
+    TypeError,
+    AttributeError,
+    OverflowError,
+)
 
 
 def dict_blocks(parse: Callable[[dict[str, Any]], T]) -> Callable[[bytes], list[T]]:
@@ -98,10 +105,10 @@ class LineFormat(Generic[T]):
     """How the lines of one file kind become records.
 
     ``name``: the header's ``format`` (``""``: files that carry no header, the services' raw
-    event files). ``parse``: one line's object → a record; raises ``KeyError`` for a missing field,
-    ``ValueError``/``TypeError`` for an invalid one. ``block``: many whole lines → their records,
-    the same ones ``parse`` would give, raising for any line it will not take; None reads line by
-    line only.
+    event files). ``parse``: one line's object → a record; raises ``KeyError`` for a missing
+    field, ``ValueError``, ``TypeError`` or ``OverflowError`` for an invalid one, and must not
+    raise anything else. ``block``: many whole lines → their records, the same ones ``parse``
+    would give, raising for any line it will not take; None reads line by line only.
     """
 
     name: str
@@ -189,7 +196,7 @@ def _by_line(
             continue
         try:
             records.append(fmt.parse(obj))
-        except (KeyError, ValueError, TypeError) as e:
+        except (KeyError, ValueError, TypeError, OverflowError) as e:  # an index of 1e400
             field = e.args[0] if isinstance(e, KeyError) else str(e)
             msg = f"missing field {field!r}" if isinstance(e, KeyError) else f"invalid: {field}"
             problems.append(LineProblem(name, no, msg, truncated))

@@ -105,7 +105,8 @@ def test_jsonl_readers_never_raise_and_agree(lines: list[str], newline_at_end: b
 def test_jsonl_malformed_line_reported_with_its_number(history: list[Op], data: Any) -> None:
     lines = jsonl_text(history).splitlines()
     at = data.draw(st.integers(1, len(lines)))  # 0-based position of the bad line
-    lines.insert(at, data.draw(st.sampled_from(["{oops", "[1, 2]", '{"index": 1}', "nul"])))
+    bad = '{"index": 1e400, "time": 0, "process": 0, "type": "ok", "f": "w"}'
+    lines.insert(at, data.draw(st.sampled_from(["{oops", "[1, 2]", '{"index": 1}', "nul", bad])))
     import tempfile
 
     with tempfile.TemporaryDirectory() as d:
