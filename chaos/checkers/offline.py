@@ -3,11 +3,11 @@
 :func:`load_any_history` reads chaos JSONL, Jepsen EDN (``history.edn``, a vector or one map per
 line) and Jepsen log / ``history.txt`` lines, detected from the name and the first line.
 :func:`check_history` maps a ``--model`` name to checkers; :func:`check_file` does both, and for
-the counting checkers on JSONL it skips building :class:`Op` records altogether (a lean reader
-pulls ``(process, type, f, value, error)`` rows straight from the parsed lines), which is what
-makes a million-op history take seconds (the lines are read by the one reader,
-``chaos.histories.reader``, as lean ``OpLine`` records). :func:`write_history_edn` exports a stored run's
-history for Jepsen's own tools (Knossos, Elle).
+the counting checkers on JSONL it skips building :class:`Op` records altogether: the one reader
+(``chaos.histories.reader``) decodes the lines as lean ``OpLine`` records, which become
+``(process, type, f, value, error)`` rows a block at a time — what makes a million-op history
+take seconds. :func:`write_history_edn` exports a stored run's history for Jepsen's own tools
+(Knossos, Elle).
 """
 
 from __future__ import annotations
