@@ -11,13 +11,13 @@ import shlex
 import sys
 import time
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 
 from chaos.histories.store import DEFAULT_STORE, read_json, workload_of
-from chaos.report.cli import report_command, serve_command
 
 # Each command imports what it runs inside its own body, for start-up time alone (nothing here
 # dodges an import cycle: the layers contract in pyproject.toml rules those out): `chaos check`,
@@ -430,8 +430,8 @@ def check(
     as_json: bool,
 ) -> None:
     """Re-run the checkers on a stored run (offline, no Docker), or check a history file."""
-    from chaos.checkers.verdict import combine
-    from chaos.histories.store import NotARun, load_run, write_json
+    from chaos.checkers.results import write_results
+    from chaos.histories.store import NotARun, load_run
     from chaos.workloads import registry
 
     if model is not None or path.is_file():
@@ -460,15 +460,7 @@ def check(
         fail(f"{path}/spec.json names no workload; use --model to check the history alone")
     wl = registry.get(run_.workload)
     results = wl.check(run_)
-    verdict = combine(results)
-    write_json(
-        run_.path / "results.json",
-        {
-            "verdict": verdict.value,
-            "exit_code": verdict.exit_code,
-            "results": [r.to_json() for r in results],
-        },
-    )
+    verdict = write_results(run_.path, results)
     print_results(results, verdict, run_.path)
     sys.exit(verdict.exit_code)
 
@@ -540,8 +532,23 @@ def ls(store: Path) -> None:
         )
 
 
-main.add_command(report_command)
-main.add_command(serve_command)
+def _report_contributors(name: str) -> Sequence[Any]:
+    """The report sections of the workload a run is named after (none for an unknown name)."""
+    from chaos.workloads import registry  # as in the commands: chaos --help stays quick
+
+    try:
+        wl = registry.get(name)
+    except ValueError:
+        return ()
+    from chaos.core.capabilities import ReportSections
+
+    return tuple(wl.report_sections()) if isinstance(wl, ReportSections) else ()
+
+
+from chaos.report.cli import make_report_command, make_serve_command  # noqa: E402
+
+main.add_command(make_report_command(_report_contributors))
+main.add_command(make_serve_command(_report_contributors))
 
 
 if __name__ == "__main__":  # pragma: no cover

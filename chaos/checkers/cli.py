@@ -1,11 +1,5 @@
 """``chaos check FILE --model M``: check a history file offline.
 
-The command, for the lead to wire into ``chaos/cli.py`` (``main.add_command(check_file_command)``
-or as the ``--model`` branch of ``chaos check``)::
-
-    check_file_command(path: Path, model: str, time_limit: float, max_states: int,
-                       as_json: bool) -> None   # click command named "check"
-
     chaos check PATH --model M [--time-limit S] [--max-states N] [--json]
 
 ``PATH`` is a history file (chaos ``history.jsonl``, Jepsen ``history.edn`` — a vector or one map

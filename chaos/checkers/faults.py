@@ -1,26 +1,74 @@
-"""Fault intervals recovered from the nemesis ops of a history.
+"""Fault intervals recovered from the nemesis ops of a history: worked out here, once.
 
-A fault is a ``phase: start`` op and the ``phase: heal`` op with the same ``fault_id``; its interval
-runs from the start's completion to the heal's completion (or to the end of the history when the
-heal never happened, which is itself worth reporting).
+The checkers judge with these intervals and the report draws them (``chaos.report.faults``), so
+both tell the same story. The rules (docs/history-format.md, *Nemesis ops*):
+
+* A fault is a ``phase: start`` op and the ``phase: heal`` op with the same ``fault_id``. Each
+  phase is a request and its completion: the nemesis is one process with one op outstanding, so
+  the completion is the next nemesis op of the same phase (and fault id, when both name one).
+  Producers write the request as ``invoke`` (Jepsen) or already as ``info`` (chaos's ledger);
+  adjacency pairs both.
+* The interval runs from the start's completion (the fault is in effect) to the heal's completion
+  (it is certainly over); without a completion, the request's time stands in.
+* A heal that names no ``fault_id`` is a heal-all: it ends every fault still in effect. That is
+  what Jepsen's nemeses mean by ``:stop`` / ``:heal``, the histories that carry no fault ids. (The
+  checkers used to ignore such a heal, which left a healed fault "never healed" and made a lab1
+  holder that was resumed look as if it never was.)
+* A fault with no heal is open (``end`` is None): a reader must notice it.
+* Ops without a ``phase`` follow Jepsen's naming: ``stop…``, ``heal…``, ``resume…``,
+  ``recover…`` heal; anything else starts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from chaos.histories.ops import Op
+from chaos.histories.ops import NEMESIS
+
+__all__ = ["FaultInterval", "NemesisOp", "fault_intervals"]
+
+
+class NemesisOp(Protocol):
+    """What the intervals read of an op: :class:`~chaos.histories.ops.Op`'s fields. ``type`` is
+    compared as text, which ``OpType`` (a StrEnum) and a plain string both satisfy."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def time(self) -> float: ...
+    @property
+    def process(self) -> int | str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def f(self) -> str: ...
+    @property
+    def value(self) -> Any: ...
+    @property
+    def extra(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FaultInterval:
+    """One fault from the moment it took effect to its heal.
+
+    ``targets``: the resolved targets (one dict per process or node hit); ``nodes`` and
+    ``process``: where it hit, for lanes and labels (a partition's nodes are its grudge's);
+    ``detail``: the start's completion value when it is an object (``signal``, ``pid``,
+    ``grudge``, ...).
+    """
+
     fault_id: Any
     fault: str
     start: float
-    end: float | None
+    end: float | None  # None: never healed
     targets: list[dict[str, Any]] = field(default_factory=list)
     trigger: dict[str, Any] | None = None
+    nodes: tuple[str, ...] = ()
+    process: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
 
     def covers(self, t: float) -> bool:
         return self.start <= t and (self.end is None or t <= self.end)
@@ -65,31 +113,104 @@ def _targets(value: Any) -> list[dict[str, Any]]:
     return []
 
 
-def fault_intervals(history: list[Op]) -> list[FaultInterval]:
-    starts: dict[Any, Op] = {}
-    heals: dict[Any, Op] = {}
-    for op in history:
-        if not op.is_nemesis:
+def _where(value: Any, op: NemesisOp) -> tuple[tuple[str, ...], str | None]:
+    """The nodes and the process a start op's value names."""
+    detail = value if isinstance(value, dict) else {}
+    nodes: list[str] = []
+    grudge = detail.get("grudge")
+    if isinstance(grudge, dict):
+        nodes = sorted(str(n) for n in grudge)
+    elif isinstance(detail.get("nodes"), list):
+        nodes = [str(n) for n in detail["nodes"]]
+    elif detail.get("node") is not None:
+        nodes = [str(detail["node"])]
+    elif isinstance(detail.get("targets"), list):
+        nodes = list(dict.fromkeys(str(t["node"]) for t in _targets(detail) if t.get("node")))
+    elif op.extra.get("node") is not None:
+        nodes = [str(op.extra["node"])]
+    process = detail.get("process") or op.extra.get("target_process")
+    return tuple(nodes), (str(process) if process else None)
+
+
+def _fid(op: NemesisOp) -> Any:
+    return op.extra.get("fault_id")
+
+
+def _key(fid: Any) -> str | None:
+    # compared as text: a fault id read back from JSON, EDN or a log keeps one spelling per run
+    return None if fid is None else str(fid)
+
+
+def _phase(op: NemesisOp) -> str:
+    phase = op.extra.get("phase")
+    if phase:
+        return str(phase)
+    # Producers that do not write a phase still follow Jepsen's naming (start-x / stop-x, heal).
+    if op.f.startswith(("stop", "heal", "resume", "recover")):
+        return "heal"
+    return "start"
+
+
+def _pairs(nemesis: list[NemesisOp]) -> list[tuple[NemesisOp, NemesisOp | None]]:
+    """Each nemesis request with its completion (the next op of the same phase and fault)."""
+    out: list[tuple[NemesisOp, NemesisOp | None]] = []
+    pending: NemesisOp | None = None
+    for op in nemesis:
+        if (
+            pending is not None
+            and op.type != "invoke"
+            and _phase(op) == _phase(pending)
+            and _key(_fid(op)) in (None, _key(_fid(pending)))
+        ):
+            out.append((pending, op))
+            pending = None
             continue
-        fid = op.extra.get("fault_id")
-        phase = op.extra.get("phase")
-        if fid is None:
-            continue
-        if phase == "start":
-            starts[fid] = op
-        elif phase == "heal":
-            heals[fid] = op
-    out = []
-    for fid, s in starts.items():
-        h = heals.get(fid)
-        out.append(
-            FaultInterval(
-                fault_id=fid,
-                fault=str(s.extra.get("fault", s.f)),
-                start=s.time,
-                end=h.time if h else None,
-                targets=_targets(s.value),
-                trigger=s.extra.get("trigger"),
-            )
-        )
-    return sorted(out, key=lambda f: f.start)
+        if pending is not None:
+            out.append((pending, None))
+        pending = op
+    if pending is not None:
+        out.append((pending, None))
+    return out
+
+
+def _interval(req: NemesisOp, comp: NemesisOp | None, end: float | None) -> FaultInterval:
+    src = comp if comp is not None else req
+    nodes, process = _where(src.value, src)
+    if not nodes and comp is not None:
+        nodes, process = _where(req.value, req)
+    fid = _fid(req)
+    if fid is None and comp is not None:
+        fid = _fid(comp)
+    trigger = req.extra.get("trigger")
+    return FaultInterval(
+        fault_id=fid if fid is not None else f"@{req.index}",
+        fault=str(req.extra.get("fault") or req.f),
+        start=src.time,
+        end=None if end is None else max(end, src.time),
+        targets=_targets(src.value) or _targets(req.value),
+        trigger=trigger if isinstance(trigger, dict) else None,
+        nodes=nodes,
+        process=process,
+        detail=src.value if isinstance(src.value, dict) else {},
+    )
+
+
+def fault_intervals(history: Iterable[NemesisOp]) -> list[FaultInterval]:
+    """Every fault of the history, in order of start (rules in the module's docstring)."""
+    starts: dict[str, tuple[NemesisOp, NemesisOp | None]] = {}
+    out: list[FaultInterval] = []
+    nemesis = [op for op in history if op.process == NEMESIS]
+    for req, comp in _pairs(nemesis):
+        done = comp if comp is not None else req
+        key = _key(_fid(req)) or _key(comp and _fid(comp))
+        if _phase(req) == "start":
+            starts[key or f"@{req.index}"] = (req, comp)
+        elif key is not None:
+            if key in starts:
+                out.append(_interval(*starts.pop(key), done.time))
+        else:
+            # a heal-all: it ends every fault still in effect
+            out.extend(_interval(*starts.pop(k), done.time) for k in list(starts))
+    out.extend(_interval(req, comp, None) for req, comp in starts.values())
+    out.sort(key=lambda f: f.start)
+    return out

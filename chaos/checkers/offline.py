@@ -3,10 +3,11 @@
 :func:`load_any_history` reads chaos JSONL, Jepsen EDN (``history.edn``, a vector or one map per
 line) and Jepsen log / ``history.txt`` lines, detected from the name and the first line.
 :func:`check_history` maps a ``--model`` name to checkers; :func:`check_file` does both, and for
-the counting checkers on JSONL it skips building :class:`Op` records altogether (a lean reader
-pulls ``(process, type, f, value, error)`` rows straight from the parsed lines), which is what
-makes a million-op history take seconds. :func:`write_history_edn` exports a stored run's
-history for Jepsen's own tools (Knossos, Elle).
+the counting checkers on JSONL it skips building :class:`Op` records altogether: the one reader
+(``chaos.histories.reader``) decodes the lines as lean ``OpLine`` records, which become
+``(process, type, f, value, error)`` rows a block at a time — what makes a million-op history
+take seconds. :func:`write_history_edn` exports a stored run's history for Jepsen's own tools
+(Knossos, Elle).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable, Sequence
 from itertools import compress, count, repeat
 from operator import attrgetter, eq, not_
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from chaos.checkers._rows import NEMESIS, OpRows, rows_of
 from chaos.checkers.counter import counter_rows
@@ -34,32 +35,9 @@ from chaos.checkers.stats import stats_rows
 from chaos.checkers.unique_ids import unique_ids_rows
 from chaos.checkers.verdict import CheckResult, check_safe
 from chaos.histories import edn, jepsen_log
-from chaos.histories.jsonl import FORMAT_VERSION, HISTORY_FORMAT, LineProblem, read_history
+from chaos.histories.jsonl import LineProblem, read_history
 from chaos.histories.ops import Op
-
-# msgspec decodes a block of JSON lines straight into typed records, in C, about 2.5x faster than
-# json/orjson build dicts: most of the time a million-op history takes. Optional: without it the
-# lean reader parses line by line with the standard library.
-_DECODER: Any = None
-_DECODE_ERRORS: tuple[type[Exception], ...] = ()
-try:
-    import msgspec
-
-    class _Line(msgspec.Struct, gc=False):
-        """The fields a row needs; ``index`` and ``time`` are required, as ``read_history`` does."""
-
-        index: int
-        time: float
-        process: int | str
-        type: Literal["invoke", "ok", "fail", "info"]
-        f: str
-        value: Any = None
-        error: Any = None
-
-    _DECODER = msgspec.json.Decoder(_Line)
-    _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
-except ImportError:  # pragma: no cover - msgspec is a declared dependency
-    pass
+from chaos.histories.reader import OP_LINES, OpLine, read_blocks
 
 __all__ = [
     "MODEL_NAMES",
@@ -161,12 +139,10 @@ def load_any_history(path: Path) -> tuple[list[Op], list[LineProblem]]:
         raise NotAHistory(f"cannot read {path}: {e.strerror or e}") from None
 
 
-_TYPES = {"invoke": "invoke", "ok": "ok", "fail": "fail", "info": "info"}
-_CHUNK = 2 << 20
 _GET = tuple(attrgetter(a) for a in ("process", "type", "f", "value", "error"))
 
 
-def _add_records(out: OpRows, recs: Sequence[Any], pos: int) -> int:
+def _add_records(out: OpRows, recs: Sequence[OpLine], pos: int) -> int:
     """Append decoded lines as rows, grouped by f, nemesis apart; all loops run in C."""
     get_p, get_t, get_f, get_v, get_e = _GET
     procs = list(map(get_p, recs))
@@ -188,127 +164,23 @@ def _add_records(out: OpRows, recs: Sequence[Any], pos: int) -> int:
     return pos + len(recs)
 
 
-def _add_lines(
-    out: OpRows, lines: list[bytes], pos: int, first_no: int, last_unterminated: bool, name: str
-) -> tuple[int, list[LineProblem]]:
-    """The line-by-line path, with ``read_history``'s checks and messages."""
-    problems: list[LineProblem] = []
-    last = len(lines) - 1
-    for i, raw in enumerate(lines):
-        try:
-            d = json.loads(raw)
-            t = _TYPES[d["type"]]
-            f = d["f"]
-            p = d["process"]
-            d["index"]
-            d["time"]
-        except (KeyError, TypeError, ValueError):
-            problem = _jsonl_problem(
-                name, first_no + i, raw, truncated=last_unterminated and i == last
-            )
-            if problem is not None:
-                problems.append(problem)
-            continue
-        if type(p) is not int and type(p) is not str:
-            msg = f"invalid: process {p!r} is not an int or a string"
-            problems.append(LineProblem(name, first_no + i, msg, last_unterminated and i == last))
-            continue
-        if type(f) is not str:
-            f = str(f)
-        table = out.nemesis if p == NEMESIS else out.by_f
-        lst = table.get(f)
-        if lst is None:
-            lst = table[f] = []
-        lst.append((pos, p, t, d.get("value"), d.get("error")))
-        pos += 1
-    return pos, problems
-
-
 def _jsonl_rows(path: Path) -> tuple[OpRows, list[LineProblem]]:
-    """The lean JSONL reader: the same lines as ``read_history`` accepts, as rows, not Ops.
-
-    Blocks of lines go to msgspec in one call; a block with any line msgspec will not take (a
-    broken line, a header, a value JSON allows but msgspec does not) is read line by line instead,
-    which reports each bad line with its number.
-    """
-    name = str(path)
+    """The lean JSONL reader: the lines ``read_history`` accepts, as rows, not Ops."""
     out = OpRows()
     problems: list[LineProblem] = []
     pos = 0
-    no = 0  # lines consumed so far
     # Millions of small containers are created and all kept: the cyclic collector would walk
     # them again and again for nothing.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        with open(path, "rb") as fh:
-            tail = fh.readline()
-            if tail.endswith(b"\n") and b'"format"' in tail:  # the header: read on its own
-                problems += _add_lines(out, [tail], 0, 1, False, name)[1]
-                tail = b""
-                no = 1
-            while True:
-                block = fh.read(_CHUNK)
-                buf = tail + block
-                if block:
-                    cut = buf.rfind(b"\n") + 1
-                    chunk, tail = buf[:cut], buf[cut:]
-                    if not chunk:
-                        continue
-                else:
-                    chunk, tail = buf, b""
-                    if not chunk:
-                        break
-                unterminated = not chunk.endswith(b"\n")
-                recs = None
-                if _DECODER is not None:
-                    try:
-                        recs = _DECODER.decode_lines(chunk)
-                    except _DECODE_ERRORS:
-                        recs = None
-                lines = chunk.split(b"\n")
-                if not unterminated:
-                    lines.pop()
-                if recs is not None:
-                    pos = _add_records(out, recs, pos)
-                else:
-                    pos, found = _add_lines(out, lines, pos, no + 1, unterminated, name)
-                    problems += found
-                no += len(lines)
-                if not block:
-                    break
+        for block in read_blocks(path, OP_LINES, problems):
+            pos = _add_records(out, block, pos)
     finally:
         if enabled:
             gc.enable()
     out.count = pos
     return out, problems
-
-
-def _jsonl_problem(name: str, no: int, raw: bytes, *, truncated: bool) -> LineProblem | None:
-    """Explain why a line was not a row (or return None for a header or a blank line)."""
-    if not raw.strip():
-        return None
-    try:
-        obj = json.loads(raw)
-    except ValueError as e:
-        return LineProblem(name, no, f"not JSON ({e})", truncated)
-    if not isinstance(obj, dict):
-        return LineProblem(name, no, "not a JSON object", truncated)
-    if "format" in obj and "version" in obj and "type" not in obj and "kind" not in obj:
-        if obj["format"] != HISTORY_FORMAT:
-            return LineProblem(name, no, f"format {obj['format']!r}, expected {HISTORY_FORMAT!r}")
-        if not isinstance(obj["version"], int) or obj["version"] > FORMAT_VERSION:
-            return LineProblem(
-                name,
-                no,
-                f"format version {obj['version']!r} is newer than this chaos understands "
-                f"({FORMAT_VERSION}); upgrade chaos",
-            )
-        return None
-    for key in ("index", "time", "process", "type", "f"):
-        if key not in obj:
-            return LineProblem(name, no, f"missing field {key!r}", truncated)
-    return LineProblem(name, no, f"invalid: {obj['type']!r} is not a valid OpType", truncated)
 
 
 def load_rows(path: Path) -> tuple[OpRows, list[LineProblem]]:

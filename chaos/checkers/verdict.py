@@ -11,7 +11,7 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
 
 class Verdict(StrEnum):
@@ -57,18 +57,6 @@ class CheckResult:
             anomalies=list(d.get("anomalies", [])),
             stats=dict(d.get("stats", {})),
         )
-
-
-class Checker(Protocol):
-    """A checker is a pure function of the run's data.
-
-    It must not talk to the cluster, must not mutate its inputs, and must return ``unknown`` (not
-    ``valid``) when the data cannot decide the question, for example when only ``info`` ops exist.
-    """
-
-    name: str
-
-    def __call__(self, run: Any) -> CheckResult: ...
 
 
 def combine(results: Iterable[CheckResult]) -> Verdict:

@@ -17,6 +17,7 @@ from chaos.core.context import RunContext
 from chaos.core.spec import TestSpec
 from chaos.core.target import Target
 from chaos.histories.store import StoredRun
+from chaos.report.contrib import SectionContributor
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,3 +113,12 @@ class Scenarios(Protocol):
     def lab_report(self, run: StoredRun, results: list[CheckResult]) -> dict[str, Any]: ...
 
     def combined_report(self, reports: dict[str, dict[str, Any]]) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class ReportSections(Protocol):
+    """The workload adds sections of its own to its runs' report pages (lab1's unsafe-lease story,
+    lab3's scenario table). Each contributor renders from the stored run and the checkers'
+    results only (see :mod:`chaos.report.contrib`)."""
+
+    def report_sections(self) -> Sequence[SectionContributor]: ...

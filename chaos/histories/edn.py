@@ -297,16 +297,6 @@ def loads(text: str) -> Any:
     return value
 
 
-def iter_forms(text: str) -> Iterator[Any]:
-    pos = 0
-    while True:
-        try:
-            value, pos = read_form(text, pos)
-        except EOFError:
-            return
-        yield value
-
-
 # ---------------------------------------------------------------- writing
 
 

@@ -1,8 +1,9 @@
-"""Append-only JSONL files for histories and events.
+"""Append-only JSONL files for histories and events: the writer, and the readers' entry points.
 
 Written line by line and flushed as ops happen, so a run killed at any moment leaves every
-completed line on disk; readers report a broken line (with its number) instead of raising, and
-treat a truncated last line as the trace of a writer that died mid-write.
+completed line on disk. Reading goes through the one reader, :mod:`chaos.histories.reader`,
+which reports a broken line (with its number) instead of raising, and treats a truncated last
+line as the trace of a writer that died mid-write.
 """
 
 from __future__ import annotations
@@ -11,37 +12,34 @@ import json
 import os
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Generic, TypeVar
+from typing import IO, Any
 
 from chaos.histories.ops import Event, Op
+from chaos.histories.reader import (
+    EVENTS,
+    EVENTS_FORMAT,
+    FORMAT_VERSION,
+    HISTORY,
+    HISTORY_FORMAT,
+    LineProblem,
+    Loaded,
+    raw_events,
+    read_records,
+)
 
-HISTORY_FORMAT = "chaos.history"
-EVENTS_FORMAT = "chaos.events"
-FORMAT_VERSION = 1
-
-T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class LineProblem:
-    """A line a reader could not use. ``truncated`` marks an unterminated last line."""
-
-    path: str
-    line: int
-    message: str
-    truncated: bool = False
-
-    def __str__(self) -> str:
-        what = "truncated last line" if self.truncated else "bad line"
-        return f"{self.path}:{self.line}: {what}: {self.message}"
-
-
-@dataclass(frozen=True, slots=True)
-class Loaded(Generic[T]):
-    records: list[T]
-    problems: list[LineProblem]
+__all__ = [
+    "EVENTS_FORMAT",
+    "FORMAT_VERSION",
+    "HISTORY_FORMAT",
+    "HistoryRecorder",
+    "JsonlWriter",
+    "LineProblem",
+    "Loaded",
+    "read_events",
+    "read_history",
+    "read_raw_events",
+]
 
 
 class JsonlWriter:
@@ -83,67 +81,24 @@ class JsonlWriter:
                 self._fh.close()
 
 
-def _read(path: Path, parse: Callable[[dict[str, Any]], T], fmt: str) -> Loaded[T]:
-    records: list[T] = []
-    problems: list[LineProblem] = []
-    name = str(path)
-    with open(path, "rb") as fh:
-        data = fh.read()
-    lines = data.split(b"\n")
-    # A file that ends with "\n" splits into a final empty element; anything else there is a
-    # line the writer never finished.
-    last = len(lines) - 1
-    for i, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        truncated = i - 1 == last
-        try:
-            obj = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as e:
-            problems.append(LineProblem(name, i, f"not JSON ({e})", truncated))
-            continue
-        if not isinstance(obj, dict):
-            problems.append(LineProblem(name, i, "not a JSON object", truncated))
-            continue
-        if "format" in obj and "version" in obj and "type" not in obj and "kind" not in obj:
-            if obj["format"] != fmt:
-                problems.append(LineProblem(name, i, f"format {obj['format']!r}, expected {fmt!r}"))
-            elif not isinstance(obj["version"], int) or obj["version"] > FORMAT_VERSION:
-                problems.append(
-                    LineProblem(
-                        name,
-                        i,
-                        f"format version {obj['version']!r} is newer than this chaos "
-                        f"understands ({FORMAT_VERSION}); upgrade chaos",
-                    )
-                )
-            continue
-        try:
-            records.append(parse(obj))
-        except (KeyError, ValueError, TypeError) as e:
-            field = e.args[0] if isinstance(e, KeyError) else str(e)
-            msg = f"missing field {field!r}" if isinstance(e, KeyError) else f"invalid: {field}"
-            problems.append(LineProblem(name, i, msg, truncated))
-    return Loaded(records, problems)
-
-
 def read_raw_events(folder: Path, origin: float) -> Loaded[Event]:
     """The services' own event files (a run whose orchestrator died before merging them)."""
     records: list[Event] = []
     problems: list[LineProblem] = []
+    fmt = raw_events(origin)
     for path in sorted(folder.glob("*.jsonl")):
-        loaded = _read(path, lambda d: Event.from_raw(d, origin), "")
+        loaded = read_records(path, fmt)
         records += loaded.records
         problems += loaded.problems
     return Loaded(sorted(records, key=lambda e: e.time), problems)
 
 
 def read_history(path: Path) -> Loaded[Op]:
-    return _read(path, Op.from_json, HISTORY_FORMAT)
+    return read_records(path, HISTORY)
 
 
 def read_events(path: Path) -> Loaded[Event]:
-    return _read(path, Event.from_json, EVENTS_FORMAT)
+    return read_records(path, EVENTS)
 
 
 class HistoryRecorder:

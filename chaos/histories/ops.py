@@ -21,6 +21,48 @@ class OpType(StrEnum):
 
 NEMESIS = "nemesis"
 
+OP_FIELDS = frozenset({"index", "time", "process", "type", "f", "value", "error"})
+OP_TYPES = frozenset(t.value for t in OpType)
+
+OpFields = tuple[int, float, int | str, str, str, Any, Any]
+EventFields = tuple[float, str, str, str, Any, Any, Any, dict[str, Any]]
+
+
+def op_fields(d: dict[str, Any]) -> OpFields:
+    """The checked fields of one history line: ``(index, time, process, type, f, value, error)``.
+
+    The one place a history line is judged, whatever record a reader builds from it. Raises
+    ``KeyError`` for a missing field (index, time, process, type, f are required, in that order),
+    ``ValueError`` or ``TypeError`` for an invalid one: a process that is not an int or a string
+    (Jepsen's process is a number or ``:nemesis``), a type other than invoke/ok/fail/info.
+    """
+    index = int(d["index"])
+    time = float(d["time"])
+    process = d["process"]
+    t = d["type"]
+    f = d["f"]
+    if type(t) is not str or t not in OP_TYPES:
+        raise ValueError(f"{t!r} is not a valid OpType")
+    if type(process) is not int and type(process) is not str:
+        raise ValueError(f"process {process!r} is not an int or a string")
+    return index, time, process, t, f if type(f) is str else str(f), d.get("value"), d.get("error")
+
+
+def event_fields(d: dict[str, Any]) -> EventFields:
+    """The checked fields of one events line, in :class:`Event`'s order (``data`` is the line's
+    own object, not a copy). Raises like :func:`op_fields`."""
+    data = d.get("data") or {}
+    return (
+        float(d["time"]),
+        str(d["node"]),
+        str(d["component"]),
+        str(d["kind"]),
+        d.get("task_id"),
+        d.get("event_id"),
+        d.get("pid"),
+        data if type(data) is dict else dict(data),
+    )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Op:
@@ -39,10 +81,6 @@ class Op:
     value: Any = None
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def is_invoke(self) -> bool:
-        return self.type is OpType.INVOKE
 
     @property
     def is_nemesis(self) -> bool:
@@ -65,16 +103,16 @@ class Op:
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> Op:
-        known = {"index", "time", "process", "type", "f", "value", "error"}
+        index, time, process, t, f, value, error = op_fields(d)
         return Op(
-            index=int(d["index"]),
-            time=float(d["time"]),
-            process=d["process"],
-            type=OpType(d["type"]),
-            f=str(d["f"]),
-            value=d.get("value"),
-            error=d.get("error"),
-            extra={k: v for k, v in d.items() if k not in known},
+            index=index,
+            time=time,
+            process=process,
+            type=OpType(t),
+            f=f,
+            value=value,
+            error=error,
+            extra={k: v for k, v in d.items() if k not in OP_FIELDS},
         )
 
 
@@ -129,15 +167,16 @@ class Event:
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> Event:
+        time, node, component, kind, task_id, event_id, pid, data = event_fields(d)
         return Event(
-            time=float(d["time"]),
-            node=str(d["node"]),
-            component=str(d["component"]),
-            kind=str(d["kind"]),
-            task_id=d.get("task_id"),
-            event_id=d.get("event_id"),
-            pid=d.get("pid"),
-            data=dict(d.get("data") or {}),
+            time=time,
+            node=node,
+            component=component,
+            kind=kind,
+            task_id=task_id,
+            event_id=event_id,
+            pid=pid,
+            data=dict(data),  # the caller's dict stays the caller's
         )
 
 

@@ -50,7 +50,7 @@ class FaultPointNemesis:
 
         fid = ctx.faults.start(self.point, apply, undo, intent={"point": self.point})
         ctx.progress(f"armed fault point {self.point}")
-        claim = ctx.live / "claims" / f"{self.point}.{gen}"
+        claim = ctx.live / "claims" / f"any-{self.point}.{gen}"
         ev = ctx.events.wait_for(
             # the service's event, confirmed by the claim it made with O_EXCL for this arming
             lambda e: (

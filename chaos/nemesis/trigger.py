@@ -5,11 +5,11 @@
 The phrase names a fault, the role that reaches the point, and the point; the workload's
 ``HoldPoints`` capability says which hold point a phrase arms (:func:`bind`). The orchestrator arms
 the hold file ``hold-<component>-<kind>`` in the run's control folder (any node) with a fresh
-generation; the first process that reaches the point claims that arming (``claims/<hold>.<gen>``,
+generation; the first process that reaches the point claims that arming (``claims/any-<hold>.<gen>``,
 created exclusively), reports a ``fault-point`` event with ``data.hold`` and waits. The trigger
 applies the fault to exactly that process (node and component from the event, once the claim file
 confirms it), then writes ``<hold>.release``: a paused process stays stopped until SIGCONT and only
-then reads the release (and acknowledges it in ``claims/<hold>.<gen>.released``); a killed one
+then reads the release (and acknowledges it in ``claims/any-<hold>.<gen>.released``); a killed one
 never does. The nemesis ops carry ``trigger`` = the event that fired them.
 
 ``until <kind>`` heals early, as soon as another process reports ``<kind>`` for the same task (the
@@ -172,7 +172,7 @@ class TriggerNemesis:
         since = len(ctx.events.events)
         hold_timeout = max(60.0, self.duration + 30.0)
         gen = secrets.token_hex(6)
-        claim = ctx.live / "claims" / f"{name}.{gen}"
+        claim = ctx.live / "claims" / f"any-{name}.{gen}"
         arm = {"armed_at": ctx.now(), "timeout": hold_timeout, "gen": gen}
         write_atomic(d / name, json.dumps(arm).encode(), durable=False)
         ctx.progress(f"armed {name} for '{tr.phrase}'")
@@ -239,7 +239,7 @@ class TriggerNemesis:
         if tr.fault != "kill":  # a killed process is not left to read it
             # the resumed process acknowledges its release; arming again before that could let
             # the next firing's process walk past its own hold
-            done_file = ctx.live / "claims" / f"{name}.{gen}.released"
+            done_file = ctx.live / "claims" / f"any-{name}.{gen}.released"
             deadline = time.monotonic() + 3.0
             while not done_file.exists() and time.monotonic() < deadline:
                 time.sleep(0.01)

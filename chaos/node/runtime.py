@@ -6,12 +6,12 @@ student's protocol or a client can never switch a fault on. Two kinds:
 
 - ``arm`` files: ``<control>/<node>/<point>`` — a one-shot fault point (``relay-crash-before-publish``).
   The arm file carries a generation ``gen``; the first process to reach the point claims that
-  arming by creating ``<claims>/<point>.<gen>`` with O_EXCL (exactly one process succeeds, on any
+  arming by creating ``<claims>/<folder>-<point>.<gen>`` with O_EXCL (exactly one process succeeds, on any
   node: the claims folder is one shared folder) and the fault fires.
 - ``hold`` files: ``<control>/<node>/hold-<component>-<kind>`` — when the service is about to
   report event ``kind``, it claims the arming the same way, reports a ``fault-point`` event, and
   waits until the orchestrator writes ``<same name>.release`` for that generation; then it creates
-  ``<claims>/<name>.<gen>.released``. The orchestrator stops the process in between, so a fault
+  ``<claims>/<folder>-<name>.<gen>.released``. The orchestrator stops the process in between, so a fault
   lands at an exact point of the protocol instead of by luck.
 """
 
@@ -112,7 +112,9 @@ class Hooks:
             except ValueError:
                 spec = {}
             gen = str(spec.get("gen", "0"))
-            claim = self._claims / f"{name}.{gen}"
+            # one claim per arming of one folder: a point armed for "any" node is claimed once
+            # across the cluster, one armed for n2 once on n2
+            claim = self._claims / f"{d.name}-{name}.{gen}"
             try:
                 fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
             except FileExistsError:
@@ -124,6 +126,7 @@ class Hooks:
                                      "pid": os.getpid()}))  # fmt: skip
             spec["_dir"] = str(d)
             spec["_gen"] = gen
+            spec["_claim"] = str(claim)
             return spec
         return None
 
@@ -162,10 +165,9 @@ class Hooks:
             if isinstance(got, dict) and str(got.get("gen", spec["_gen"])) == spec["_gen"]:
                 break
             time.sleep(0.005)
-        assert self._claims is not None
         with contextlib.suppress(OSError):
             fd = os.open(
-                self._claims / f"{name}.{spec['_gen']}.released",
+                f"{spec['_claim']}.released",
                 os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
                 0o644,
             )

@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from chaos.checkers.offline import write_history_edn
+from chaos.checkers.results import write_results
 from chaos.checkers.verdict import CheckResult, Verdict, combine
 from chaos.cluster.base import Backend
-from chaos.core.capabilities import Scenarios, SolutionMounts
+from chaos.core.capabilities import ReportSections, Scenarios, SolutionMounts
 from chaos.core.context import RunContext
 from chaos.core.ledger import FaultLedger
 from chaos.core.live import EventTail
@@ -325,14 +326,7 @@ def finish(
     results = wl.check(load_run(run_dir))
     verdict = combine(results)
     timings["check"] = round(time.monotonic() - t0, 4)
-    write_json(
-        run_dir / "results.json",
-        {
-            "verdict": verdict.value,
-            "exit_code": verdict.exit_code,
-            "results": [r.to_json() for r in results],
-        },
-    )
+    write_results(run_dir, results)
     if isinstance(wl, Scenarios):
         write_json(run_dir / "lab-report.json", wl.lab_report(load_run(run_dir), results))
     try:
@@ -354,7 +348,10 @@ def finish(
     write_json(run_dir / "spec.json", meta)
     t0 = time.monotonic()
     try:
-        render(run_dir)
+        render(
+            run_dir,
+            contributors=wl.report_sections() if isinstance(wl, ReportSections) else (),
+        )
         timings["report"] = round(time.monotonic() - t0, 3)
         write_json(run_dir / "spec.json", meta)
     except Exception as e:  # the verdict stands without its page; `chaos report` can retry

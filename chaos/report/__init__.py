@@ -3,16 +3,19 @@ timeline, plots, lab tables, parameters) and ``chaos serve`` to browse a store o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
+from chaos.report.contrib import Section, SectionContributor
 from chaos.report.loading import NotARunDir
 
-__all__ = ["NotARunDir", "render"]
+__all__ = ["NotARunDir", "Section", "SectionContributor", "render"]
 
 
-def render(run_dir: Path) -> Path:
-    """Write ``run_dir/report.html`` (and ``run_dir/plots/``) and return the page's path."""
+def render(run_dir: Path, contributors: Sequence[SectionContributor] = ()) -> Path:
+    """Write ``run_dir/report.html`` (and ``run_dir/plots/``) and return the page's path;
+    ``contributors`` add the workload's own sections (chaos.report.contrib)."""
     # A function rather than a re-export: importing chaos.report (chaos.cli does) stays cheap.
     from chaos.report.page import render as _render
 
-    return _render(run_dir)
+    return _render(run_dir, contributors)

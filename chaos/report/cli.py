@@ -1,7 +1,9 @@
 """``chaos report RUN_DIR`` and ``chaos serve``; wired into ``chaos.cli`` with add_command.
 
-Kept apart from ``chaos.cli`` so that module can import these without an import cycle; the exit
-codes repeat chaos.cli's convention (3 bad usage or input, 4 environment problem).
+The report knows no workload: ``chaos.cli`` builds these commands with a lookup from a run's name
+to its workload's section contributors (chaos.report.contrib). ``report_command`` and
+``serve_command`` are the generic ones (generic sections only). The exit codes repeat chaos.cli's
+convention (3 bad usage or input, 4 environment problem).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from typing import IO, Any
 
 import click
 
-from chaos.report.loading import NotARunDir
+from chaos.report.contrib import ContributorsFor, no_contributors
+from chaos.report.loading import NotARunDir, run_name
 from chaos.report.serve import DEFAULT_HOST, DEFAULT_PORT, make_server
 
 EXIT_USAGE = 3
@@ -28,46 +31,56 @@ class _Failed(click.ClickException):
         click.secho(f"chaos: {self.message}", fg="red", err=True)
 
 
-@click.command("report")
-@click.argument("run_dir", type=click.Path(path_type=Path))
-def report_command(run_dir: Path) -> None:
-    """Render RUN_DIR/report.html from the stored run (offline) and print its path."""
-    # Imported here: the page pulls in numpy, and every other chaos command would pay for it.
-    from chaos.report.page import render
+def make_report_command(contributors_for: ContributorsFor = no_contributors) -> click.Command:
+    @click.command("report")
+    @click.argument("run_dir", type=click.Path(path_type=Path))
+    def report_command(run_dir: Path) -> None:
+        """Render RUN_DIR/report.html from the stored run (offline) and print its path."""
+        # Imported here: the page pulls in numpy, and every other chaos command would pay for it.
+        from chaos.report.page import render
 
-    try:
-        out = render(run_dir)
-    except NotARunDir as x:
-        raise _Failed(str(x), EXIT_USAGE) from None
-    except OSError as x:
-        raise _Failed(f"cannot write the report: {x}", EXIT_ENV) from None
-    click.echo(str(out))
+        try:
+            out = render(run_dir, contributors_for(run_name(run_dir)))
+        except NotARunDir as x:
+            raise _Failed(str(x), EXIT_USAGE) from None
+        except OSError as x:
+            raise _Failed(f"cannot write the report: {x}", EXIT_ENV) from None
+        click.echo(str(out))
+
+    return report_command
 
 
-@click.command("serve")
-@click.option(
-    "--store",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=lambda: Path(os.environ.get("CHAOS_STORE", "store")),
-    show_default="store, or $CHAOS_STORE",
-    help="Folder that holds the stored runs.",
-)
-@click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to bind.")
-@click.option(
-    "--port", default=DEFAULT_PORT, show_default=True, type=int, help="Port (0: any free)."
-)
-def serve_command(store: Path, host: str, port: int) -> None:
-    """Browse the stored runs: list, open reports, download a run as a zip."""
-    try:
-        server = make_server(store, host, port)
-    except OSError as x:
-        raise _Failed(f"cannot listen on {host}:{port}: {x}", EXIT_ENV) from None
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        click.secho(f"warning: serving {store} to the network on {host}", fg="yellow", err=True)
-    click.echo(f"serving {store.resolve()} at {server.url} (Ctrl-C to stop)")
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+def make_serve_command(contributors_for: ContributorsFor = no_contributors) -> click.Command:
+    @click.command("serve")
+    @click.option(
+        "--store",
+        type=click.Path(path_type=Path, file_okay=False),
+        default=lambda: Path(os.environ.get("CHAOS_STORE", "store")),
+        show_default="store, or $CHAOS_STORE",
+        help="Folder that holds the stored runs.",
+    )
+    @click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to bind.")
+    @click.option(
+        "--port", default=DEFAULT_PORT, show_default=True, type=int, help="Port (0: any free)."
+    )
+    def serve_command(store: Path, host: str, port: int) -> None:
+        """Browse the stored runs: list, open reports, download a run as a zip."""
+        try:
+            server = make_server(store, host, port, contributors_for=contributors_for)
+        except OSError as x:
+            raise _Failed(f"cannot listen on {host}:{port}: {x}", EXIT_ENV) from None
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            click.secho(f"warning: serving {store} to the network on {host}", fg="yellow", err=True)
+        click.echo(f"serving {store.resolve()} at {server.url} (Ctrl-C to stop)")
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.server_close()
+
+    return serve_command
+
+
+report_command = make_report_command()
+serve_command = make_serve_command()

@@ -1,8 +1,9 @@
-"""Nemesis intervals: fault starts paired with their heals by ``fault_id``.
+"""Nemesis intervals as the report draws them: bands over the checkers' fault intervals.
 
-A band runs from the start's completion (the fault is in effect) to the heal's completion (it is
-certainly over), per docs/history-format.md. A fault never healed runs to the end of the run and is
-marked open, because that is exactly what a reader must notice.
+The intervals are worked out once, in :func:`chaos.checkers.faults.fault_intervals` (starts
+paired with heals by ``fault_id``, a heal without one healing everything); this module only
+gives them an end on the page — a fault never healed runs to the end of the run and is marked
+open, because that is exactly what a reader must notice — and their colours.
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.histories.ops import NEMESIS
-from chaos.report.loading import OpLike
+from chaos.checkers.faults import FaultInterval, NemesisOp, fault_intervals
 
 # Colours by fault kind, shared by the plots, the timeline and the sequence diagrams so a reader
 # learns them once. Lab fault points get the purple family.
@@ -67,101 +67,20 @@ class FaultBand:
         return self.start <= t1 and self.end >= t0
 
 
-def _target(value: Any, op: OpLike) -> tuple[tuple[str, ...], str | None, dict[str, Any]]:
-    detail = value if isinstance(value, dict) else {}
-    nodes: list[str] = []
-    grudge = detail.get("grudge")
-    if isinstance(grudge, dict):
-        nodes = sorted(str(n) for n in grudge)
-    elif isinstance(detail.get("nodes"), list):
-        nodes = [str(n) for n in detail["nodes"]]
-    elif detail.get("node") is not None:
-        nodes = [str(detail["node"])]
-    elif op.extra.get("node") is not None:
-        nodes = [str(op.extra["node"])]
-    process = detail.get("process") or op.extra.get("target_process")
-    return tuple(nodes), (str(process) if process else None), detail
+def band(interval: FaultInterval, end_time: float) -> FaultBand:
+    """The band of one interval; an open one runs to ``end_time``."""
+    end = interval.end if interval.end is not None else max(end_time, interval.start)
+    return FaultBand(
+        fault_id=str(interval.fault_id),
+        fault=interval.fault,
+        start=interval.start,
+        end=end,
+        open=interval.end is None,
+        nodes=interval.nodes,
+        process=interval.process,
+        detail=interval.detail,
+    )
 
 
-def _fid(op: OpLike) -> str | None:
-    fid = op.extra.get("fault_id")
-    return None if fid is None else str(fid)
-
-
-def _pairs(nemesis: list[OpLike]) -> list[tuple[OpLike, OpLike | None]]:
-    """Each nemesis request with its completion.
-
-    The nemesis is one process with one op outstanding, so a completion is the line right after
-    its request, with the same phase and fault id. Producers write the request either as
-    ``invoke`` (Jepsen) or already as ``info``; adjacency pairs both the same way.
-    """
-    out: list[tuple[OpLike, OpLike | None]] = []
-    pending: OpLike | None = None
-    for op in nemesis:
-        if (
-            pending is not None
-            and op.type != "invoke"
-            and _phase(op) == _phase(pending)
-            and _fid(op) in (None, _fid(pending))
-        ):
-            out.append((pending, op))
-            pending = None
-            continue
-        if pending is not None:
-            out.append((pending, None))
-        pending = op
-    if pending is not None:
-        out.append((pending, None))
-    return out
-
-
-def fault_bands(history: Sequence[OpLike], end_time: float) -> list[FaultBand]:
-    starts: dict[str, tuple[OpLike, OpLike | None]] = {}
-    bands: list[FaultBand] = []
-
-    def close(fid: str, t: float, is_open: bool) -> None:
-        req, comp = starts.pop(fid)
-        src = comp if comp is not None else req
-        nodes, process, detail = _target(src.value, src)
-        if not nodes and comp is not None:
-            nodes, process, detail = _target(req.value, req)
-        bands.append(
-            FaultBand(
-                fault_id=fid,
-                fault=str(req.extra.get("fault") or req.f),
-                start=src.time,
-                end=max(t, src.time),
-                open=is_open,
-                nodes=nodes,
-                process=process,
-                detail=detail,
-            )
-        )
-
-    nemesis = [op for op in history if op.process == NEMESIS]
-    for req, comp in _pairs(nemesis):
-        done = comp if comp is not None else req
-        fid = _fid(req) or (comp and _fid(comp))
-        if _phase(req) == "start":
-            starts[fid or f"@{req.index}"] = (req, comp)
-        elif fid is not None:
-            if fid in starts:
-                close(fid, done.time, False)
-        else:
-            # A heal without a fault id is a heal-all: it ends every fault still in effect.
-            for f in list(starts):
-                close(f, done.time, False)
-    for fid in list(starts):
-        close(fid, end_time, True)
-    bands.sort(key=lambda b: b.start)
-    return bands
-
-
-def _phase(op: OpLike) -> str:
-    phase = op.extra.get("phase")
-    if phase:
-        return str(phase)
-    # Producers that do not write a phase still follow Jepsen's naming (start-x / stop-x, heal).
-    if op.f.startswith(("stop", "heal", "resume", "recover")):
-        return "heal"
-    return "start"
+def fault_bands(history: Sequence[NemesisOp], end_time: float) -> list[FaultBand]:
+    return [band(iv, end_time) for iv in fault_intervals(history)]

@@ -29,14 +29,3 @@ class Plot:
     @property
     def data_uri(self) -> str:
         return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
-
-
-def read_plots(out: Path) -> list[Plot] | None:
-    """The plots another process drew into ``out``, or None if any is missing."""
-    got = []
-    for name, title in PLOTS:
-        png, svg = out / f"{name}.png", out / f"{name}.svg"
-        if not (png.is_file() and svg.is_file()):
-            return None
-        got.append(Plot(name, title, png.read_bytes(), png, svg))
-    return got

@@ -32,10 +32,6 @@ def as_text(v: Any) -> str:
     return v if isinstance(v, str) else fmt_value(v)
 
 
-def fmt_time(t: float) -> str:
-    return f"{t:.3f} s"
-
-
 def kv_table(d: Mapping[str, Any], cls: str = "kv") -> str:
     rows = "".join(f"<tr><th>{e(k)}</th><td>{_cell(v)}</td></tr>" for k, v in d.items())
     return f'<table class="{cls}">{rows}</table>'

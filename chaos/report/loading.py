@@ -13,15 +13,15 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
-from chaos.histories.jsonl import (
+from chaos.histories.ops import OP_FIELDS, Event, Op, event_fields, op_fields
+from chaos.histories.reader import (
     EVENTS_FORMAT,
-    FORMAT_VERSION,
     HISTORY_FORMAT,
+    LineFormat,
     LineProblem,
-    read_events,
-    read_history,
+    dict_blocks,
+    read_records,
 )
-from chaos.histories.ops import Event, Op
 from chaos.histories.store import workload_of
 
 REPORT_NAME = "report.html"
@@ -57,10 +57,6 @@ class OpLike(Protocol):
     def extra(self) -> dict[str, Any]: ...
 
 
-OP_FIELDS = frozenset({"index", "time", "process", "type", "f", "value", "error"})
-OP_TYPES = frozenset({"invoke", "ok", "fail", "info"})
-
-
 class OpRow(NamedTuple):
     """An op as the report holds it: ``Op``'s fields in a tuple, for the same reason as
     :class:`EventRow`."""
@@ -77,21 +73,11 @@ class OpRow(NamedTuple):
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> OpRow:
-        # Op.from_json's conversions and checks, so both readers accept the same lines.
-        t = d["type"]
-        if t not in OP_TYPES:
-            raise ValueError(f"{t!r} is not an op type")
-        extra = {k: v for k, v in d.items() if k not in OP_FIELDS} if len(d) > 6 else {}
-        return OpRow(
-            int(d["index"]),
-            float(d["time"]),
-            d["process"],
-            str(t),
-            str(d["f"]),
-            d.get("value"),
-            d.get("error"),
-            extra,
-        )
+        # op_fields judges the line, so this reader and read_history accept the same lines
+        index, time, process, t, f, value, error = op_fields(d)
+        # most lines carry no field of their own: a set comparison in C spares the dict
+        extra = {} if d.keys() <= OP_FIELDS else {k: v for k, v in d.items() if k not in OP_FIELDS}
+        return OpRow(index, time, process, t, f, value, error, extra)
 
     @staticmethod
     def of(op: Op) -> OpRow:
@@ -139,19 +125,9 @@ class EventRow(NamedTuple):
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> EventRow:
-        # The same conversions as Event.from_json, so both readers agree on every field.
-        g = d.get
-        return EventRow(
-            float(d["time"]),
-            str(d["node"]),
-            str(d["component"]),
-            str(d["kind"]),
-            g("task_id"),
-            g("event_id"),
-            g("pid"),
-            # A parsed dict nobody else holds: no copy needed (Event.from_json copies).
-            g("data") or {},
-        )
+        # event_fields judges the line, as for Event.from_json; its data is the parsed line's
+        # own dict, which nobody else holds: no copy
+        return EventRow(*event_fields(d))
 
     @staticmethod
     def of(ev: Event) -> EventRow:
@@ -224,63 +200,36 @@ def _read_object(path: Path, problems: list[str]) -> dict[str, Any] | None:
     return obj
 
 
-def _fast_records(path: Path, fmt: str) -> list[dict[str, Any]] | None:
-    """All records of a clean JSONL file in one C-level parse, or None to let the shared reader
-    go line by line (and report each problem with its line number).
-
-    Parsing 300k lines one ``json.loads`` at a time costs seconds; joining them into one JSON
-    array costs a fraction of that, and a report of a 100k-op run must render in a few seconds.
-    """
-    try:
-        data = path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            return None  # an unfinished last line: the shared reader names it
-        lines = [x for x in data.decode("utf-8").split("\n") if x.strip()]
-        objs = json.loads("[" + ",".join(lines) + "]")
-    except (OSError, ValueError):
-        return None
-    if not objs or not all(isinstance(o, dict) for o in objs):
-        return None
-    head = objs[0]
-    if head.get("format") != fmt or head.get("version") != FORMAT_VERSION:
-        return None
-    if any(
-        "format" in o and "version" in o and "type" not in o and "kind" not in o for o in objs[1:]
-    ):
-        return None
-    return objs[1:]
+_HISTORY: LineFormat[OpRow] = LineFormat(
+    HISTORY_FORMAT, OpRow.from_json, dict_blocks(OpRow.from_json)
+)
+_EVENTS: LineFormat[EventRow] = LineFormat(
+    EVENTS_FORMAT, EventRow.from_json, dict_blocks(EventRow.from_json)
+)
 
 
 def _read_history(path: Path, problems: list[str], run_dir: Path) -> list[OpRow]:
-    fast = _fast_records(path, HISTORY_FORMAT)
-    if fast is not None:
-        try:
-            return [OpRow.from_json(o) for o in fast]
-        except (KeyError, ValueError, TypeError):
-            pass
-    h = read_history(path)
+    h = read_records(path, _HISTORY)
     problems.extend(_short(x, run_dir) for x in h.problems)
-    return [OpRow.of(x) for x in h.records]
+    return h.records
 
 
 def _read_events(path: Path, problems: list[str], run_dir: Path) -> list[EventRow]:
-    fast = _fast_records(path, EVENTS_FORMAT)
-    records: list[EventRow] | None = None
-    if fast is not None:
-        try:
-            records = [EventRow.from_json(o) for o in fast]
-        except (KeyError, ValueError, TypeError):
-            records = None
-    if records is None:
-        e = read_events(path)
-        problems.extend(_short(x, run_dir) for x in e.problems)
-        records = [EventRow.of(x) for x in e.records]
+    e = read_records(path, _EVENTS)
+    problems.extend(_short(x, run_dir) for x in e.problems)
+    records = e.records
     records.sort(key=itemgetter(0))
     return records
 
 
 def _short(problem: LineProblem, run_dir: Path) -> str:
     return str(problem).replace(f"{run_dir}/", "")
+
+
+def run_name(run_dir: Path) -> str:
+    """The run's name as ``spec.json`` spells it (its ``lab``), or "" when it says none."""
+    spec = _read_object(Path(run_dir) / "spec.json", [])
+    return str((spec or {}).get("lab", "") or "")
 
 
 def load(run_dir: Path) -> RunData:

@@ -11,25 +11,23 @@ import os
 import re
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from importlib import resources
 from pathlib import Path
 
 import chaos
 from chaos.report.clientops import ClientOp, client_ops
+from chaos.report.contrib import GENERIC_ORDER, Section, SectionContributor
 from chaos.report.faults import FaultBand, fault_bands
 from chaos.report.figures import Plot
 from chaos.report.html import as_text, e, kv_table, section, table
-from chaos.report.lease import find_unsafe_leases
 from chaos.report.loading import REPORT_NAME, RunData, load
 from chaos.report.sections import (
     anomaly_task,
     anomaly_title,
     checker_results,
     checkers_table,
-    lab_report_table,
-    lease_section,
     missing_notice,
     params_section,
     plots_section,
@@ -43,15 +41,16 @@ from chaos.report.timeline import timeline_data, timeline_html
 MAX_DIAGRAMS = 12
 
 
+def _note(what: str, x: Exception) -> str:
+    detail = "".join(traceback.format_exception_only(x)).strip()
+    return f'<div class="notice">The {e(what)} could not be drawn: <code>{e(detail)}</code></div>'
+
+
 def _safe(title: str, build: Callable[[], str]) -> str:
     try:
         return build()
     except Exception as x:  # one odd field must not cost the reader the rest of the page
-        detail = "".join(traceback.format_exception_only(x)).strip()
-        return (
-            f'<div class="notice">The {e(title)} section could not be drawn: '
-            f"<code>{e(detail)}</code></div>"
-        )
+        return _note(f"{title} section", x)
 
 
 def _file_name(task_id: str) -> str:
@@ -179,35 +178,50 @@ class _Page:
         return table(["fault id", "fault", "target", "from (s)", "to (s)", "for (s)"], rows)
 
 
-def build_page(run: RunData) -> str:
+def _contributed(
+    run: RunData, contributors: Sequence[SectionContributor]
+) -> list[tuple[str, str, str, str]]:
+    """The contributors' sections as ``(after, id, title, body)``; one that raises becomes a
+    note in place of its sections."""
+    out: list[tuple[str, str, str, str]] = []
+    for c in contributors:
+        try:
+            got: Sequence[Section] = c.sections(run)
+        except Exception as x:  # one workload's odd data must not cost the generic page
+            name = type(c).__name__
+            out.append(("plots", f"contrib-{name}", name, _note(f"{name} sections", x)))
+            continue
+        out.extend((s.after, s.id, s.title, s.html) for s in got if s.html)
+    return out
+
+
+def build_page(run: RunData, contributors: Sequence[SectionContributor] = ()) -> str:
     p = _Page(run)
     lab = run.lab
     p.add("checkers", "Checkers", lambda: checkers_table(run))
     p.add("anomalies", "Anomalies and their evidence", p.anomalies)
-    if lab == "lab1" or any(ev.kind == "lock-acquired" for ev in run.events):
-        p.add(
-            "lease", "Unsafe lease", lambda: lease_section(find_unsafe_leases(run.events, p.bands))
-        )
     if p.tasks.events_by_task:
         p.add("normal", "A normal task, for comparison", p.normal_task)
     p.add("timeline", "Timeline", p.timeline)
     p.add("faults", "Faults injected", p.faults)
     p.add("plots", "Latency and throughput", p.plot_section)
-    if run.lab_report or lab == "lab3":
-        p.add(
-            "lab-report",
-            "Lab report",
-            lambda: (
-                lab_report_table(run.lab_report)
-                or '<p class="muted">lab-report.json is missing.</p>'
-            ),
-        )
     if p.tasks.events_by_task:
         p.add("excerpt", "Event excerpt of one task", p.excerpt)
     if run.final:
         p.add("final", "Final state", lambda: kv_table(run.final))
     p.add("params", "Parameters and reproduction", lambda: params_section(run))
     p.add("problems", "Problems reading the run", lambda: problems_section(run))
+    # A contributed section goes right after the generic one it names (in GENERIC_ORDER), so
+    # a workload places its story without knowing which generic sections this run shows.
+    rank = {sid: 2 * i for i, sid in enumerate(GENERIC_ORDER)}
+    placed = [(rank.get(sid, 2 * len(GENERIC_ORDER)), sid, t, b) for sid, t, b in p.sections]
+    placed += [
+        (rank.get(after, rank["plots"]) + 1, sid, t, b)
+        for after, sid, t, b in _contributed(run, contributors)
+    ]
+    placed.sort(key=lambda x: x[0])
+    p.sections = [(sid, t, b) for _, sid, t, b in placed]
+    expected = {k: v for c in contributors for k, v in _expected(c).items()}
 
     css = resources.files("chaos.report").joinpath("assets/report.css").read_text("utf-8")
     title = f"{lab or 'run'} · {run.name}"
@@ -229,7 +243,7 @@ def build_page(run: RunData) -> str:
         f"<h1>chaos report · {e(title)}</h1>"
         f'<div class="muted">{e(sub)}</div>'
         + _safe("verdict", lambda: verdict_block(run))
-        + missing_notice(run)
+        + missing_notice(run, expected)
         + f"<nav>{nav}</nav>"
         + body
         + f'<p class="muted">Rendered {e(stamp)} by chaos {e(chaos.__version__)} from '
@@ -237,15 +251,26 @@ def build_page(run: RunData) -> str:
     )
 
 
-def render(run_dir: Path) -> Path:
-    """Write ``run_dir/report.html`` (and ``run_dir/plots/``) and return the page's path."""
+def _expected(c: SectionContributor) -> dict[str, str]:
+    try:
+        return dict(c.expected_files())
+    except Exception:  # a notice is a courtesy; the contributor's sections say the rest
+        return {}
+
+
+def render(run_dir: Path, contributors: Sequence[SectionContributor] = ()) -> Path:
+    """Write ``run_dir/report.html`` (and ``run_dir/plots/``) and return the page's path.
+
+    ``contributors`` add the run's workload's own sections (chaos.report.contrib); without any
+    the page has the generic sections only.
+    """
     # A large run is a few hundred thousand small acyclic objects built in one go; the cyclic
     # collector would rescan the growing heap over and over and more than double the time.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         run = load(Path(run_dir))
-        page = build_page(run)
+        page = build_page(run, contributors)
     finally:
         if was_enabled:
             gc.enable()

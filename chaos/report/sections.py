@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
 from typing import Any
 
 from chaos.histories.store import workload_of
 from chaos.report.figures import Plot
 from chaos.report.html import as_text, e, fmt_value, kv_table, table
-from chaos.report.lease import UnsafeLease, narrative
 from chaos.report.loading import RunData
 
 VERDICTS = ("valid", "invalid", "unknown")
@@ -100,21 +100,22 @@ def anomaly_task(a: dict[str, Any]) -> str | None:
     return str(tid) if isinstance(tid, str | int) else None
 
 
-def missing_notice(run: RunData) -> str:
-    expected = ["spec.json", "history.jsonl", "events.jsonl", "final.json", "results.json"]
-    if run.lab == "lab3":
-        expected.append("lab-report.json")
-    missing = [m for m in run.missing if m in expected]
-    if not missing and not run.problems:
-        return ""
+def missing_notice(run: RunData, expected: Mapping[str, str] | None = None) -> str:
+    """The files a run should have and lacks; ``expected``: the workload's own files, each with
+    what the page loses without it."""
     what = {
         "spec.json": "parameters unknown",
         "history.jsonl": "no ops: no timeline, no plots",
         "events.jsonl": "no system events: no sequence diagrams, no event excerpt",
         "final.json": "no final state",
         "results.json": "no verdict: the checkers never ran",
-        "lab-report.json": "no lab report table",
+        **(expected or {}),
     }
+    missing = [m for m in run.missing if m in what]
+    # the loader lists the files it reads; a workload's own others are looked for here
+    missing += [m for m in expected or {} if m not in missing and not (run.path / m).exists()]
+    if not missing and not run.problems:
+        return ""
     items = "".join(f"<li><code>{e(m)}</code> is missing — {e(what[m])}</li>" for m in missing)
     if run.problems:
         items += (
@@ -124,58 +125,6 @@ def missing_notice(run: RunData) -> str:
         '<div class="notice" id="missing"><b>This run is incomplete.</b> The page shows what '
         f"exists.<ul>{items}</ul></div>"
     )
-
-
-def lease_section(findings: list[UnsafeLease]) -> str:
-    if not findings:
-        return ""
-    u = findings[0]
-    steps = narrative(u)
-    cls = "story-bad" if u.applied_twice else "story-ok"
-    items = "".join(
-        f'<li class="{cls}">{e(s)}</li>' if i == len(steps) - 1 else f"<li>{e(s)}</li>"
-        for i, s in enumerate(steps)
-    )
-    more = (
-        f'<p class="muted">{len(findings) - 1} more occurrence(s) in this run.</p>'
-        if len(findings) > 1
-        else ""
-    )
-    intro = (
-        "<p>The events show the <b>unsafe-lease timeline</b>: a lock holder paused past its "
-        "lease, another instance took over, and the first one woke up.</p>"
-    )
-    return intro + f'<ol class="story" id="unsafe-lease">{items}</ol>' + more
-
-
-def lab_report_table(report: dict[str, Any]) -> str:
-    if not report:
-        return ""
-    parts = []
-    scenarios = report.get("scenarios")
-    if isinstance(scenarios, dict) and all(isinstance(v, dict) for v in scenarios.values()):
-        cols: list[str] = []
-        for v in scenarios.values():
-            cols.extend(k for k in v if k not in cols)
-        rows = []
-        for name, v in scenarios.items():
-            cells = [e(name)]
-            for c in cols:
-                x = v.get(c, "")
-                if c == "verdict" and x in VERDICTS:
-                    cells.append(f'<span class="pill {e(x)}">{e(x)}</span>')
-                else:
-                    cells.append(e(fmt_value(x)) if x != "" else "")
-            rows.append(cells)
-        parts.append(table(["scenario", *cols], rows, raw=True))
-        rest = {k: v for k, v in report.items() if k != "scenarios"}
-    else:
-        rest = report
-    if rest:
-        parts.append(kv_table(rest))
-    raw = json.dumps(report, indent=2, default=str)
-    parts.append(f"<details><summary>lab-report.json</summary><pre>{e(raw)}</pre></details>")
-    return "".join(parts)
 
 
 def _versions(v: Any) -> str:

@@ -28,8 +28,9 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from chaos.histories.store import workload_of
+from chaos.report.contrib import ContributorsFor, no_contributors
 from chaos.report.html import as_text, e
-from chaos.report.loading import REPORT_NAME
+from chaos.report.loading import REPORT_NAME, run_name
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -272,7 +273,7 @@ class _Handler(BaseHTTPRequestHandler):
             if needs_render(run_dir):
                 from chaos.report.page import render
 
-                render(run_dir)
+                render(run_dir, self.server.contributors_for(run_name(run_dir)))
         self._send(HTTPStatus.OK, (run_dir / REPORT_NAME).read_bytes(), "text/html; charset=utf-8")
 
     def _zip(self, run_dir: Path) -> None:
@@ -298,9 +299,11 @@ class ReportServer(ThreadingHTTPServer):
         port: int = DEFAULT_PORT,
         *,
         quiet: bool = False,
+        contributors_for: ContributorsFor = no_contributors,
     ) -> None:
         self.store = store
         self.quiet = quiet
+        self.contributors_for = contributors_for
         # Rendering writes report.html and plots/; one at a time keeps two tabs from racing.
         self.render_lock = threading.Lock()
         super().__init__((host, port), _Handler)
@@ -313,9 +316,15 @@ class ReportServer(ThreadingHTTPServer):
 
 
 def make_server(
-    store: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, quiet: bool = False
+    store: Path,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    quiet: bool = False,
+    contributors_for: ContributorsFor = no_contributors,
 ) -> ReportServer:
-    return ReportServer(store, host, port, quiet=quiet)
+    """A server over ``store``; ``contributors_for`` gives each run's workload sections."""
+    return ReportServer(store, host, port, quiet=quiet, contributors_for=contributors_for)
 
 
 __all__ = [

@@ -73,11 +73,6 @@ class TaskIndex:
             elif ev.kind in ("crash", "fault-point"):
                 self._crashes.append(ev)
 
-    @property
-    def task_ids(self) -> list[str]:
-        seen = dict.fromkeys(list(self.events_by_task) + list(self.ops_by_task))
-        return list(seen)
-
     def view(self, task_id: str) -> TaskView | None:
         evs = list(self.events_by_task.get(task_id, []))
         ops = list(self.ops_by_task.get(task_id, []))

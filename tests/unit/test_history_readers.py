@@ -18,10 +18,16 @@ from chaos.checkers.offline import _jsonl_rows, load_any_history
 from chaos.histories import edn, jepsen_log
 from chaos.histories.jsonl import read_history
 from chaos.histories.ops import NEMESIS, Op, OpType
+from tests.corpus import PORCUPINE
+from tests.fuzz import examples
 
-FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 # Whole histories cost more to draw; fewer examples keep the unit suite fast.
-FUZZ_OPS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ_OPS = settings(
+    max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 # ----------------------------------------------------------------- strategies
 
@@ -99,7 +105,8 @@ def test_jsonl_readers_never_raise_and_agree(lines: list[str], newline_at_end: b
 def test_jsonl_malformed_line_reported_with_its_number(history: list[Op], data: Any) -> None:
     lines = jsonl_text(history).splitlines()
     at = data.draw(st.integers(1, len(lines)))  # 0-based position of the bad line
-    lines.insert(at, data.draw(st.sampled_from(["{oops", "[1, 2]", '{"index": 1}', "nul"])))
+    bad = '{"index": 1e400, "time": 0, "process": 0, "type": "ok", "f": "w"}'
+    lines.insert(at, data.draw(st.sampled_from(["{oops", "[1, 2]", '{"index": 1}', "nul", bad])))
     import tempfile
 
     with tempfile.TemporaryDirectory() as d:
@@ -296,8 +303,9 @@ def test_log_lines_jepsen_and_history_txt() -> None:
     assert len(problems) == 1 and problems[0].line == 2 and problems[0].truncated
 
 
+@pytest.mark.corpus
 def test_load_any_history_on_porcupine_files() -> None:
-    root = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "porcupine"
+    root = PORCUPINE
     ops_log, p1 = load_any_history(root / "jepsen" / "etcd_001.log")
     ops_edn, p2 = load_any_history(root / "kv" / "c01-ok.txt")
     assert p1 == [] and p2 == [] and len(ops_log) > 100 and len(ops_edn) == 116
@@ -311,8 +319,10 @@ def test_lean_reader_blocks_agree_with_line_reader(history: list[Op], data: Any)
     """Small blocks force many msgspec blocks and line-by-line fallbacks in one file."""
     import tempfile
 
-    import chaos.checkers.offline as offline
+    from chaos.histories import reader
 
+    # the reference: every line on its own, no block decoding
+    by_line = reader.LineFormat(reader.HISTORY_FORMAT, Op.from_json)
     lines = jsonl_text(history).splitlines()
     for _ in range(data.draw(st.integers(0, 3))):
         at = data.draw(st.integers(1, len(lines)))
@@ -321,13 +331,15 @@ def test_lean_reader_blocks_agree_with_line_reader(history: list[Op], data: Any)
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "h.jsonl"
         path.write_text(text)
-        saved = offline._CHUNK
-        offline._CHUNK = data.draw(st.integers(1, 400))
+        saved = reader.BLOCK_BYTES
+        reader.BLOCK_BYTES = data.draw(st.integers(1, 400))
         try:
             rows, problems = _jsonl_rows(path)
+            blocks = read_history(path)
         finally:
-            offline._CHUNK = saved
-        loaded = read_history(path)
+            reader.BLOCK_BYTES = saved
+        loaded = reader.read_records(path, by_line)
+    assert blocks == loaded
     assert [(p.line, p.truncated) for p in problems] == [
         (p.line, p.truncated) for p in loaded.problems
     ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +14,8 @@ from chaos.checkers.linearizable import check_linearizable, check_partitions, pr
 from chaos.checkers.verdict import Verdict
 from chaos.histories import edn, jepsen_log
 from chaos.histories.ops import Op, OpType
-
-PORCUPINE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "porcupine"
+from tests.corpus import PORCUPINE
+from tests.fuzz import examples
 
 
 def h(*events: tuple[Any, ...]) -> list[Op]:
@@ -455,7 +454,7 @@ def histories(draw: st.DrawFn, model: str) -> list[Op]:
 
 
 @pytest.mark.parametrize("model", sorted(_OPS))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=st.data())
 def test_search_agrees_with_brute_force(model: str, data: st.DataObject) -> None:
     history = data.draw(histories(model))
@@ -476,11 +475,15 @@ def _expected() -> list[tuple[str, str]]:
     return [tuple(r.split("\t")) for r in rows if r.strip()]  # type: ignore[misc]
 
 
+@pytest.mark.corpus
 def test_porcupine_data_is_there() -> None:
     assert len(_expected()) == 108, f"expected.tsv not found under {PORCUPINE}"
 
 
-@pytest.mark.parametrize("name,expected", _expected() if PORCUPINE.exists() else [])
+@pytest.mark.corpus
+@pytest.mark.parametrize(
+    "name,expected", _expected() if PORCUPINE.exists() else [("(corpus absent)", "")]
+)
 def test_porcupine_history_verdict(name: str, expected: str) -> None:
     path = PORCUPINE / name
     if name.startswith("jepsen/"):
@@ -495,6 +498,7 @@ def test_porcupine_history_verdict(name: str, expected: str) -> None:
     assert r.verdict is want, r.summary
 
 
+@pytest.mark.corpus
 def test_c50_bad_is_illegal_quickly() -> None:
     t0 = time.perf_counter()
     ops, _ = edn.read_history(PORCUPINE / "kv" / "c50-bad.txt")
@@ -506,6 +510,7 @@ def test_c50_bad_is_illegal_quickly() -> None:
     assert elapsed < 2.0  # 0.5 s on an idle machine; slack for a busy CI
 
 
+@pytest.mark.corpus
 def test_partitions_check_directly() -> None:
     ops, _ = jepsen_log.read_log(PORCUPINE / "jepsen" / "etcd_000.log")
     model = models.cas_register()

@@ -1,4 +1,4 @@
-"""The report's building blocks: fault bands, op intervals, the lease story, safe inline JSON."""
+"""The report's building blocks: fault bands, op intervals, safe inline JSON."""
 
 from __future__ import annotations
 
@@ -6,13 +6,10 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-
-from chaos.histories.ops import Event, Op, OpType
+from chaos.histories.ops import Op, OpType
 from chaos.report.clientops import client_ops
 from chaos.report.faults import fault_bands, fault_colour
 from chaos.report.html import script_json
-from chaos.report.lease import find_unsafe_leases
 from chaos.report.timeline import timeline_data
 from tests.fixtures import synthetic_runs as runs
 
@@ -103,28 +100,6 @@ def test_inline_json_cannot_close_its_script() -> None:
     assert json.loads(inner.group(1))["v"] == "</script><script>alert(1)</script>"
 
 
-def _ev(t: float, node: str, kind: str, **data: object) -> Event:
-    return Event(time=t, node=node, component="orders", kind=kind, data=dict(data))
-
-
-def test_no_unsafe_lease_without_a_takeover_during_the_pause() -> None:
-    h = [
-        _nem(0, 2.0, "invoke", "start", "f"),
-        _nem(1, 2.0, "info", "start", "f", {"node": "n1"}),
-        _nem(2, 3.0, "invoke", "heal", "f"),
-        _nem(3, 3.0, "info", "heal", "f"),
-    ]
-    bands = fault_bands(h, 9.0)
-    evs = [
-        _ev(1.0, "n1", "lock-acquired", token=1),
-        _ev(3.5, "n1", "write", token=1, outcome="applied"),
-    ]
-    assert find_unsafe_leases(evs, bands) == []
-    evs.insert(1, _ev(2.5, "n2", "lock-acquired", token=2))
-    (u,) = find_unsafe_leases(evs, bands)
-    assert u.second.node == "n2" and u.stale_write is not None and u.applied_twice
-
-
 def test_fast_loader_reads_what_the_shared_readers_read(tmp_path: Path) -> None:
     from chaos.histories.jsonl import read_events, read_history
     from chaos.report.loading import EventRow, OpRow, load
@@ -150,13 +125,3 @@ def test_bands_pair_requests_written_as_info_too() -> None:
     (b,) = fault_bands(h, end_time=9.0)
     assert (b.fault_id, b.start, b.end, b.open) == ("1", 2.59, 7.60, False)
     assert b.nodes == ("n1",) and b.process == "worker" and b.detail["pid"] == 50
-
-
-def test_lease_expiry_from_a_wall_clock_grant() -> None:
-    from chaos.report.lease import _expiry
-
-    wall = _ev(2.89, "n1", "lock-acquired", token=1, until=1795949077.95, locked_at=1795949074.95)
-    assert _expiry(wall) == pytest.approx(5.89)
-    assert _expiry(_ev(2.0, "n1", "lock-acquired", until=4.5)) == 4.5
-    assert _expiry(_ev(2.0, "n1", "lock-acquired", ttl=3.0)) == 5.0
-    assert _expiry(_ev(2.0, "n1", "lock-acquired", until="tomorrow")) is None

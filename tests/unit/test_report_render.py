@@ -8,13 +8,24 @@ from pathlib import Path
 
 import pytest
 
-from chaos.report import NotARunDir, render
+from chaos.report import NotARunDir, Section, SectionContributor, render
 from chaos.report import plots as plots_mod
+from chaos.report.loading import RunData, run_name
+from chaos.workloads.lab1.report import UnsafeLeaseSection
+from chaos.workloads.lab3.report import LabReportSection
 from tests.fixtures import synthetic_runs as runs
 
+# what chaos report passes for a run of each lab (the workloads' report_sections)
+SECTIONS: dict[str, list[SectionContributor]] = {
+    "lab1": [UnsafeLeaseSection()],
+    "lab3": [LabReportSection()],
+}
 
-def _page(run_dir: Path) -> str:
-    out = render(run_dir)
+
+def _page(run_dir: Path, contributors: list[SectionContributor] | None = None) -> str:
+    if contributors is None:
+        contributors = SECTIONS.get(run_name(run_dir), [])
+    out = render(run_dir, contributors)
     assert out == run_dir.resolve() / "report.html"
     return out.read_text(encoding="utf-8")
 
@@ -30,8 +41,18 @@ def store(tmp_path: Path) -> Path:
     return tmp_path / "store"
 
 
-def test_invalid_lab3_puts_the_verdict_and_its_sentence_first(store: Path) -> None:
-    page = _page(runs.invalid_lab3(store))
+@pytest.fixture(scope="module")
+def invalid_lab3(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The invalid lab3 run rendered once for the tests that only read its page and files (a
+    render draws three matplotlib plots, about a second)."""
+    run_dir = runs.invalid_lab3(tmp_path_factory.mktemp("store"))
+    return run_dir, _page(run_dir)
+
+
+def test_invalid_lab3_puts_the_verdict_and_its_sentence_first(
+    invalid_lab3: tuple[Path, str],
+) -> None:
+    _, page = invalid_lab3
     verdict = page.index('id="verdict"')
     assert 'class="verdict invalid"' in page
     sentence = page.index("task t7: counter incremented twice — commit by n2 at 4.310 s")
@@ -39,9 +60,10 @@ def test_invalid_lab3_puts_the_verdict_and_its_sentence_first(store: Path) -> No
     assert "decided by double-apply, counter" in page
 
 
-def test_invalid_lab3_draws_the_anomalys_sequence_diagram_with_the_pause_band(store: Path) -> None:
-    run_dir = runs.invalid_lab3(store)
-    page = _page(run_dir)
+def test_invalid_lab3_draws_the_anomalys_sequence_diagram_with_the_pause_band(
+    invalid_lab3: tuple[Path, str],
+) -> None:
+    run_dir, page = invalid_lab3
     m = re.search(r'<svg[^>]*class="seq" data-task="t7".*?</svg>', page, re.S)
     assert m, "no sequence diagram for t7"
     svg = m.group(0)
@@ -59,17 +81,18 @@ def test_invalid_lab3_draws_the_anomalys_sequence_diagram_with_the_pause_band(st
     assert (run_dir / "plots" / "sequence-t7.svg").read_text().startswith("<svg")
 
 
-def test_a_normal_task_is_drawn_for_comparison(store: Path) -> None:
-    page = _page(runs.invalid_lab3(store))
+def test_a_normal_task_is_drawn_for_comparison(invalid_lab3: tuple[Path, str]) -> None:
+    _, page = invalid_lab3
     normal = page[page.index('<section id="normal">') :]
     m = re.search(r'class="seq" data-task="([^"]+)"', normal)
     assert m and m.group(1) not in ("t7",)
     assert "AGAIN" not in normal[: normal.index("</section>")]
 
 
-def test_timeline_carries_every_client_op_and_the_fault_band(store: Path) -> None:
-    run_dir = runs.invalid_lab3(store)
-    page = _page(run_dir)
+def test_timeline_carries_every_client_op_and_the_fault_band(
+    invalid_lab3: tuple[Path, str],
+) -> None:
+    run_dir, page = invalid_lab3
     assert '<canvas id="tl-canvas"' in page
     data = _timeline(page)
     history = [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines()[1:]]
@@ -91,9 +114,8 @@ def test_timeline_carries_every_client_op_and_the_fault_band(store: Path) -> Non
     assert {"commit", "delivery", "ack"} <= set(data["kinds"])
 
 
-def test_plots_are_written_as_png_and_svg_and_embedded(store: Path) -> None:
-    run_dir = runs.invalid_lab3(store)
-    page = _page(run_dir)
+def test_plots_are_written_as_png_and_svg_and_embedded(invalid_lab3: tuple[Path, str]) -> None:
+    run_dir, page = invalid_lab3
     for name in ("latency-raw", "latency-quantiles", "throughput"):
         png = (run_dir / "plots" / f"{name}.png").read_bytes()
         assert png.startswith(b"\x89PNG\r\n\x1a\n")
@@ -102,8 +124,8 @@ def test_plots_are_written_as_png_and_svg_and_embedded(store: Path) -> None:
     assert page.count("data:image/png;base64,") == 3
 
 
-def test_page_is_self_contained(store: Path) -> None:
-    page = _page(runs.invalid_lab3(store))
+def test_page_is_self_contained(invalid_lab3: tuple[Path, str]) -> None:
+    _, page = invalid_lab3
     assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', page)
     assert "<link" not in page and "<script src" not in page and "@import" not in page
     assert not re.search(r"url\((https?:)?//", page)
@@ -136,26 +158,70 @@ def test_valid_lab3_shows_lab_report_excerpt_and_reproduction(store: Path) -> No
     assert "etcd 3.5.1, nats-server 2.15.1, chaos 0.1.0" in params
 
 
+@pytest.mark.usefixtures("no_plots")
 def test_lab1_names_the_unsafe_lease_timeline(store: Path) -> None:
     page = _page(runs.lab1_unsafe_lease(store))
     story = re.search(r'<ol class="story" id="unsafe-lease">(.*?)</ol>', page, re.S)
     assert story
     steps = re.findall(r"<li[^>]*>(.*?)</li>", story.group(1))
     assert len(steps) == 6
-    assert steps[0].startswith("1.200 s — n1 acquired the lock (fencing token 5)")
-    assert "paused orders@n1 (SIGSTOP)" in steps[1]
-    assert "4.200 s — n1&#x27;s lease expired" in steps[2]
-    assert "n2 acquired the lock (fencing token 6)" in steps[3] and "applied" in steps[3]
+    assert steps[0].startswith("1.20 s — n1 acquired the lock with token 5")
+    assert "the nemesis stopped n1 (pause)" in steps[1]
+    assert "4.20 s — n1&#x27;s lease expired" in steps[2]
+    assert "n2 acquired the lock with token 6" in steps[3] and "applied" in steps[3]
     assert "resumed" in steps[4]
     assert "APPLIED" in steps[5] and "applied twice" in steps[5]
+    assert '<li class="story-bad">' in story.group(1)
+    # the story sits right after the anomalies, before the generic sections that follow them
+    assert page.index('<section id="anomalies">') < page.index('<section id="lease">')
+    assert page.index('<section id="lease">') < page.index('<section id="timeline">')
 
 
+@pytest.mark.usefixtures("no_plots")
 def test_lab1_fenced_run_tells_the_stale_write_was_rejected(store: Path) -> None:
     page = _page(runs.lab1_unsafe_lease(store, fenced=True))
     assert 'class="verdict valid"' in page
-    assert "rejected-stale. The fencing token stopped the stale write" in page
+    story = page[page.index('id="unsafe-lease"') :]
+    assert '<li class="story-ok">' in story and "was rejected as stale" in story
 
 
+@pytest.mark.usefixtures("no_plots")
+def test_without_contributors_the_page_is_generic(store: Path) -> None:
+    page = _page(runs.lab1_unsafe_lease(store), [])
+    assert 'id="unsafe-lease"' not in page and '<section id="lease">' not in page
+    assert 'class="verdict invalid"' in page and '<section id="checkers">' in page
+    assert "unsafe-lease" in page  # the checker's own result is still in the generic table
+    page = _page(runs.valid_lab3(store), [])
+    assert '<section id="lab-report">' not in page and '<section id="timeline">' in page
+
+
+class _Broken:
+    def expected_files(self) -> dict[str, str]:
+        return {"extra.json": "no extra table"}
+
+    def sections(self, run: RunData) -> list[Section]:
+        raise RuntimeError(f"cannot tell {run.name}")
+
+
+class _Told:
+    def expected_files(self) -> dict[str, str]:
+        return {}
+
+    def sections(self, run: RunData) -> list[Section]:
+        return [Section(id="told", title="Told", html="<p>told</p>", after="checkers")]
+
+
+@pytest.mark.usefixtures("no_plots")
+def test_a_contributor_that_raises_costs_only_its_own_sections(store: Path) -> None:
+    page = _page(runs.invalid_lab3(store), [_Broken(), _Told()])
+    assert "_Broken sections could not be drawn" in page and "cannot tell" in page
+    assert "<code>extra.json</code> is missing — no extra table" in page
+    assert page.index('<section id="checkers">') < page.index('<section id="told">')
+    assert page.index('<section id="told">') < page.index('<section id="anomalies">')
+    assert "task t7: counter incremented twice" in page
+
+
+@pytest.mark.usefixtures("no_plots")
 def test_truncated_run_renders_what_exists_and_says_what_is_missing(store: Path) -> None:
     page = _page(runs.truncated_run(store))
     assert "NOT CHECKED" in page and "results.json is missing" in page
@@ -185,6 +251,7 @@ def test_not_a_run_is_refused(tmp_path: Path) -> None:
         render(tmp_path)
 
 
+@pytest.mark.usefixtures("no_plots")
 def test_odd_data_never_costs_the_page(store: Path) -> None:
     run_dir = runs.invalid_lab3(store)
     results = json.loads((run_dir / "results.json").read_text())

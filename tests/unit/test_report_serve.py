@@ -15,6 +15,8 @@ import pytest
 
 from chaos.report.cli import serve_command
 from chaos.report.serve import ReportServer, make_server
+from chaos.workloads.lab1.report import UnsafeLeaseSection
+from chaos.workloads.lab3.report import LabReportSection
 from tests.fixtures import synthetic_runs as runs
 
 
@@ -32,7 +34,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(store: Path) -> Iterator[ReportServer]:
-    srv = make_server(store, port=0, quiet=True)
+    # as chaos serve does: each run's workload adds its own sections
+    sections = {"lab1": [UnsafeLeaseSection()], "lab3": [LabReportSection()]}
+    srv = make_server(store, port=0, quiet=True, contributors_for=lambda n: sections.get(n, []))
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
     yield srv
@@ -80,17 +84,20 @@ def test_lists_runs_newest_first_with_verdicts(server: ReportServer) -> None:
     assert "check_then_act" in page and "reference" in page and "pause" in page
 
 
+@pytest.mark.usefixtures("no_plots")  # about when pages render, not plots
 def test_serves_a_report_rendering_on_demand(server: ReportServer, store: Path) -> None:
     run_dir = store / "lab3" / "20261129T102000-c3d4"
     assert not (run_dir / "report.html").exists()
     status, headers, body = get(server, "/run/lab3/20261129T102000-c3d4/")
     assert status == 200 and headers["content-type"] == "text/html; charset=utf-8"
     assert "task t7: counter incremented twice" in body.decode()
+    assert '<section id="lab-report">' in body.decode()
     assert (run_dir / "report.html").exists()
     status, _, _ = get(server, "/run/lab3/20261129T102000-c3d4")
     assert status == 301
 
 
+@pytest.mark.usefixtures("no_plots")  # about when pages render, not plots
 def test_rerenders_when_results_are_newer(server: ReportServer, store: Path) -> None:
     run_dir = store / "lab3" / "20261129T101500-a1b2"
     get(server, "/run/lab3/20261129T101500-a1b2/report.html")
@@ -106,7 +113,9 @@ def test_rerenders_when_results_are_newer(server: ReportServer, store: Path) -> 
     assert report.stat().st_mtime == stamp
 
 
-def test_serves_run_files_and_a_zip(server: ReportServer) -> None:
+def test_serves_run_files_and_a_zip(server: ReportServer, store: Path) -> None:
+    # a render of its own, with the plots (an earlier test may have rendered it without)
+    (store / "lab3" / "20261129T102000-c3d4" / "report.html").unlink(missing_ok=True)
     get(server, "/run/lab3/20261129T102000-c3d4/")
     status, headers, body = get(server, "/run/lab3/20261129T102000-c3d4/plots/latency-raw.png")
     assert status == 200 and headers["content-type"] == "image/png"
@@ -184,7 +193,7 @@ def test_a_run_that_cannot_be_rendered_is_a_500_not_a_hang(
 ) -> None:
     from chaos.report import page
 
-    def boom(_: Path) -> Path:
+    def boom(_: Path, *__: object) -> Path:
         raise OSError("read-only file system")
 
     monkeypatch.setattr(page, "render", boom)

@@ -22,6 +22,7 @@ from chaos.workloads import solutions
 from chaos.workloads.lab1 import checkers, points
 from chaos.workloads.lab1.final_state import finished, read_final
 from chaos.workloads.lab1.protocol_api import REQUIRED
+from chaos.workloads.lab1.report import UnsafeLeaseSection
 from chaos.workloads.lab1.service import COMPONENT
 from chaos.workloads.systems import etcd
 from chaos.workloads.systems.roles import system_role
@@ -134,3 +135,7 @@ class Lab1:
 
     def check(self, run: StoredRun) -> list[CheckResult]:
         return checkers.check(run.history, run.events, run.final or None)
+
+    def report_sections(self) -> list[UnsafeLeaseSection]:
+        """This workload's sections of its runs' report pages (chaos.report.contrib)."""
+        return [UnsafeLeaseSection()]

@@ -19,6 +19,7 @@ from chaos.histories.ops import OpType
 from chaos.histories.store import StoredRun
 from chaos.workloads import solutions
 from chaos.workloads.lab3 import broker, checkers, keys, lab_report, points
+from chaos.workloads.lab3.report import LabReportSection
 from chaos.workloads.systems import etcd, etcd_record, nats
 from chaos.workloads.systems.roles import system_role
 
@@ -309,6 +310,10 @@ class Lab3:
 
     def combined_report(self, reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
         return lab_report.combined_report(reports)
+
+    def report_sections(self) -> list[LabReportSection]:
+        """This workload's sections of its runs' report pages (chaos.report.contrib)."""
+        return [LabReportSection()]
 
 
 def rate_cap(spec: TestSpec) -> float:

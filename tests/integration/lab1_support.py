@@ -1,4 +1,5 @@
-"""Real etcd and real lab1 service processes on this host, for the lab1 unit tests.
+"""Real etcd and real lab1 service processes on this host, for the lab1 tests that
+need no Docker engine (marked ``integration``: they take tens of seconds).
 
 Everything started here is a child of the test process and is stopped by its own pid.
 """
@@ -155,6 +156,7 @@ class Replicas:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.history: list[Op] = []
         (live / "control").mkdir(parents=True, exist_ok=True)
+        (live / "claims").mkdir(parents=True, exist_ok=True)
         for node in NODES:
             (live / "control" / node).mkdir(exist_ok=True)
         sol = SOLUTIONS / solution if "/" not in solution else Path(solution)

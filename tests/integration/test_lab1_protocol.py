@@ -15,7 +15,10 @@ from chaos.workloads.lab1.protocol_api import ALREADY, APPLIED, STALE, Change, L
 from chaos.workloads.lab1.solutions.check_lease_before_write import protocol as checked
 from chaos.workloads.lab1.solutions.no_fencing import protocol as unfenced
 from chaos.workloads.lab1.solutions.reference import protocol as ref
-from tests.unit.lab1_support import EtcdServer, etcd, etcd_server
+from tests.integration.lab1_support import EtcdServer, etcd, etcd_server
+
+# A real etcd process on this host (no Docker): too slow for the unit suite.
+pytestmark = pytest.mark.integration
 
 __all__ = ["etcd", "etcd_server"]  # fixtures used by name below
 

@@ -14,13 +14,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from chaos.checkers.verdict import Verdict
 from chaos.histories.ops import Event, Op
 from chaos.node.solution import missing_functions
 from chaos.workloads.lab1 import checkers
 from chaos.workloads.lab1.final_state import read_final
 from chaos.workloads.lab1.protocol_api import REQUIRED
-from tests.unit.lab1_support import AT_MOST_S, NODES, EtcdServer, Replicas, etcd, etcd_server, kinds
+from tests.integration.lab1_support import (
+    AT_MOST_S,
+    NODES,
+    EtcdServer,
+    Replicas,
+    etcd,
+    etcd_server,
+    kinds,
+)
+
+# Real etcd and service processes on this host (no Docker): too slow for the unit suite.
+pytestmark = pytest.mark.integration
 
 __all__ = ["etcd", "etcd_server"]  # fixtures used by name below
 
@@ -280,7 +293,7 @@ def test_lock_at_most_for_bounds_a_dead_holder(etcd: EtcdServer, tmp_path: Path)
 
 
 def test_starter_is_reported_not_crashed(etcd: EtcdServer, tmp_path: Path) -> None:
-    from tests.unit.lab1_support import SOLUTIONS
+    from tests.integration.lab1_support import SOLUTIONS
 
     assert missing_functions(SOLUTIONS / "starter", REQUIRED) == [
         f"{f} (still a TODO: it raises NotImplementedError)" for f in REQUIRED
