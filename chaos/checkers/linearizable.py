@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from chaos.checkers.models import MODELS, UNKNOWN, Model, UnknownOp, _show, freeze
+from chaos.checkers.models import MODELS, UNKNOWN, Model, UnknownOp, _show, freeze, thaw
 from chaos.checkers.verdict import CheckResult, Verdict
 from chaos.histories.ops import Op, OpType
 
@@ -86,25 +86,35 @@ def _is_pair(v: Any) -> bool:
 
 
 def _independent(pairs: Sequence[tuple[Op, Op | None]]) -> bool:
-    """Jepsen's independent histories carry ``[key value]`` tuples as values.
+    """Whether ``[k v]`` values are Jepsen's independent ``[key value]`` tuples.
 
-    Decided on the whole history: every invoke's value is a pair, and at least one op could not
-    read as anything else (a read invoked with ``[k nil]``, or a cas with ``[k [from to]]``).
+    Jepsen prints its independent tuples as plain 2-vectors, so the shape alone is ambiguous: a
+    register whose values are pairs looks the same. Reads decide: Jepsen invokes a read with
+    nil, and an independent read with ``[k nil]``. So a history is independent when every client
+    invoke's value is a pair and at least one read (or get) was invoked with ``[k nil]``;
+    without such a read it is taken as one register of pair values (``--independent`` says
+    otherwise).
     """
-    telling = False
+    witness = False
     for inv, _ in pairs:
         v = inv.value
         if not _is_pair(v):
             return False
-        if inv.f in ("read", "get") or (inv.f == "cas" and _is_pair(v[1])):
-            telling = True
-    return telling
+        if inv.f in ("read", "get"):
+            if v[1] is not None:
+                return False
+            witness = True
+    return witness
 
 
-def prepare(history: Sequence[Op], model: Model) -> tuple[list[Partition], dict[str, Any]]:
+def prepare(
+    history: Sequence[Op], model: Model, *, independent: bool | None = None
+) -> tuple[list[Partition], dict[str, Any]]:
     """Pair invokes with completions and split the ops by key into search-ready partitions.
 
-    Raises :class:`ValueError` when an op's ``f`` or value makes no sense to ``model``.
+    ``independent``: whether ``[k v]`` values are Jepsen's independent tuples (None: decide
+    from the history, see :func:`_independent`). Raises :class:`ValueError` when an op's ``f``
+    or value makes no sense to ``model``.
     """
     open_: dict[Any, Op] = {}
     pairs: list[tuple[Op, Op | None]] = []
@@ -132,7 +142,14 @@ def prepare(history: Sequence[Op], model: Model) -> tuple[list[Partition], dict[
             pairs[slot] = (inv, op)
             positions[slot] = (open_pos.pop(op.process), pos)
 
-    independent = _independent(pairs)
+    if independent is None:
+        independent = _independent(pairs)
+    elif independent:
+        bad = next((inv for inv, _ in pairs if not _is_pair(inv.value)), None)
+        if bad is not None:
+            raise ValueError(
+                f"op {bad.index} has value {_show(bad.value)}, not an independent [key value] tuple"
+            )
     parts: dict[Any, Partition] = {}
     nodes: dict[Any, list[tuple[int, int]]] = {}
     stats: dict[str, Any] = {
@@ -140,6 +157,7 @@ def prepare(history: Sequence[Op], model: Model) -> tuple[list[Partition], dict[
         "dropped": 0,
         "indeterminate": 0,
         "unmatched_completions": unmatched,
+        "independent": independent,
     }
     for (inv, comp), (ipos, cpos) in zip(pairs, positions, strict=True):
         typ = comp.type if comp is not None else None
@@ -461,14 +479,6 @@ def check_partitions(
 # ---------------------------------------------------------------------- evidence
 
 
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, tuple):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, frozenset):
-        return sorted((_jsonable(x) for x in v), key=repr)
-    return v
-
-
 def _op_evidence(part: Partition, model: Model, i: int) -> dict[str, Any]:
     d: dict[str, Any] = {"op": model.describe(part.inputs[i], part.outputs[i])}
     if part.sources is not None:
@@ -486,7 +496,7 @@ def _failure(part: Partition, model: Model, outcome: _Outcome) -> dict[str, Any]
     blocked = _op_evidence(part, model, outcome.blocked)
     return {
         "type": "nonlinearizable",
-        "key": _jsonable(part.key),
+        "key": thaw(part.key),
         "op": blocked,
         "state": _show(outcome.state),
         "prefix_length": len(prefix),
@@ -501,17 +511,22 @@ def check_linearizable(
     *,
     time_limit: float | None = DEFAULT_TIME_LIMIT,
     max_states: int | None = DEFAULT_MAX_STATES,
+    independent: bool | None = None,
+    empty: Verdict = Verdict.UNKNOWN,
 ) -> CheckResult:
     """Is ``history`` linearizable with respect to ``model``? A pure function of the history.
 
     ``model`` is a :class:`Model` or a name in :data:`chaos.checkers.models.MODELS`.
     ``time_limit`` (seconds) and ``max_states`` (memoised configurations, about 200 bytes each)
-    bound the search; hitting either gives ``unknown``.
+    bound the search; hitting either gives ``unknown``. ``independent`` as in :func:`prepare`.
+    ``empty`` is the verdict when no op is left to linearize: ``unknown`` (the history decides
+    nothing; what a run's checkers want) or ``valid`` (Knossos and Porcupine: the empty
+    linearization is one), with the summary saying so either way.
     """
     m = MODELS[model]() if isinstance(model, str) else model
     name = f"linearizable-{m.name}"
     try:
-        parts, stats = prepare(history, m)
+        parts, stats = prepare(history, m, independent=independent)
     except ValueError as e:
         return CheckResult(checker=name, verdict=Verdict.UNKNOWN, summary=f"cannot check: {e}")
     res = check_partitions(parts, m, time_limit=time_limit, max_states=max_states)
@@ -519,11 +534,16 @@ def check_linearizable(
     if res.verdict is Verdict.VALID:
         summary = f"linearizable: {stats['ops']} ops over {len(parts)} key(s)"
         if stats["ops"] == 0:
+            why = (
+                "valid as Knossos and Porcupine say (the empty order is a linearization)"
+                if empty is Verdict.VALID
+                else "unknown: the history decides nothing"
+            )
             return CheckResult(
                 checker=name,
-                verdict=Verdict.UNKNOWN,
-                summary="no client ops to check",
-                stats=stats,
+                verdict=empty,
+                summary=f"nothing to linearize (no client op left to check): {why}",
+                stats={**stats, "empty": True},
             )
         return CheckResult(checker=name, verdict=Verdict.VALID, summary=summary, stats=stats)
     if res.verdict is Verdict.UNKNOWN:
