@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 import click
 
+from chaos.checkers.cli import model_argv, model_options
 from chaos.histories.store import DEFAULT_STORE
 
 EXIT_USAGE = 3
@@ -331,6 +332,7 @@ def _write_lab_report(outcomes: list[Any], store: Path, report_path: Path | None
     "run's own checkers: cas-register, register, kv, set, set-full, queue, total-queue, "
     "counter, unique-ids.",
 )
+@model_options
 @click.option("--time-limit", type=float, default=None, help="With --model: search budget (s).")
 @click.option("--max-states", type=int, default=None, help="With --model: state budget.")
 @click.option("--json", "as_json", is_flag=True, help="With --model: results as JSON.")
@@ -342,18 +344,22 @@ def check(
     time_limit: float | None,
     max_states: int | None,
     as_json: bool,
+    **model_opts: Any,
 ) -> None:
     """Re-run the checkers on a stored run (offline, no Docker), or check a history file."""
     from chaos.checkers.verdict import combine
     from chaos.histories.store import NotARun, load_run, write_json
     from chaos.workloads import registry
 
+    forwarded = model_argv(**model_opts)
+    if model_opts["empty"] == "valid":  # the default: say it only when it was asked for
+        forwarded.remove("--empty=valid")
     if model is not None or path.is_file():
         from chaos.checkers.cli import check_file_command
 
         if model is None:
             fail(f"{path} is a history file: say what it should satisfy with --model")
-        args = [str(path), "--model", model, *(["--json"] if as_json else [])]
+        args = [str(path), "--model", model, *forwarded, *(["--json"] if as_json else [])]
         if time_limit is not None:
             args += ["--time-limit", str(time_limit)]
         if max_states is not None:
@@ -364,6 +370,8 @@ def check(
             e.show()
             sys.exit(EXIT_USAGE)
         return
+    if forwarded:
+        fail(f"{' '.join(forwarded)}: only with --model (a run is checked by its lab's checkers)")
     try:
         run_ = load_run(path)
     except NotARun as e:
