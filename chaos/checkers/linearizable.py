@@ -116,31 +116,28 @@ def prepare(
     from the history, see :func:`_independent`). Raises :class:`ValueError` when an op's ``f``
     or value makes no sense to ``model``.
     """
-    open_: dict[Any, Op] = {}
     pairs: list[tuple[Op, Op | None]] = []
     positions: list[tuple[int, int]] = []  # (invoke position, completion position or -1)
-    open_pos: dict[Any, int] = {}
-    slot_of: dict[Any, int] = {}
+    slot_of: dict[Any, int] = {}  # process -> its open op's slot in pairs
     unmatched = 0
+    invoke = OpType.INVOKE
     for pos, op in enumerate(history):
-        if op.process == "nemesis":
+        p = op.process
+        if p == "nemesis":
             continue
-        if op.type is OpType.INVOKE:
+        if op.type is invoke:
             # A process that invokes again without completing leaves its earlier op open for
             # ever: indeterminate, like an invoke at the end of the history.
-            open_[op.process] = op
-            open_pos[op.process] = pos
-            slot_of[op.process] = len(pairs)
+            slot_of[p] = len(pairs)
             pairs.append((op, None))
             positions.append((pos, -1))
         else:
-            inv = open_.pop(op.process, None)
-            if inv is None:
+            slot = slot_of.pop(p, -1)
+            if slot < 0:
                 unmatched += 1
                 continue
-            slot = slot_of.pop(op.process)
-            pairs[slot] = (inv, op)
-            positions[slot] = (open_pos.pop(op.process), pos)
+            pairs[slot] = (pairs[slot][0], op)
+            positions[slot] = (positions[slot][0], pos)
 
     if independent is None:
         independent = _independent(pairs)
@@ -150,8 +147,6 @@ def prepare(
             raise ValueError(
                 f"op {bad.index} has value {_show(bad.value)}, not an independent [key value] tuple"
             )
-    parts: dict[Any, Partition] = {}
-    nodes: dict[Any, list[tuple[int, int]]] = {}
     stats: dict[str, Any] = {
         "ops": 0,
         "dropped": 0,
@@ -159,24 +154,39 @@ def prepare(
         "unmatched_completions": unmatched,
         "independent": independent,
     }
+    # One pass over the pairs, with everything it touches in locals: at 100k ops every
+    # attribute lookup and call in this loop is a measurable share of the whole check.
+    encode = model.encode
+    is_read_only = model.read_only
+    partition = model.partition
+    info, fail, unknown = OpType.INFO, OpType.FAIL, UNKNOWN
+    # per key: inputs, outputs, determinate, pure, sources, nodes ((position << 1 | is return)
+    # then the node), kept as a tuple of lists until the end
+    columns: dict[Any, tuple[list[Any], ...]] = {}
+    n_ops = dropped = indeterminate = 0
     for (inv, comp), (ipos, cpos) in zip(pairs, positions, strict=True):
-        typ = comp.type if comp is not None else None
-        if typ is OpType.INFO:
+        if comp is None:
             typ = None
-        elif typ is OpType.FAIL and comp is not None and comp.error is not None:
-            # Failed with an error (refused, rejected): it did not run, and observed nothing.
-            stats["dropped"] += 1
-            continue
+            v_out: Any = None
+        else:
+            typ = comp.type
+            if typ is info:
+                typ = None
+            elif typ is fail and comp.error is not None:
+                # Failed with an error (refused, rejected): it did not run, observed nothing.
+                dropped += 1
+                continue
+            v_out = comp.value
         v_in: Any = inv.value
-        v_out: Any = comp.value if comp is not None else None
-        key = inv.extra.get("key", _NO_KEY)
         if independent:
             key = v_in[0]
             v_in = v_in[1]
-            if _is_pair(v_out):
+            if type(v_out) in (list, tuple) and len(v_out) == 2:
                 v_out = v_out[1]
+        else:
+            key = inv.extra.get("key", _NO_KEY) if inv.extra else _NO_KEY
         try:
-            enc = model.encode(inv.f, v_in, v_out, typ)
+            enc = encode(inv.f, v_in, v_out, typ)
         except UnknownOp:
             raise ValueError(
                 f"op {inv.index} has f={inv.f!r}, which the {model.name} model does not know"
@@ -184,37 +194,51 @@ def prepare(
         except (ValueError, TypeError) as e:
             raise ValueError(f"op {inv.index}: {e}") from None
         if enc is None:
-            stats["dropped"] += 1
+            dropped += 1
             continue
         inp, out = enc
-        determinate = out is not UNKNOWN
-        read_only = model.read_only(inp, out)
+        determinate = out is not unknown
+        read_only = is_read_only(inp, out)
         if not determinate and read_only:
-            stats["dropped"] += 1
+            dropped += 1
             continue
-        key = freeze(key)
-        if model.partition is not None:
-            key = (key, model.partition(inp))
-        part = parts.get(key)
-        if part is None:
-            part = parts[key] = Partition(key=key, sources=[])
-            nodes[key] = []
-        i = len(part.inputs)
-        part.inputs.append(inp)
-        part.outputs.append(out)
-        part.determinate.append(determinate)
-        part.pure.append(read_only)
-        assert part.sources is not None
-        part.sources.append((inv, comp))
-        nodes[key].append((ipos, 2 * i))
+        if type(key) is not int:
+            key = freeze(key)
+        if partition is not None:
+            key = (key, partition(inp))
+        cols = columns.get(key)
+        if cols is None:
+            cols = columns[key] = ([], [], [], [], [], [])
+        i = len(cols[0])
+        cols[0].append(inp)
+        cols[1].append(out)
+        cols[2].append(determinate)
+        cols[3].append(read_only)
+        cols[4].append((inv, comp))
+        cols[5].append((ipos << 33) | (i << 1))
         if determinate:
-            nodes[key].append((cpos, 2 * i + 1))
-        stats["ops"] += 1
-        stats["indeterminate"] += not determinate
-    for key, part in parts.items():
-        part.events = [node for _, node in sorted(nodes[key])]
+            cols[5].append((cpos << 33) | (i << 1) | 1)
+        else:
+            indeterminate += 1
+        n_ops += 1
+    parts: list[Partition] = []
+    low = (1 << 33) - 1
+    for key, (inputs, outputs, det, pure, sources, nodes) in columns.items():
+        nodes.sort()
+        parts.append(
+            Partition(
+                key=key,
+                inputs=inputs,
+                outputs=outputs,
+                determinate=det,
+                pure=pure,
+                events=[node & low for node in nodes],
+                sources=sources,
+            )
+        )
+    stats.update(ops=n_ops, dropped=stats["dropped"] + dropped, indeterminate=indeterminate)
     stats["keys"] = len(parts)
-    return list(parts.values()), stats
+    return parts, stats
 
 
 # ---------------------------------------------------------------------- search
