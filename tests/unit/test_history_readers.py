@@ -298,6 +298,8 @@ def test_log_lines_jepsen_and_history_txt() -> None:
 
 def test_load_any_history_on_porcupine_files() -> None:
     root = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "porcupine"
+    if not root.exists():
+        pytest.skip(f"Porcupine's recorded histories are not under {root}")
     ops_log, p1 = load_any_history(root / "jepsen" / "etcd_001.log")
     ops_edn, p2 = load_any_history(root / "kv" / "c01-ok.txt")
     assert p1 == [] and p2 == [] and len(ops_log) > 100 and len(ops_edn) == 116
