@@ -96,6 +96,95 @@ def generate_queue_history(path: Path, n_ops: int = QUEUE_OPS, seed: int = 7) ->
     tmp.replace(path)
 
 
+def generate_cas_history(path: Path, n_ops: int, seed: int = 15) -> None:
+    """A Jepsen independent cas-register history as ``history.edn`` (one op map per line, the
+    key order Jepsen writes) and the same ops as chaos ``history.jsonl`` beside it.
+
+    20 processes, 1,000 keys, reads / writes / cas on ``[key value]`` tuples; each op takes
+    effect at its completion, so the history is linearizable. About 1% of ops time out
+    (``:info``; half of them took effect) and cas ops whose compare fails complete ``:fail``.
+    """
+    rng = random.Random(seed)
+    procs, keys = 20, 1000
+    state: dict[int, int | None] = {}
+    busy: dict[int, tuple[str, int, object]] = {}
+    next_proc = {p: p for p in range(procs)}  # a process that timed out is replaced, as Jepsen
+    edn_lines: list[str] = []
+    json_lines = ['{"format":"chaos.history","version":1}\n']
+    t = 0
+    index = 0
+    done = 0
+
+    def emit(typ: str, p: int, f: str, value: object, error: str | None = None) -> None:
+        nonlocal index
+        ev = _edn(value)
+        err = f", :error :{error}" if error else ""
+        edn_lines.append(
+            f"{{:type :{typ}, :f :{f}, :value {ev}, :time {t}, :process {p}, :index {index}{err}}}\n"
+        )
+        jerr = f',"error":"{error}"' if error else ""
+        json_lines.append(
+            f'{{"index":{index},"time":{t / 1e9:.9f},"process":{p},"type":"{typ}",'
+            f'"f":"{f}","value":{json.dumps(value)}{jerr}}}\n'
+        )
+        index += 1
+
+    invoked = 0
+    while done < n_ops:
+        t += rng.randrange(20_000, 200_000)
+        slot = rng.randrange(procs)
+        p = next_proc[slot]
+        if p not in busy:
+            if invoked >= n_ops:
+                continue
+            invoked += 1
+            k = rng.randrange(keys)
+            r = rng.random()
+            if r < 0.5:
+                f, arg = "read", None
+            elif r < 0.75:
+                f, arg = "write", rng.randrange(5)
+            else:
+                f, arg = "cas", [rng.randrange(5), rng.randrange(5)]
+            busy[p] = (f, k, arg)
+            emit("invoke", p, f, [k, arg])
+            continue
+        f, k, arg = busy.pop(p)
+        done += 1
+        cur = state.get(k)
+        if rng.random() < 0.01:  # a timeout: it may or may not have happened
+            if rng.random() < 0.5 and f == "write":
+                state[k] = arg  # type: ignore[assignment]
+            elif rng.random() < 0.5 and f == "cas" and cur == arg[0]:  # type: ignore[index]
+                state[k] = arg[1]  # type: ignore[index]
+            emit("info", p, f, [k, arg], "timeout")
+            next_proc[slot] = p + procs
+            continue
+        if f == "read":
+            emit("ok", p, f, [k, cur])
+        elif f == "write":
+            state[k] = arg  # type: ignore[assignment]
+            emit("ok", p, f, [k, arg])
+        elif cur == arg[0]:  # type: ignore[index]
+            state[k] = arg[1]  # type: ignore[index]
+            emit("ok", p, f, [k, arg])
+        else:
+            emit("fail", p, f, [k, arg])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for out, lines in ((path, edn_lines), (path.with_suffix(".jsonl"), json_lines)):
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text("".join(lines))
+        tmp.replace(out)
+
+
+def _edn(v: object) -> str:
+    if v is None:
+        return "nil"
+    if isinstance(v, list):
+        return "[" + " ".join(_edn(x) for x in v) + "]"
+    return str(v)
+
+
 def _child_queue(path: str) -> None:
     from chaos.checkers.offline import check_file
     from chaos.checkers.verdict import combine
