@@ -132,7 +132,10 @@ def model_argv(
 
 
 def parse_init(text: str) -> Any:
-    """``--init``'s value: JSON first (``null``, ``{"a": 1}``), else EDN (``nil``, ``:a``)."""
+    """``--init``'s value: JSON first (``null``, ``{"a": 1}``), else EDN (``nil``, ``:a``).
+
+    Raises ``ValueError`` saying so when it is neither.
+    """
     from chaos.histories import edn
 
     try:
@@ -142,7 +145,7 @@ def parse_init(text: str) -> Any:
     try:
         return edn.loads(text)
     except edn.EdnError as e:
-        raise click.BadParameter(f"{text!r} is neither JSON nor EDN ({e})") from None
+        raise ValueError(f"--init {text!r} is neither a JSON nor an EDN value ({e})") from None
 
 
 def _echo_result(r: Any, prefix: str = "") -> None:
@@ -155,6 +158,30 @@ def _echo_result(r: Any, prefix: str = "") -> None:
         click.echo(f"    {text[:400]}{'...' if len(text) > 400 else ''}")
     if len(r.anomalies) > 3:
         click.echo(f"    ... {len(r.anomalies) - 3} more (use --json)")
+
+
+def _semantics(
+    model: str,
+    preset: str | None,
+    init: str | None,
+    nil_read: str | None,
+    failed_cas: str | None,
+) -> Any:
+    """The :class:`~chaos.checkers.semantics.Semantics` the options ask for; ``ValueError``
+    with a message naming the option when they make no sense together."""
+    from chaos.checkers.semantics import counter_start, semantics
+
+    if init is None:
+        return semantics(preset, nil_read=nil_read, failed_cas=failed_cas)
+    if model not in ("register", "cas-register", "kv", "counter"):
+        raise ValueError(f"--init applies to register, cas-register, kv and counter, not {model}")
+    sem = semantics(preset, init=parse_init(init), nil_read=nil_read, failed_cas=failed_cas)
+    if model == "counter":
+        try:
+            counter_start(sem)
+        except ValueError as e:
+            raise ValueError(f"--init: {e}") from None
+    return sem
 
 
 @click.command("check")
@@ -209,24 +236,13 @@ def check_file_command(
 ) -> None:
     """Check a history file (JSONL, Jepsen EDN or log) against a model."""
     from chaos.checkers.offline import NotAHistory, check_file, model_checkers
-    from chaos.checkers.semantics import counter_start
-    from chaos.checkers.semantics import semantics as make_semantics
     from chaos.checkers.verdict import Verdict, combine
 
-    if init is not None:
-        if model not in ("register", "cas-register", "kv", "counter"):
-            raise click.BadParameter(
-                "applies to register, cas-register, kv and counter", param_hint="--init"
-            )
-        init_value = parse_init(init)
-        sem = make_semantics(semantics, init=init_value, nil_read=nil_read, failed_cas=failed_cas)
-        if model == "counter":
-            try:
-                counter_start(sem)
-            except ValueError as e:
-                raise click.BadParameter(str(e), param_hint="--init") from None
-    else:
-        sem = make_semantics(semantics, nil_read=nil_read, failed_cas=failed_cas)
+    try:
+        sem = _semantics(model, semantics, init, nil_read, failed_cas)
+    except ValueError as e:
+        click.secho(f"chaos: {e}", fg="red", err=True)
+        sys.exit(EXIT_BAD_INPUT)
     try:
         results, problems = check_file(
             path,
