@@ -3,6 +3,8 @@
     python bench/bench_checkers.py            # everything
     python bench/bench_checkers.py queue      # 1M-op total-queue history: parse + check
     python bench/bench_checkers.py porcupine  # linearizability on Porcupine's recorded histories
+    python bench/bench_checkers.py edn        # `chaos check` on generated 100k-op EDN histories
+    python bench/bench_checkers.py edn1m      # the same on a 1M-op one (~1 min to generate)
 
 The queue history (1,000,000 ops = 2,000,000 lines of history.jsonl, ~190 MB) is generated into
 /tmp (or $CHAOS_BENCH_DIR) once, deterministically, and checked in a fresh child process so that
@@ -185,6 +187,83 @@ def _edn(v: object) -> str:
     return str(v)
 
 
+def _child_edn(path: str) -> None:
+    """Where the time of ``chaos check FILE --model cas-register`` goes, stage by stage."""
+    import gc
+
+    from chaos.checkers.linearizable import check_partitions, prepare
+    from chaos.checkers.models import cas_register
+    from chaos.histories import edn
+
+    gc.disable()  # as check_file does
+    t0 = time.perf_counter()
+    ops, problems = edn.read_history(Path(path))
+    t1 = time.perf_counter()
+    model = cas_register()
+    parts, stats = prepare(ops, model)
+    t2 = time.perf_counter()
+    res = check_partitions(parts, model)
+    t3 = time.perf_counter()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    size = Path(path).stat().st_size
+    print(
+        json.dumps(
+            {
+                "read": round(t1 - t0, 3),
+                "mb_per_s": round(size / 1e6 / (t1 - t0), 1),
+                "prepare": round(t2 - t1, 3),
+                "search": round(t3 - t2, 3),
+                "verdict": res.verdict.value,
+                "ops": stats["ops"],
+                "problems": len(problems),
+                "max_rss_mb": round(rss),
+            }
+        )
+    )
+
+
+def _wall(cmd: list[str]) -> tuple[float, int, str]:
+    """Wall seconds, exit code and stdout of a command run from the repository's root."""
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
+    return time.perf_counter() - t0, out.returncode, out.stdout
+
+
+def bench_edn(n_ops: int = 100_000, runs: int = 3) -> None:
+    """``chaos check`` (the real command, interpreter start included) on a generated
+    independent cas-register history, as EDN and as JSONL; then the stages in process."""
+    tag = f"{n_ops // 1000}k" if n_ops < 1_000_000 else f"{n_ops // 1_000_000}M"
+    path = BENCH_DIR / f"cas-{tag}.edn"
+    if not path.exists():
+        t0 = time.perf_counter()
+        generate_cas_history(path, n_ops)
+        print(f"generated {path} in {time.perf_counter() - t0:.1f} s")
+    size = path.stat().st_size
+    print(f"cas-register: {path} ({n_ops} ops, {size / 1e6:.1f} MB)")
+    for p in (path, path.with_suffix(".jsonl")):
+        walls = []
+        for _ in range(runs):
+            cmd = [sys.executable, "-m", "chaos.cli", "check", str(p), "--model", "cas-register"]
+            wall, code, _ = _wall(cmd)
+            walls.append(wall)
+        print(f"  chaos check {p.name}: wall {', '.join(f'{w:.2f}' for w in walls)} s; exit {code}")
+    stages = []
+    for _ in range(runs):
+        out = subprocess.run(
+            [sys.executable, __file__, "_child_edn", str(path)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        stages.append(json.loads(out))
+    best = min(stages, key=lambda r: r["read"] + r["prepare"] + r["search"])
+    print(
+        f"  in process, best of {runs}: read {best['read']:.2f} s ({best['mb_per_s']} MB/s), "
+        f"pair + encode {best['prepare']:.2f} s, search {best['search']:.2f} s; "
+        f"peak RSS {best['max_rss_mb']} MB; {best['ops']} ops, {best['verdict']}"
+    )
+
+
 def _child_queue(path: str) -> None:
     from chaos.checkers.offline import check_file
     from chaos.checkers.verdict import combine
@@ -291,11 +370,18 @@ def main(argv: list[str]) -> None:
     if argv and argv[0] == "_child_queue":
         _child_queue(argv[1])
         return
-    which = set(argv) or {"queue", "porcupine"}
+    if argv and argv[0] == "_child_edn":
+        _child_edn(argv[1])
+        return
+    which = set(argv) or {"queue", "porcupine", "edn"}
     if "porcupine" in which:
         bench_porcupine()
     if "queue" in which:
         bench_queue()
+    if "edn" in which:
+        bench_edn()
+    if "edn1m" in which:
+        bench_edn(1_000_000, runs=1)
 
 
 if __name__ == "__main__":
