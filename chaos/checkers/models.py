@@ -188,27 +188,45 @@ NilRead = Literal["any", "value"]
 FailedCas = Literal["absent", "observed"]
 
 
+_READ_INPUT: Final = (READ, None, None)  # one shared input for every read
+
+
 def _register_encode(with_cas: bool, nil_read: NilRead, failed_cas: FailedCas) -> Encoder:
+    # Called once per op of a history: the choices are decided here, once, and the common
+    # values (integers, nil) skip freeze().
+    any_nil = nil_read == "any"
+    observed = with_cas and failed_cas == "observed"
+    ok, fail = OpType.OK, OpType.FAIL
+    codes = _REGISTER_F if with_cas else {f: c for f, c in _REGISTER_F.items() if c != CAS}
+
     def encode(f: str, v_in: Any, v_out: Any, typ: OpType | None) -> tuple[Any, Any] | None:
-        code = _REGISTER_F.get(f)
-        if code is None or (code == CAS and not with_cas):
+        code = codes.get(f)
+        if code is None:
             raise UnknownOp(f)
-        if typ is OpType.FAIL and not (code == CAS and failed_cas == "observed"):
-            return None
         if code == READ:
-            if v_out is None and nil_read == "any" and typ is OpType.OK:
-                # Knossos: a read of nil matches every state. Always legal and changing
-                # nothing, it can be placed anywhere in its window: the same as dropping it.
-                return None
-            return (READ, None, None), _out(typ, v_out)
+            if typ is ok:
+                if v_out is None:
+                    # Knossos: a read of nil matches every state. Always legal and changing
+                    # nothing, it fits anywhere in its window: the same as dropping it.
+                    return None if any_nil else (_READ_INPUT, None)
+                return _READ_INPUT, (v_out if type(v_out) is int else freeze(v_out))
+            return None if typ is fail else (_READ_INPUT, UNKNOWN)
+        if typ is fail and not (code == CAS and observed):
+            return None
         if code == WRITE:
-            return (WRITE, freeze(v_in), None), (None if typ is OpType.OK else UNKNOWN)
-        if not isinstance(v_in, (list, tuple)) or len(v_in) != 2:
+            v = v_in if type(v_in) is int else freeze(v_in)
+            return (WRITE, v, None), (None if typ is ok else UNKNOWN)
+        if type(v_in) not in (list, tuple) or len(v_in) != 2:
             raise ValueError(f"cas value must be [expected new], got {_show(v_in)}")
         # A failed cas (with no error: the caller dropped those) is an observation that the
         # compare failed, as Jepsen's etcd client and Porcupine's etcd model mean it.
-        out = True if typ is OpType.OK else False if typ is OpType.FAIL else UNKNOWN
-        return (CAS, freeze(v_in[0]), freeze(v_in[1])), out
+        out = True if typ is ok else False if typ is fail else UNKNOWN
+        a, b = v_in
+        return (
+            CAS,
+            a if type(a) is int else freeze(a),
+            b if type(b) is int else freeze(b),
+        ), out
 
     return encode
 
