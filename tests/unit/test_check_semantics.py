@@ -327,3 +327,22 @@ def test_command_op_the_model_cannot_read_exits_3(tmp_path: Path) -> None:
     path = _write(tmp_path / "h.edn", h((0, "invoke", "cas", 5), (0, "ok", "cas", 5)))
     r = _run(str(path), "-m", "cas-register")
     assert r.exit_code == 3 and "op 0" in r.output and "[expected new]" in r.output
+
+
+def test_chaos_check_forwards_the_model_options(tmp_path: Path) -> None:
+    from chaos.cli import main
+
+    path = _write(tmp_path / "nil-read.edn", NIL_READ)
+    r = CliRunner().invoke(main, ["check", str(path), "-m", "cas-register"])
+    assert r.exit_code == 1, r.output
+    r = CliRunner().invoke(
+        main, ["check", str(path), "-m", "cas-register", "--semantics", "knossos"]
+    )
+    assert r.exit_code == 0 and "semantics: knossos" in r.output
+    r = CliRunner().invoke(main, ["check", str(path), "-m", "cas-register", "--nil-read", "any"])
+    assert r.exit_code == 0 and "knossos" not in r.output
+    r = CliRunner().invoke(main, ["check", str(path), "-m", "cas-register", "--semantics", "elle"])
+    assert r.exit_code == 3
+    # a run folder is judged by its lab's checkers: the model options do not apply there
+    r = CliRunner().invoke(main, ["check", str(tmp_path), "--semantics", "knossos"])
+    assert r.exit_code == 3 and "only with --model" in r.output
