@@ -10,9 +10,14 @@ everything, which the search exploits), and how to describe an op in evidence.
 Indeterminate ops (``info``, or an invoke that never completed) reach ``step`` with the output
 :data:`UNKNOWN`: the op may have taken effect with any result, or not at all (the checker does not
 require it to be linearized). ``fail`` ops did not happen and are dropped by ``encode`` returning
-``None`` — except a failed compare-and-set with no ``error``, which Jepsen's clients (and
-Porcupine's etcd model) report when the compare itself failed: that is an observation that the
-register did not hold the expected value, so ``cas-register`` keeps it with output ``False``.
+``None`` — except, by default, a failed compare-and-set with no ``error``, which Jepsen's
+clients (and Porcupine's etcd model) report when the compare itself failed: that is an
+observation that the register did not hold the expected value, so ``cas-register`` keeps it with
+output ``False``. The register models take Knossos' reading instead when asked (``failed_cas=
+"absent"``, ``nil_read="any"``, an ``init``): see :mod:`chaos.checkers.semantics`.
+
+Values are compared as EDN values, not as Python's: :func:`freeze` keeps ``1``, ``1.0``,
+``true``, ``"a"`` and ``:a`` apart (:class:`Typed`), and :func:`_show` prints them as EDN.
 
 Keys: when ops carry a key (a ``key`` field, or Jepsen's independent ``[key value]`` tuples), the
 checker splits the history by key and checks each key against a fresh model — the state here is
