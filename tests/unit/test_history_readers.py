@@ -547,3 +547,52 @@ def test_edn_read_history_file_streams_blocks(
     assert ops[40].value == "\ufffd"
     clean, _ = edn.read_history_text("\n".join(lines) + "\n")
     assert ops[:40] == clean[:40] and ops[41:] == clean[41:]
+
+
+kw_names = st.from_regex(r"[a-z][a-z0-9\-.]{0,6}(/[a-z][a-z0-9\-]{0,4})?", fullmatch=True)
+jepsen_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**40), 2**40)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+    | kw_names.map(edn.Keyword),
+    lambda inner: st.lists(inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@FUZZ
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(list(OpType)),
+            kw_names,
+            st.integers(0, 30) | st.just(NEMESIS),
+            jepsen_values,
+            st.none() | st.text(max_size=10) | kw_names.map(edn.Keyword),
+            st.integers(0, 2**50),
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_edn_fast_block_on_written_jepsen_ops(rows: list[tuple[Any, ...]]) -> None:
+    """Lines as Jepsen prints them (key order, ", " between entries), with any strings and
+    keywords: the fast path must agree with the general reader whenever it answers."""
+    from chaos.histories.edn_fast import ops_from_block
+
+    lines = []
+    for i, (typ, f, p, v, err, t) in enumerate(rows):
+        proc = ":nemesis" if p == NEMESIS else str(p)
+        line = f"{{:type :{typ.value}, :f :{f}, :value {edn.dumps(v)}, :time {t}, "
+        line += f":process {proc}, :index {i}"
+        line += "}" if err is None else f", :error {edn.dumps(err)}}}"
+        lines.append(line)
+    fast = ops_from_block(("\n".join(lines) + "\n").encode(), 0)
+    slow, problems = _general(lines)
+    assert problems == []
+    if fast is not None:
+        assert fast == slow
+        assert [repr(o.value) for o in fast] == [repr(o.value) for o in slow]
+        assert [repr(o.error) for o in fast] == [repr(o.error) for o in slow]
