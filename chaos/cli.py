@@ -352,8 +352,6 @@ def check(
     from chaos.workloads import registry
 
     forwarded = model_argv(**model_opts)
-    if model_opts["empty"] == "valid":  # the default: say it only when it was asked for
-        forwarded.remove("--empty=valid")
     if model is not None or path.is_file():
         from chaos.checkers.cli import check_file_command
 

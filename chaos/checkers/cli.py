@@ -91,10 +91,9 @@ _OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         ("--empty",),
         {
             "type": click.Choice(["valid", "unknown"]),
-            "default": "valid",
-            "show_default": True,
-            "help": "Verdict for a history with nothing to linearize (Knossos and Porcupine: "
-            "valid), printed with a warning.",
+            "default": None,
+            "help": "Verdict for a history with nothing to linearize, printed with a warning "
+            "(default: valid, as Knossos and Porcupine say).",
         },
     ),
 ]
@@ -229,7 +228,7 @@ def check_file_command(
     nil_read: str | None,
     failed_cas: str | None,
     independent: bool | None,
-    empty: str,
+    empty: str | None,
     time_limit: float,
     max_states: int,
     as_json: bool,
@@ -251,7 +250,7 @@ def check_file_command(
             max_states=max_states,
             sem=sem,
             independent=independent,
-            empty=Verdict(empty),
+            empty=Verdict(empty or "valid"),
         )
     except NotAHistory as e:
         click.secho(f"chaos: {e}", fg="red", err=True)
