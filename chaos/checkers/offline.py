@@ -33,7 +33,7 @@ from chaos.checkers.sets import set_full_rows
 from chaos.checkers.stats import stats_rows
 from chaos.checkers.unique_ids import unique_ids_rows
 from chaos.checkers.verdict import CheckResult, Verdict, check_safe
-from chaos.histories import edn, jepsen_log
+from chaos.histories import edn, jepsen_log, jsonl_ops
 from chaos.histories.jsonl import FORMAT_VERSION, HISTORY_FORMAT, LineProblem, read_history
 from chaos.histories.ops import Op
 
@@ -156,8 +156,7 @@ def load_any_history(path: Path) -> tuple[list[Op], list[LineProblem]]:
             return edn.read_history(path)
         if fmt == "log":
             return jepsen_log.read_log(path)
-        loaded = read_history(path)
-        return loaded.records, loaded.problems
+        return jsonl_ops.read_ops(path)  # read_history's answer, faster on plain files
     except OSError as e:
         raise NotAHistory(f"cannot read {path}: {e.strerror or e}") from None
 

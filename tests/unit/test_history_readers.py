@@ -596,3 +596,55 @@ def test_edn_fast_block_on_written_jepsen_ops(rows: list[tuple[Any, ...]]) -> No
         assert fast == slow
         assert [repr(o.value) for o in fast] == [repr(o.value) for o in slow]
         assert [repr(o.error) for o in fast] == [repr(o.error) for o in slow]
+
+
+@FUZZ_OPS
+@given(ops(n_max=20), st.data())
+def test_jsonl_fast_ops_reader_is_read_history(history: list[Op], data: Any) -> None:
+    """The msgspec reader answers exactly as read_history, problems and line numbers included:
+    on plain files by itself, on anything else by handing the file over."""
+    import tempfile
+
+    from chaos.histories import jsonl_ops
+
+    text = jsonl_text(history)
+    damage = data.draw(
+        st.sampled_from(
+            ["none", "junk line", "no header", "truncated", "blank lines", "float index"]
+        )
+    )
+    lines = text.split("\n")
+    if damage == "junk line" and len(lines) > 2:
+        lines.insert(data.draw(st.integers(1, len(lines) - 1)), "{broken")
+    elif damage == "no header":
+        lines = lines[1:]
+    elif damage == "blank lines":
+        lines.insert(1, "   ")
+    elif damage == "float index" and len(lines) > 2:
+        lines[1] = lines[1].replace('"index": 0', '"index": 0.0')
+    text = "\n".join(lines)
+    if damage == "truncated":
+        text = text[: data.draw(st.integers(0, len(text)))]
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "history.jsonl"
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        loaded = read_history(path)
+        assert jsonl_ops.read_ops(path) == (loaded.records, loaded.problems)
+
+
+def test_jsonl_fast_ops_reader_takes_plain_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chaos.histories import jsonl_ops
+
+    history = [
+        Op(index=i, time=i / 4, process=i % 3, type=OpType.INVOKE, f="read", value=[i, None])
+        for i in range(5000)
+    ]
+    path = tmp_path / "history.jsonl"
+    path.write_text(jsonl_text(history))
+    monkeypatch.setattr(jsonl_ops, "_BLOCK", 4096)  # several blocks
+    # and it is the fast path that answers: read_history is not called
+    monkeypatch.setattr(jsonl_ops, "read_history", None)
+    got, problems = jsonl_ops.read_ops(path)
+    assert problems == [] and got == history
