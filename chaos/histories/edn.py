@@ -549,7 +549,9 @@ class _Progress:
     last_no: int = 0  # the last non-blank line
 
 
-def _read_line_blocks(chunks: Iterable[bytes], name: str) -> tuple[list[Op], list[LineProblem]]:
+def _read_line_blocks(
+    chunks: Iterable[bytes], name: str, errors: str = "replace"
+) -> tuple[list[Op], list[LineProblem]]:
     """Read one-op-per-line EDN from byte chunks, a block of whole lines at a time.
 
     Each block first goes to :func:`chaos.histories.edn_fast.ops_from_block` (the usual Jepsen
@@ -587,7 +589,9 @@ def _read_line_blocks(chunks: Iterable[bytes], name: str) -> tuple[list[Op], lis
         if found is not None:
             ops.extend(found)
         else:
-            text = block.decode("utf-8", errors="replace")
+            # Files: bytes that are not UTF-8 become U+FFFD and are reported. Text given as str
+            # was encoded with surrogatepass, and decodes back to itself.
+            text = block.decode("utf-8", errors=errors)
             lines = text.split("\n")
             if text.endswith("\n"):
                 lines.pop()
@@ -631,7 +635,8 @@ def read_history_text(text: str, name: str = "<edn>") -> tuple[list[Op], list[Li
     """
     if _one_op_per_line(text):
         data = text.encode("utf-8", errors="surrogatepass")
-        return _read_line_blocks((data[i : i + _BLOCK] for i in range(0, len(data), _BLOCK)), name)
+        chunks = (data[i : i + _BLOCK] for i in range(0, len(data), _BLOCK))
+        return _read_line_blocks(chunks, name, errors="surrogatepass")
     return _read_forms(text, name)
 
 

@@ -648,3 +648,10 @@ def test_jsonl_fast_ops_reader_takes_plain_files(
     monkeypatch.setattr(jsonl_ops, "read_history", None)
     got, problems = jsonl_ops.read_ops(path)
     assert problems == [] and got == history
+
+
+def test_edn_text_keeps_what_str_holds() -> None:
+    # Text given as str is not bytes from a file: a lone surrogate in it is kept, not reported.
+    text = '{:type :ok, :f :read, :value "a\ud800b", :process 0, :index 0}\n'
+    ops, problems = edn.read_history_text(text)
+    assert problems == [] and ops[0].value == "a\ud800b"
