@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from chaos.histories.edn_fast import ops_from_block
+from chaos.histories.edn_types import EdnError, Keyword, Tagged
 from chaos.histories.jsonl import LineProblem
 from chaos.histories.ops import NEMESIS, Op, OpType
 
@@ -39,39 +41,6 @@ __all__ = [
     "read_history_text",
     "write_history",
 ]
-
-
-class EdnError(ValueError):
-    """Text that is not EDN; ``pos`` is the character offset where reading stopped."""
-
-    def __init__(self, message: str, pos: int) -> None:
-        super().__init__(message)
-        self.pos = pos
-
-
-class Keyword(str):
-    """An EDN keyword, without its colon. Compares equal to the plain string of its name."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return f"Keyword({str.__repr__(self)})"
-
-
-class Tagged(str):
-    """A tagged literal kept as its source text (``#inst "2020-01-01"``); ``value`` is the form."""
-
-    tag: str
-    value: Any
-
-    def __new__(cls, text: str, tag: str, value: Any) -> Tagged:
-        self = super().__new__(cls, text)
-        self.tag = tag
-        self.value = value
-        return self
-
-    def __repr__(self) -> str:
-        return f"Tagged({str.__repr__(self)})"
 
 
 # One token per match. Atoms (numbers, symbols, keywords, nil/true/false) are classified after.
@@ -549,8 +518,6 @@ def _read_line_blocks(
     general reader, line by line, with line numbers counted across blocks. Only one block is
     held at a time besides the ops, so memory stays bounded by the history's ops.
     """
-    from chaos.histories.edn_fast import ops_from_block  # imports this module
-
     ops: list[Op] = []
     problems: list[LineProblem] = []
     state = _Progress()
@@ -575,7 +542,7 @@ def _read_line_blocks(
             body = block.rstrip(b" \t\r\n,")
             state.last_no = state.no + body.count(b"\n") if body else state.no - 1
             block = body + (b"\n" if body else b"")
-        found = ops_from_block(block, len(ops)) if block else []
+        found = ops_from_block(block, len(ops), op_from_edn) if block else []
         if found is not None:
             ops.extend(found)
         else:

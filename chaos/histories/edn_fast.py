@@ -27,11 +27,12 @@ and :class:`~chaos.histories.edn.Keyword`. Keywords as values of ``:type``, ``:f
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
-from chaos.histories.edn import Keyword, op_from_edn
+from chaos.histories.edn_types import Keyword
 from chaos.histories.ops import Op
 
 __all__ = ["ops_from_block"]
@@ -148,7 +149,9 @@ def _edn(v: Any) -> Any:
     return v
 
 
-def ops_from_block(block: bytes, position: int) -> list[Op] | None:
+def ops_from_block(
+    block: bytes, position: int, op_from_edn: Callable[[Any, int], Op]
+) -> list[Op] | None:
     """The ops of a block of whole EDN lines, one op map each, or ``None`` to say "read this
     block with the general reader". ``position`` is the number of ops before the block (an
     op without ``:index`` gets its position, as the general reader gives it)."""

@@ -477,7 +477,7 @@ def _general(lines: list[str]) -> tuple[list[Op], list[Any]]:
 def test_edn_fast_block_agrees_with_general_reader(lines: list[str]) -> None:
     from chaos.histories.edn_fast import ops_from_block
 
-    fast = ops_from_block(("\n".join(lines) + "\n").encode(), 0)
+    fast = ops_from_block(("\n".join(lines) + "\n").encode(), 0, edn.op_from_edn)
     slow, problems = _general(lines)
     if fast is not None:
         assert problems == []
@@ -497,7 +497,7 @@ def test_edn_fast_block_takes_jepsen_lines_and_declines_odd_ones() -> None:
         b"{:type :ok, :f :read, :value [3 nil], :time 3000, :process :nemesis, :index 2, "
         b':node "n1"}\n'
     )
-    got = ops_from_block(jepsen, 0)
+    got = ops_from_block(jepsen, 0, edn.op_from_edn)
     assert got is not None
     assert [(o.index, o.time, o.value, o.error) for o in got] == [
         (0, 1e-6, [3, [1, 2]], None),
@@ -512,7 +512,7 @@ def test_edn_fast_block_takes_jepsen_lines_and_declines_odd_ones() -> None:
         b"{:type :ok, :f :read, :value x, :process 0, :index 0}\n",
         b"{:type :ok, :f :read, :value 1, :process 0, :index 0} ; comment\n",
     ]:
-        assert ops_from_block(odd, 0) is None, odd
+        assert ops_from_block(odd, 0, edn.op_from_edn) is None, odd
 
 
 def test_edn_blocks_keep_line_numbers_and_vector_form(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -599,7 +599,7 @@ def test_edn_fast_block_on_written_jepsen_ops(rows: list[tuple[Any, ...]]) -> No
         line += f":process {proc}, :index {i}"
         line += "}" if err is None else f", :error {edn.dumps(err)}}}"
         lines.append(line)
-    fast = ops_from_block(("\n".join(lines) + "\n").encode(), 0)
+    fast = ops_from_block(("\n".join(lines) + "\n").encode(), 0, edn.op_from_edn)
     slow, problems = _general(lines)
     assert problems == []
     if fast is not None:
