@@ -135,7 +135,7 @@ def parse_init(text: str) -> Any:
 
     Raises ``ValueError`` saying so when it is neither.
     """
-    from chaos.histories import edn
+    from chaos.histories import edn  # start-up time: `chaos --help` imports this module
 
     try:
         return json.loads(text)
@@ -168,7 +168,7 @@ def _semantics(
 ) -> Any:
     """The :class:`~chaos.checkers.semantics.Semantics` the options ask for; ``ValueError``
     with a message naming the option when they make no sense together."""
-    from chaos.checkers.semantics import counter_start, semantics
+    from chaos.checkers.semantics import counter_start, semantics  # start-up time, as above
 
     if init is None:
         return semantics(preset, nil_read=nil_read, failed_cas=failed_cas)
@@ -234,6 +234,7 @@ def check_file_command(
     as_json: bool,
 ) -> None:
     """Check a history file (JSONL, Jepsen EDN or log) against a model."""
+    # start-up time: chaos.cli imports this module for every command, the checkers are for one
     from chaos.checkers.offline import NotAHistory, check_file, model_checkers
     from chaos.checkers.verdict import Verdict, combine
 
