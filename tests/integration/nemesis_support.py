@@ -23,6 +23,7 @@ from chaos.core.live import EventTail
 from chaos.core.spec import TestSpec
 from chaos.core.supervisor import Supervisor
 from chaos.histories.jsonl import HistoryRecorder
+from chaos.orchestrator.run import copy_mounts, make_live
 from chaos.workloads.lab3.workload import Lab3
 
 
@@ -32,13 +33,13 @@ def lab3_deployment(tmp: Path, *, seed: int = 1) -> Iterator[RunContext]:
     spec = TestSpec(workload="lab3", seed=seed, ack_wait=1.0)
     run_dir = tmp / "run"
     live = run_dir / "live"
-    (live / "events").mkdir(parents=True)
-    (live / "control" / "any").mkdir(parents=True)
+    make_live(live, 3)  # the layout the orchestrator makes: services run as nobody
     run_id = "t" + secrets.token_hex(4)
     origin = time.monotonic()
     history = HistoryRecorder(run_dir / "history.jsonl", lambda: time.monotonic() - origin)
     wl = Lab3()
-    cluster = backend.make_cluster(run_id=run_id, nodes=3, live_dir=live, mounts=wl.mounts(spec))
+    mounts = copy_mounts(wl.mounts(spec), run_dir / "mounts")
+    cluster = backend.make_cluster(run_id=run_id, nodes=3, live_dir=live, mounts=mounts)
     with contextlib.ExitStack() as stack:
         stack.callback(cluster.teardown)
         stack.callback(history.close)
