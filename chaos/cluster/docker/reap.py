@@ -28,6 +28,7 @@ from chaos.cluster.docker.procfs import owner_alive, pidns, pids_in, state
 from chaos.cluster.docker.resources import (
     LABEL_LIVE,
     LABEL_RUN,
+    list_containers,
     live_of,
     orphaned_runs,
     remove_run,
@@ -57,7 +58,7 @@ def _faults(live: str | None) -> list[dict[str, Any]]:
 
 def heal_in_place(client: Any, run_id: str, live: str | None) -> list[str]:
     """Undo a dead run's faults on its still-existing containers; returns what it did."""
-    containers = {c.name: c for c in client.containers.list(all=True, filters=run_filter(run_id))}
+    containers = {c.name: c for c in list_containers(client, run_filter(run_id))}
     done: list[str] = []
     recorded = _faults(live)
     # 1. thaw: a frozen container's processes cannot act on SIGCONT or anything else
@@ -134,7 +135,7 @@ def reap(client: Any, *, run_id: str | None = None, include_live: bool = False) 
     orphans = orphaned_runs(client)
     if include_live and run_id is None:
         targets: dict[str, str | None] = {}
-        for c in client.containers.list(all=True, filters=run_filter()):
+        for c in list_containers(client, run_filter()):
             rid = (c.labels or {}).get(LABEL_RUN)
             if rid:
                 targets.setdefault(rid, (c.labels or {}).get(LABEL_LIVE))

@@ -33,6 +33,21 @@ def engine() -> docker.DockerClient:
         ) from e
 
 
+def list_containers(client: Any, filters: dict[str, Any]) -> list[Any]:
+    """The containers that match, skipping any removed while the list was being read.
+
+    The SDK's ``containers.list`` inspects each container it lists and raises NotFound when one
+    is removed in between — which another run tearing down on the same engine does all the time.
+    """
+    out = []
+    for row in client.api.containers(all=True, filters=filters):
+        try:
+            out.append(client.containers.get(row["Id"]))
+        except docker.errors.NotFound:
+            continue
+    return out
+
+
 def run_filter(run_id: str | None = None) -> dict[str, list[str]]:
     labels = [f"{LABEL_PROJECT}={PROJECT}"]
     if run_id is not None:
@@ -42,7 +57,7 @@ def run_filter(run_id: str | None = None) -> dict[str, list[str]]:
 
 def live_of(client: Any, run_id: str) -> str | None:
     """The live folder a run's containers are labelled with (where its faults.json is)."""
-    for c in client.containers.list(all=True, filters=run_filter(run_id)):
+    for c in list_containers(client, run_filter(run_id)):
         live = (c.labels or {}).get(LABEL_LIVE)
         if live:
             return str(live)
@@ -54,7 +69,7 @@ def orphaned_runs(client: docker.DockerClient) -> dict[str, str | None]:
     runs: dict[str, str | None] = {}
     alive: set[str] = set()
     flt = {"label": [f"{LABEL_PROJECT}={PROJECT}"]}
-    for obj in [*client.containers.list(all=True, filters=flt), *client.networks.list(filters=flt)]:
+    for obj in [*list_containers(client, flt), *client.networks.list(filters=flt)]:
         labels = obj.attrs.get("Config", {}).get("Labels") or obj.attrs.get("Labels") or {}
         rid = labels.get(LABEL_RUN)
         if rid is None:
@@ -75,7 +90,7 @@ def remove_run(client: docker.DockerClient, run_id: str | None) -> list[str]:
     if run_id is not None:
         flt.append(f"{LABEL_RUN}={run_id}")
     removed: list[str] = []
-    for c in client.containers.list(all=True, filters={"label": flt}):
+    for c in list_containers(client, {"label": flt}):
         try:
             if c.status == "paused":
                 c.unpause()
