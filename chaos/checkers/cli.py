@@ -22,6 +22,7 @@ import click
 from chaos.checkers.linearizable import DEFAULT_MAX_STATES, DEFAULT_TIME_LIMIT
 from chaos.checkers.offline import MODEL_NAMES, NotAHistory, check_file
 from chaos.checkers.verdict import CheckResult, Verdict, combine
+from chaos.histories.safe_text import clean
 
 __all__ = ["EXIT_BAD_INPUT", "check_file_command"]
 
@@ -31,10 +32,12 @@ PROBLEMS_SHOWN = 20
 
 def _echo_result(r: CheckResult) -> None:
     colour = {"valid": "green", "invalid": "red", "unknown": "yellow"}[r.verdict.value]
-    click.echo(f"{click.style(r.verdict.value.upper(), fg=colour)} {r.checker}: {r.summary}")
+    click.echo(
+        f"{click.style(r.verdict.value.upper(), fg=colour)} {clean(r.checker)}: {clean(r.summary)}"
+    )
     for a in r.anomalies[:3]:
         text = json.dumps(a, default=str)
-        click.echo(f"    {text[:400]}{'...' if len(text) > 400 else ''}")
+        click.echo(f"    {clean(text[:400])}{'...' if len(text) > 400 else ''}")
     if len(r.anomalies) > 3:
         click.echo(f"    ... {len(r.anomalies) - 3} more (use --json)")
 
@@ -73,7 +76,7 @@ def check_file_command(
         click.secho(f"chaos: {e}", fg="red", err=True)
         sys.exit(EXIT_BAD_INPUT)
     for p in problems[:PROBLEMS_SHOWN]:
-        click.echo(str(p), err=True)
+        click.echo(clean(p), err=True)
     if len(problems) > PROBLEMS_SHOWN:
         click.echo(f"... and {len(problems) - PROBLEMS_SHOWN} more unreadable lines", err=True)
     stats = next((r for r in results if r.checker == "stats"), None)
