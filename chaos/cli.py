@@ -369,8 +369,7 @@ def run(
     except KeyboardInterrupt:
         fail("interrupted", EXIT_INTERRUPTED)
     except Exception as e:
-        traceback.print_exc()
-        fail(f"internal error: {type(e).__name__}: {e}", EXIT_INTERNAL)
+        internal_error(e)
     for o in outcomes:
         if len(outcomes) > 1:
             click.echo(f"{o.run_dir.name}:")
@@ -450,9 +449,13 @@ def check(
     from chaos.histories.store import NotARun, load_run
     from chaos.workloads import registry
 
-    if path.exists() and not path.is_dir() and not path.is_file():
-        fail(f"{path}: not a regular file")
-    if model is not None or path.is_file():
+    try:
+        exists, is_dir, is_file = path.exists(), path.is_dir(), path.is_file()
+    except OSError as e:  # a name too long, a loop of links
+        fail(f"{clean(path)}: cannot read: {e.strerror or e}")
+    if exists and not is_dir and not is_file:
+        fail(f"{clean(path)}: not a regular file")
+    if model is not None or is_file:
         from chaos.checkers.cli import check_file_command
 
         if model is None:
@@ -463,7 +466,7 @@ def check(
         if max_states is not None:
             args += ["--max-states", str(max_states)]
         try:
-            for f in [path] if path.is_file() else sorted(path.iterdir()):
+            for f in [path] if is_file else sorted(path.iterdir()) if is_dir else []:
                 check_size(f)
             with input_guard(path):
                 check_file_command.main(args, prog_name="chaos check", standalone_mode=False)
@@ -549,13 +552,23 @@ def ls(store: Path) -> None:
         reverse=True,
     )
     for p in runs:
-        s = read_json(p / "spec.json", {})
-        v = s.get("verdict", s.get("status", "?"))
+        try:
+            s = read_json(p / "spec.json", {})
+        except (OSError, ValueError, RecursionError):
+            s = None
+        if not isinstance(s, dict):  # a listing goes on past a run it cannot read
+            s = {"status": "unreadable"}
+        v = str(s.get("verdict", s.get("status", "?")))
         click.echo(
-            f"{click.style(str(v).ljust(11), fg=VERDICT_COLOUR.get(v, 'white'))} "
+            f"{click.style(clean(v).ljust(11), fg=VERDICT_COLOUR.get(v, 'white'))} "
             f"{clean(workload_of(s) or '?'):15} {clean(s.get('solution', '?')):18} "
-            f"{','.join(s.get('nemesis', [])) or '-':28} seed={s.get('seed')}  {p}"
+            f"{clean(_joined(s.get('nemesis')) or '-'):28} "
+            f"seed={clean(s.get('seed'))}  {clean(p)}"
         )
+
+
+def _joined(value: Any) -> str:
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value or "")
 
 
 def _report_contributors(name: str) -> Sequence[Any]:
