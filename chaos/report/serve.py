@@ -27,7 +27,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-from chaos.histories.files import open_regular
+from chaos.histories.files import open_regular, read_regular
+from chaos.histories.limits import MAX_INPUT_BYTES
 from chaos.histories.store import workload_of
 from chaos.report.contrib import ContributorsFor, no_contributors
 from chaos.report.html import as_text, e
@@ -57,8 +58,8 @@ class RunEntry:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        obj = json.loads(read_regular(path, MAX_INPUT_BYTES))  # no FIFO, no link, bounded
+    except (OSError, ValueError, RecursionError):
         return {}
     return obj if isinstance(obj, dict) else {}
 
