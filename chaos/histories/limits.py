@@ -17,7 +17,6 @@ import os
 import re
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
@@ -39,21 +38,13 @@ MAX_INT_DIGITS = sys.get_int_max_str_digits() or 4300
 MAX_INPUT_BYTES = int(os.environ.get("CHAOS_MAX_INPUT_BYTES", str(1 << 30)))
 
 
-@dataclass(frozen=True, slots=True)
-class InputErrorInfo:
-    path: str
-    line: int | None
-    field: str | None
-    message: str
-
-
 class InputError(ValueError):
     """A file chaos cannot use; ``str()`` is the one line shown to the user."""
 
     def __init__(
         self, path: str | Path, message: str, *, line: int | None = None, field: str | None = None
     ) -> None:
-        self.info = InputErrorInfo(str(path), line, field, message)
+        self.path, self.line, self.field = str(path), line, field
         where = f"{path}:{line}" if line is not None else str(path)
         what = f" field '{field}':" if field else ""
         super().__init__(f"{where}:{what} {message}")
