@@ -3,6 +3,8 @@
     python bench/bench_checkers.py            # everything
     python bench/bench_checkers.py queue      # 1M-op total-queue history: parse + check
     python bench/bench_checkers.py porcupine  # linearizability on Porcupine's recorded histories
+    python bench/bench_checkers.py edn        # `chaos check` on generated 100k-op EDN histories
+    python bench/bench_checkers.py edn1m      # the same on a 1M-op one (~1 min to generate)
 
 The queue history (1,000,000 ops = 2,000,000 lines of history.jsonl, ~190 MB) is generated into
 /tmp (or $CHAOS_BENCH_DIR) once, deterministically, and checked in a fresh child process so that
@@ -94,6 +96,172 @@ def generate_queue_history(path: Path, n_ops: int = QUEUE_OPS, seed: int = 7) ->
     tmp = path.with_suffix(".tmp")
     tmp.write_text("".join(lines))
     tmp.replace(path)
+
+
+def generate_cas_history(path: Path, n_ops: int, seed: int = 15) -> None:
+    """A Jepsen independent cas-register history as ``history.edn`` (one op map per line, the
+    key order Jepsen writes) and the same ops as chaos ``history.jsonl`` beside it.
+
+    20 processes, 1,000 keys, reads / writes / cas on ``[key value]`` tuples; each op takes
+    effect at its completion, so the history is linearizable. About 1% of ops time out
+    (``:info``; half of them took effect) and cas ops whose compare fails complete ``:fail``.
+    """
+    rng = random.Random(seed)
+    procs, keys = 20, 1000
+    state: dict[int, int | None] = {}
+    busy: dict[int, tuple[str, int, object]] = {}
+    next_proc = {p: p for p in range(procs)}  # a process that timed out is replaced, as Jepsen
+    edn_lines: list[str] = []
+    json_lines = ['{"format":"chaos.history","version":1}\n']
+    t = 0
+    index = 0
+    done = 0
+
+    def emit(typ: str, p: int, f: str, value: object, error: str | None = None) -> None:
+        nonlocal index
+        ev = _edn(value)
+        err = f", :error :{error}" if error else ""
+        edn_lines.append(
+            f"{{:type :{typ}, :f :{f}, :value {ev}, :time {t}, :process {p}, :index {index}{err}}}\n"
+        )
+        jerr = f',"error":"{error}"' if error else ""
+        json_lines.append(
+            f'{{"index":{index},"time":{t / 1e9:.9f},"process":{p},"type":"{typ}",'
+            f'"f":"{f}","value":{json.dumps(value)}{jerr}}}\n'
+        )
+        index += 1
+
+    invoked = 0
+    while done < n_ops:
+        t += rng.randrange(20_000, 200_000)
+        slot = rng.randrange(procs)
+        p = next_proc[slot]
+        if p not in busy:
+            if invoked >= n_ops:
+                continue
+            invoked += 1
+            k = rng.randrange(keys)
+            r = rng.random()
+            if r < 0.5:
+                f, arg = "read", None
+            elif r < 0.75:
+                f, arg = "write", rng.randrange(5)
+            else:
+                f, arg = "cas", [rng.randrange(5), rng.randrange(5)]
+            busy[p] = (f, k, arg)
+            emit("invoke", p, f, [k, arg])
+            continue
+        f, k, arg = busy.pop(p)
+        done += 1
+        cur = state.get(k)
+        if rng.random() < 0.01:  # a timeout: it may or may not have happened
+            if rng.random() < 0.5 and f == "write":
+                state[k] = arg  # type: ignore[assignment]
+            elif rng.random() < 0.5 and f == "cas" and cur == arg[0]:  # type: ignore[index]
+                state[k] = arg[1]  # type: ignore[index]
+            emit("info", p, f, [k, arg], "timeout")
+            next_proc[slot] = p + procs
+            continue
+        if f == "read":
+            emit("ok", p, f, [k, cur])
+        elif f == "write":
+            state[k] = arg  # type: ignore[assignment]
+            emit("ok", p, f, [k, arg])
+        elif cur == arg[0]:  # type: ignore[index]
+            state[k] = arg[1]  # type: ignore[index]
+            emit("ok", p, f, [k, arg])
+        else:
+            emit("fail", p, f, [k, arg])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for out, lines in ((path, edn_lines), (path.with_suffix(".jsonl"), json_lines)):
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text("".join(lines))
+        tmp.replace(out)
+
+
+def _edn(v: object) -> str:
+    if v is None:
+        return "nil"
+    if isinstance(v, list):
+        return "[" + " ".join(_edn(x) for x in v) + "]"
+    return str(v)
+
+
+def _child_edn(path: str) -> None:
+    """Where the time of ``chaos check FILE --model cas-register`` goes, stage by stage."""
+    import gc
+
+    from chaos.checkers.linearizable import check_partitions, prepare
+    from chaos.checkers.models import cas_register
+    from chaos.histories import edn
+
+    gc.disable()  # as check_file does
+    t0 = time.perf_counter()
+    ops, problems = edn.read_history(Path(path))
+    t1 = time.perf_counter()
+    model = cas_register()
+    parts, stats = prepare(ops, model)
+    t2 = time.perf_counter()
+    res = check_partitions(parts, model)
+    t3 = time.perf_counter()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    size = Path(path).stat().st_size
+    print(
+        json.dumps(
+            {
+                "read": round(t1 - t0, 3),
+                "mb_per_s": round(size / 1e6 / (t1 - t0), 1),
+                "prepare": round(t2 - t1, 3),
+                "search": round(t3 - t2, 3),
+                "verdict": res.verdict.value,
+                "ops": stats["ops"],
+                "problems": len(problems),
+                "max_rss_mb": round(rss),
+            }
+        )
+    )
+
+
+def _wall(cmd: list[str]) -> tuple[float, int, str]:
+    """Wall seconds, exit code and stdout of a command run from the repository's root."""
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
+    return time.perf_counter() - t0, out.returncode, out.stdout
+
+
+def bench_edn(n_ops: int = 100_000, runs: int = 3) -> None:
+    """``chaos check`` (the real command, interpreter start included) on a generated
+    independent cas-register history, as EDN and as JSONL; then the stages in process."""
+    tag = f"{n_ops // 1000}k" if n_ops < 1_000_000 else f"{n_ops // 1_000_000}M"
+    path = BENCH_DIR / f"cas-{tag}.edn"
+    if not path.exists():
+        t0 = time.perf_counter()
+        generate_cas_history(path, n_ops)
+        print(f"generated {path} in {time.perf_counter() - t0:.1f} s")
+    size = path.stat().st_size
+    print(f"cas-register: {path} ({n_ops} ops, {size / 1e6:.1f} MB)")
+    for p in (path, path.with_suffix(".jsonl")):
+        walls = []
+        for _ in range(runs):
+            cmd = [sys.executable, "-m", "chaos.cli", "check", str(p), "--model", "cas-register"]
+            wall, code, _ = _wall(cmd)
+            walls.append(wall)
+        print(f"  chaos check {p.name}: wall {', '.join(f'{w:.2f}' for w in walls)} s; exit {code}")
+    stages = []
+    for _ in range(runs):
+        out = subprocess.run(
+            [sys.executable, __file__, "_child_edn", str(path)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        stages.append(json.loads(out))
+    best = min(stages, key=lambda r: r["read"] + r["prepare"] + r["search"])
+    print(
+        f"  in process, best of {runs}: read {best['read']:.2f} s ({best['mb_per_s']} MB/s), "
+        f"pair + encode {best['prepare']:.2f} s, search {best['search']:.2f} s; "
+        f"peak RSS {best['max_rss_mb']} MB; {best['ops']} ops, {best['verdict']}"
+    )
 
 
 def _child_queue(path: str) -> None:
@@ -202,11 +370,18 @@ def main(argv: list[str]) -> None:
     if argv and argv[0] == "_child_queue":
         _child_queue(argv[1])
         return
-    which = set(argv) or {"queue", "porcupine"}
+    if argv and argv[0] == "_child_edn":
+        _child_edn(argv[1])
+        return
+    which = set(argv) or {"queue", "porcupine", "edn"}
     if "porcupine" in which:
         bench_porcupine()
     if "queue" in which:
         bench_queue()
+    if "edn" in which:
+        bench_edn()
+    if "edn1m" in which:
+        bench_edn(1_000_000, runs=1)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 import click
 
+from chaos.checkers.cli import model_argv, model_options
 from chaos.histories.safe_text import clean
 from chaos.histories.store import DEFAULT_STORE, read_json, workload_of
 
@@ -430,6 +431,7 @@ def _write_lab_report(wl: Any, outcomes: list[Any], folder: Path, report_path: P
     "run's own checkers: cas-register, register, kv, set, set-full, queue, total-queue, "
     "counter, unique-ids.",
 )
+@model_options
 @click.option("--time-limit", type=float, default=None, help="With --model: search budget (s).")
 @click.option("--max-states", type=int, default=None, help="With --model: state budget.")
 @click.option("--json", "as_json", is_flag=True, help="With --model: results as JSON.")
@@ -441,6 +443,7 @@ def check(
     time_limit: float | None,
     max_states: int | None,
     as_json: bool,
+    **model_opts: Any,
 ) -> None:
     """Re-run the checkers on a stored run (offline, no Docker), or check a history file."""
     from chaos.checkers.completeness import check_stored_run
@@ -449,6 +452,7 @@ def check(
     from chaos.histories.store import NotARun, load_run
     from chaos.workloads import registry
 
+    forwarded = model_argv(**model_opts)
     try:
         exists, is_dir, is_file = path.exists(), path.is_dir(), path.is_file()
     except OSError as e:  # a name too long, a loop of links
@@ -460,7 +464,7 @@ def check(
 
         if model is None:
             fail(f"{path} is a history file: say what it should satisfy with --model")
-        args = [str(path), "--model", model, *(["--json"] if as_json else [])]
+        args = [str(path), "--model", model, *forwarded, *(["--json"] if as_json else [])]
         if time_limit is not None:
             args += ["--time-limit", str(time_limit)]
         if max_states is not None:
@@ -476,6 +480,8 @@ def check(
         except (InputError, OSError) as e:
             fail(clean(e))
         return
+    if forwarded:
+        fail(f"{' '.join(forwarded)}: only with --model (a run is checked by its lab's checkers)")
     try:
         run_ = load_run(path)
     except (NotARun, InputError) as e:

@@ -36,11 +36,12 @@ def _amount(v: Any) -> int | float | None:
     return None
 
 
-def counter_rows(rows: OpRows) -> CheckResult:
+def counter_rows(rows: OpRows, init: float = 0) -> CheckResult:
+    """``init`` is the counter's value before the history (``chaos check --init``)."""
     ops = ordered(rows, (*_ADDS, "read"))
     comp = completions(ops)
-    lower: float = 0
-    upper: float = 0
+    lower: float = init
+    upper: float = init
     pending: dict[Any, float] = {}  # process -> lower bound at its read's invoke
     adding: dict[Any, float] = {}  # process -> amount of its outstanding add
     reads: list[tuple[float, Any, float, int]] = []
@@ -119,5 +120,5 @@ def counter_rows(rows: OpRows) -> CheckResult:
     )
 
 
-def counter(history: Sequence[Op]) -> CheckResult:
-    return counter_rows(rows_of(history))
+def counter(history: Sequence[Op], init: float = 0) -> CheckResult:
+    return counter_rows(rows_of(history), init)

@@ -10,9 +10,14 @@ everything, which the search exploits), and how to describe an op in evidence.
 Indeterminate ops (``info``, or an invoke that never completed) reach ``step`` with the output
 :data:`UNKNOWN`: the op may have taken effect with any result, or not at all (the checker does not
 require it to be linearized). ``fail`` ops did not happen and are dropped by ``encode`` returning
-``None`` — except a failed compare-and-set with no ``error``, which Jepsen's clients (and
-Porcupine's etcd model) report when the compare itself failed: that is an observation that the
-register did not hold the expected value, so ``cas-register`` keeps it with output ``False``.
+``None`` — except, by default, a failed compare-and-set with no ``error``, which Jepsen's
+clients (and Porcupine's etcd model) report when the compare itself failed: that is an
+observation that the register did not hold the expected value, so ``cas-register`` keeps it with
+output ``False``. The register models take Knossos' reading instead when asked (``failed_cas=
+"absent"``, ``nil_read="any"``, an ``init``): see :mod:`chaos.checkers.semantics`.
+
+Values are compared as EDN values, not as Python's: :func:`freeze` keeps ``1``, ``1.0``,
+``true``, ``"a"`` and ``:a`` apart (:class:`Typed`), and :func:`_show` prints them as EDN.
 
 Keys: when ops carry a key (a ``key`` field, or Jepsen's independent ``[key value]`` tuples), the
 checker splits the history by key and checks each key against a fresh model — the state here is
@@ -21,16 +26,21 @@ always one key's state.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 
+from chaos.histories.edn import Keyword
 from chaos.histories.ops import OpType
 
 __all__ = [
     "MODELS",
     "UNKNOWN",
+    "FailedCas",
     "Model",
+    "NilRead",
+    "Typed",
     "cas_register",
     "counter",
     "freeze",
@@ -38,6 +48,7 @@ __all__ = [
     "queue",
     "register",
     "set_model",
+    "thaw",
 ]
 
 
@@ -77,10 +88,43 @@ class Model:
     partition: Callable[[Any], Hashable] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Typed:
+    """A value Python's ``==`` would confuse with another type's: ``True == 1 == 1.0`` and
+    ``Keyword("a") == "a"`` in Python, but not in EDN (Clojure's ``=``) nor in Porcupine.
+
+    :func:`freeze` wraps booleans, floats and keywords in it, so that states and outputs compare
+    as EDN values do: ``1`` (an integer), ``1.0`` (a float), ``true`` and ``"a"`` / ``:a`` are
+    all different, while integers of any size (``1``, ``1N``) stay plain ``int`` and fast.
+    """
+
+    kind: str  # "bool", "float" or "keyword"
+    value: Any
+
+
+_TRUE: Final = Typed("bool", True)
+_FALSE: Final = Typed("bool", False)
+
+
 def freeze(v: Any) -> Any:
-    """A hashable, ``==``-comparable form of a JSON/EDN value (lists become tuples)."""
+    """A hashable form of a JSON/EDN value whose ``==`` is EDN's (Clojure's ``=``).
+
+    Lists become tuples, maps a tagged tuple of sorted items, sets frozensets; booleans, floats
+    and keywords become :class:`Typed` (see there). Integers, strings and nil stay as they are.
+    """
+    t = type(v)
+    if t is int or t is str or v is None:
+        return v
+    if t is bool:
+        return _TRUE if v else _FALSE
+    if t is float:
+        return Typed("float", v)
     if isinstance(v, (list, tuple)):
-        return tuple(freeze(x) for x in v)
+        return tuple([freeze(x) for x in v])
+    if isinstance(v, Keyword):
+        return Typed("keyword", str.__str__(v))
+    if isinstance(v, str):  # a Tagged literal, or another str subclass: its text
+        return v
     if isinstance(v, dict):
         items = [(freeze(k), freeze(x)) for k, x in v.items()]
         try:
@@ -90,6 +134,21 @@ def freeze(v: Any) -> Any:
         return ("__map__", tuple(items))
     if isinstance(v, (set, frozenset)):
         return frozenset(freeze(x) for x in v)
+    if isinstance(v, int):  # an int subclass (IntEnum...): its number
+        return int(v)
+    return v
+
+
+def thaw(v: Any) -> Any:
+    """The JSON form of a frozen value, for evidence: keywords as ``":name"`` strings."""
+    if type(v) is Typed:
+        return f":{v.value}" if v.kind == "keyword" else v.value
+    if isinstance(v, tuple):
+        if len(v) == 2 and v[0] == "__map__":
+            return {str(_show(k)): thaw(x) for k, x in v[1]}
+        return [thaw(x) for x in v]
+    if isinstance(v, frozenset):
+        return sorted((thaw(x) for x in v), key=repr)
     return v
 
 
@@ -98,10 +157,17 @@ def _out(typ: OpType | None, value: Any) -> Any:
 
 
 def _show(v: Any) -> str:
+    """A value as EDN text (``nil``, ``:y``, ``"a"``, ``[1 2]``), for summaries and evidence."""
     if v is None:
         return "nil"
+    if type(v) is Typed:
+        if v.kind == "keyword":
+            return f":{v.value}"
+        if v.kind == "bool":
+            return "true" if v.value else "false"
+        return repr(v.value)
     if isinstance(v, tuple) and len(v) == 2 and v[0] == "__map__":
-        return "{" + ", ".join(f"{_show(k)}: {_show(x)}" for k, x in v[1]) + "}"
+        return "{" + ", ".join(f"{_show(k)} {_show(x)}" for k, x in v[1]) + "}"
     if isinstance(v, tuple):
         return "[" + " ".join(_show(x) for x in v) + "]"
     if isinstance(v, frozenset):
@@ -110,6 +176,10 @@ def _show(v: Any) -> str:
         except TypeError:
             members = sorted(v, key=repr)
         return "#{" + " ".join(_show(x) for x in members) + "}"
+    if isinstance(v, (list, dict, bool, float, Keyword)):
+        return _show(freeze(v))
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
     return repr(v)
 
 
@@ -119,34 +189,49 @@ READ, WRITE, CAS = 0, 1, 2
 _REGISTER_F = {"read": READ, "get": READ, "write": WRITE, "put": WRITE, "cas": CAS}
 
 
-def _register_encode(with_cas: bool) -> Encoder:
+NilRead = Literal["any", "value"]
+FailedCas = Literal["absent", "observed"]
+
+
+_READ_INPUT: Final = (READ, None, None)  # one shared input for every read
+
+
+def _register_encode(with_cas: bool, nil_read: NilRead, failed_cas: FailedCas) -> Encoder:
+    # Called once per op of a history: the choices are decided here, once, and the common
+    # values (integers, nil) skip freeze().
+    any_nil = nil_read == "any"
+    observed = with_cas and failed_cas == "observed"
+    ok, fail = OpType.OK, OpType.FAIL
+    codes = _REGISTER_F if with_cas else {f: c for f, c in _REGISTER_F.items() if c != CAS}
+
     def encode(f: str, v_in: Any, v_out: Any, typ: OpType | None) -> tuple[Any, Any] | None:
-        code = _REGISTER_F.get(f)
-        if code is None or (code == CAS and not with_cas):
+        code = codes.get(f)
+        if code is None:
             raise UnknownOp(f)
-        if typ is OpType.FAIL:
-            return None
         if code == READ:
-            return (READ, None, None), _out(typ, v_out)
+            if typ is ok:
+                if v_out is None:
+                    # Knossos: a read of nil matches every state. Always legal and changing
+                    # nothing, it fits anywhere in its window: the same as dropping it.
+                    return None if any_nil else (_READ_INPUT, None)
+                return _READ_INPUT, (v_out if type(v_out) is int else freeze(v_out))
+            return None if typ is fail else (_READ_INPUT, UNKNOWN)
+        if typ is fail and not (code == CAS and observed):
+            return None
         if code == WRITE:
-            return (WRITE, freeze(v_in), None), (None if typ is OpType.OK else UNKNOWN)
-        if not isinstance(v_in, (list, tuple)) or len(v_in) != 2:
-            raise ValueError(f"cas value must be [expected new], got {v_in!r}")
-        out = True if typ is OpType.OK else UNKNOWN
-        return (CAS, freeze(v_in[0]), freeze(v_in[1])), out
-
-    return encode
-
-
-def _cas_encode() -> Encoder:
-    plain = _register_encode(True)
-
-    def encode(f: str, v_in: Any, v_out: Any, typ: OpType | None) -> tuple[Any, Any] | None:
-        if typ is OpType.FAIL and _REGISTER_F.get(f) == CAS:
-            enc = plain(f, v_in, v_out, OpType.OK)
-            assert enc is not None
-            return enc[0], False
-        return plain(f, v_in, v_out, typ)
+            v = v_in if type(v_in) is int else freeze(v_in)
+            return (WRITE, v, None), (None if typ is ok else UNKNOWN)
+        if type(v_in) not in (list, tuple) or len(v_in) != 2:
+            raise ValueError(f"cas value must be [expected new], got {_show(v_in)}")
+        # A failed cas (with no error: the caller dropped those) is an observation that the
+        # compare failed, as Jepsen's etcd client and Porcupine's etcd model mean it.
+        out = True if typ is ok else False if typ is fail else UNKNOWN
+        a, b = v_in
+        return (
+            CAS,
+            a if type(a) is int else freeze(a),
+            b if type(b) is int else freeze(b),
+        ), out
 
     return encode
 
@@ -180,25 +265,37 @@ def _register_read_only(inp: Any, out: Any) -> bool:
     return bool(inp[0] == READ or (inp[0] == CAS and out is False))
 
 
-def register(init: Any = None) -> Model:
-    """A read/write register (``f`` read or write; ``get``/``put`` also accepted)."""
+def register(init: Any = None, *, nil_read: NilRead = "value") -> Model:
+    """A read/write register (``f`` read or write; ``get``/``put`` also accepted).
+
+    ``init`` is the value before any write (nil: absent). ``nil_read="any"`` is Knossos': a
+    read that returned nil matches every state; ``"value"`` (Porcupine's) reads it as the
+    register holding nil (absent).
+    """
     return Model(
         name="register",
         init=freeze(init),
         step=_register_step,
-        encode=_register_encode(False),
+        encode=_register_encode(False, nil_read, "absent"),
         read_only=_register_read_only,
         describe=_register_describe,
     )
 
 
-def cas_register(init: Any = None) -> Model:
-    """A register with compare-and-set (``cas`` value ``[expected new]``), Knossos' cas-register."""
+def cas_register(
+    init: Any = None, *, nil_read: NilRead = "value", failed_cas: FailedCas = "observed"
+) -> Model:
+    """A register with compare-and-set (``cas`` value ``[expected new]``), Knossos' cas-register.
+
+    ``failed_cas="observed"`` (Porcupine's etcd model) keeps a ``fail`` cas with no error as
+    the observation that the compare failed; ``"absent"`` (Knossos) drops it as an op that did
+    not happen. ``init`` and ``nil_read`` as in :func:`register`.
+    """
     return Model(
         name="cas-register",
         init=freeze(init),
         step=_register_step,
-        encode=_cas_encode(),
+        encode=_register_encode(True, nil_read, failed_cas),
         read_only=_register_read_only,
         describe=_register_describe,
     )
@@ -211,15 +308,20 @@ _KV_F = {"get": GET, "read": GET, "put": PUT, "write": PUT, "append": APPEND}
 _EMPTY = ("", ())
 
 
-def _kv_encode(f: str, v_in: Any, v_out: Any, typ: OpType | None) -> tuple[Any, Any] | None:
-    code = _KV_F.get(f)
-    if code is None:
-        raise UnknownOp(f)
-    if typ is OpType.FAIL:
-        return None
-    if code == GET:
-        return (GET, None), _out(typ, v_out)
-    return (code, freeze(v_in)), (None if typ is OpType.OK else UNKNOWN)
+def _kv_encode(nil_read: NilRead) -> Encoder:
+    def encode(f: str, v_in: Any, v_out: Any, typ: OpType | None) -> tuple[Any, Any] | None:
+        code = _KV_F.get(f)
+        if code is None:
+            raise UnknownOp(f)
+        if typ is OpType.FAIL:
+            return None
+        if code == GET:
+            if v_out is None and nil_read == "any" and typ is OpType.OK:
+                return None  # Knossos' nil read: matches every state (see register)
+            return (GET, None), _out(typ, v_out)
+        return (code, freeze(v_in)), (None if typ is OpType.OK else UNKNOWN)
+
+    return encode
 
 
 def _kv_step(state: Any, inp: Any, out: Any) -> tuple[bool, Any]:
@@ -249,17 +351,18 @@ def _kv_describe(inp: Any, out: Any) -> str:
     return f"{name}({_show(inp[1])})" + (" -> ?" if out is UNKNOWN else "")
 
 
-def kv() -> Model:
+def kv(init: Any = None, *, nil_read: NilRead = "value") -> Model:
     """A key-value store: get, put and append on each key (keys checked independently).
 
     ``append`` concatenates strings (Porcupine's kv) or adds an element to a list (Jepsen's
-    append); an absent key reads as nil, ``""`` or ``[]``.
+    append); an absent key reads as nil, ``""`` or ``[]``. ``init`` is every key's value before
+    its first put (nil: absent); ``nil_read`` as in :func:`register`.
     """
     return Model(
         name="kv",
-        init=None,
+        init=freeze(init),
         step=_kv_step,
-        encode=_kv_encode,
+        encode=_kv_encode(nil_read),
         read_only=lambda inp, out: bool(inp[0] == GET),
         describe=_kv_describe,
     )
@@ -371,6 +474,8 @@ def _counter_encode(f: str, v_in: Any, v_out: Any, typ: OpType | None) -> tuple[
         if not isinstance(n, (int, float)) or isinstance(n, bool):
             raise ValueError(f"counter add needs a number, got {v_in!r}")
         return (ADD, n), (None if typ is OpType.OK else UNKNOWN)
+    if typ is OpType.OK and type(v_out) in (int, float):
+        return (READ, None), v_out  # counts compare as numbers: the state is a sum
     return (READ, None), _out(typ, v_out)
 
 
@@ -386,11 +491,13 @@ def _counter_describe(inp: Any, out: Any) -> str:
     return f"read() -> {'?' if out is UNKNOWN else _show(out)}"
 
 
-def counter() -> Model:
-    """A counter: ``add n`` (``increment`` adds 1) and ``read``."""
+def counter(init: int | float = 0) -> Model:
+    """A counter: ``add n`` (``increment`` adds 1) and ``read``; ``init`` is its starting value."""
+    if not isinstance(init, (int, float)) or isinstance(init, bool):
+        raise ValueError(f"a counter starts at a number, not {_show(init)}")
     return Model(
         name="counter",
-        init=0,
+        init=init,
         step=_counter_step,
         encode=_counter_encode,
         read_only=_is_read,

@@ -28,12 +28,12 @@ from chaos.checkers.linearizable import (
     DEFAULT_TIME_LIMIT,
     check_linearizable,
 )
-from chaos.checkers.models import MODELS
 from chaos.checkers.queue import total_queue_rows
+from chaos.checkers.semantics import Semantics, build_model, counter_start, semantics
 from chaos.checkers.sets import set_full_rows
 from chaos.checkers.stats import stats_rows
 from chaos.checkers.unique_ids import unique_ids_rows
-from chaos.checkers.verdict import CheckResult, check_safe
+from chaos.checkers.verdict import CheckResult, Verdict, check_safe
 from chaos.histories import edn, jepsen_log
 from chaos.histories.jsonl import LineProblem, read_history
 from chaos.histories.ops import Op
@@ -48,6 +48,7 @@ __all__ = [
     "detect_format",
     "load_any_history",
     "load_rows",
+    "model_checkers",
     "write_history_edn",
 ]
 
@@ -133,7 +134,7 @@ def load_any_history(path: Path) -> tuple[list[Op], list[LineProblem]]:
             return edn.read_history(path)
         if fmt == "log":
             return jepsen_log.read_log(path)
-        loaded = read_history(path)
+        loaded = read_history(path)  # the one reader of chaos's JSONL (msgspec blocks)
         return loaded.records, loaded.problems
     except OSError as e:
         raise NotAHistory(f"cannot read {path}: {e.strerror or e}") from None
@@ -202,8 +203,20 @@ def _plan(model: str) -> tuple[str | None, tuple[str, ...]]:
     return lin, (*counting, "stats", "exceptions")
 
 
-def _check_rows(rows: OpRows, names: Sequence[str]) -> list[CheckResult]:
-    return [check_safe(n, lambda n=n: _ROW_CHECKERS[n](rows)) for n in names]  # type: ignore[misc]
+def _check_rows(rows: OpRows, names: Sequence[str], sem: Semantics | None) -> list[CheckResult]:
+    def run(n: str) -> CheckResult:
+        if n == "counter" and sem is not None:
+            return counter_rows(rows, counter_start(sem))
+        return _ROW_CHECKERS[n](rows)
+
+    return [check_safe(n, lambda n=n: run(n)) for n in names]  # type: ignore[misc]
+
+
+def model_checkers(model: str) -> tuple[str, ...]:
+    """The checkers whose verdict answers ``--model``'s question: the linearizability checker
+    and the model's counting checkers, not ``stats`` and ``exceptions`` (warnings there)."""
+    lin, counting = _plan(model)
+    return (*([f"linearizable-{lin}"] if lin is not None else []), *counting[:-2])
 
 
 def check_history(
@@ -212,19 +225,34 @@ def check_history(
     *,
     time_limit: float | None = DEFAULT_TIME_LIMIT,
     max_states: int | None = DEFAULT_MAX_STATES,
+    sem: Semantics | None = None,
+    independent: bool | None = None,
+    empty: Verdict = Verdict.UNKNOWN,
 ) -> list[CheckResult]:
-    """Run the checkers ``model`` names (see :data:`MODEL_NAMES`) plus stats and exceptions."""
+    """Run the checkers ``model`` names (see :data:`MODEL_NAMES`) plus stats and exceptions.
+
+    ``sem`` (default Porcupine's, see :mod:`chaos.checkers.semantics`) sets the model's
+    parameters; ``independent`` and ``empty`` go to
+    :func:`~chaos.checkers.linearizable.check_linearizable`.
+    """
     lin, counting = _plan(model)
     results: list[CheckResult] = []
     if lin is not None:
-        m = MODELS[lin]()
+        m = build_model(lin, sem or semantics())
         results.append(
             check_safe(
                 f"linearizable-{lin}",
-                lambda: check_linearizable(ops, m, time_limit=time_limit, max_states=max_states),
+                lambda: check_linearizable(
+                    ops,
+                    m,
+                    time_limit=time_limit,
+                    max_states=max_states,
+                    independent=independent,
+                    empty=empty,
+                ),
             )
         )
-    results += _check_rows(rows_of(ops), counting)
+    results += _check_rows(rows_of(ops), counting, sem)
     return results
 
 
@@ -234,8 +262,12 @@ def check_file(
     *,
     time_limit: float | None = DEFAULT_TIME_LIMIT,
     max_states: int | None = DEFAULT_MAX_STATES,
+    sem: Semantics | None = None,
+    independent: bool | None = None,
+    empty: Verdict = Verdict.UNKNOWN,
 ) -> tuple[list[CheckResult], list[LineProblem]]:
-    """Load ``path`` (a file or a run folder) and check it as ``model``."""
+    """Load ``path`` (a file or a run folder) and check it as ``model`` (see
+    :func:`check_history` for the options)."""
     lin, counting = _plan(model)
     if lin is None:
         # Millions of rows stay alive while the checkers allocate: every full collection would
@@ -244,12 +276,29 @@ def check_file(
         gc.disable()
         try:
             rows, problems = load_rows(path)
-            return _check_rows(rows, counting), problems
+            return _check_rows(rows, counting, sem), problems
         finally:
             if enabled:
                 gc.enable()
-    ops, problems = load_any_history(path)
-    return check_history(ops, model, time_limit=time_limit, max_states=max_states), problems
+    # Here too: the ops, the search's cache and its tuples hold no cycles, and the collector
+    # walking hundreds of thousands of them again and again cost a third of the time.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        ops, problems = load_any_history(path)
+        results = check_history(
+            ops,
+            model,
+            time_limit=time_limit,
+            max_states=max_states,
+            sem=sem,
+            independent=independent,
+            empty=empty,
+        )
+    finally:
+        if enabled:
+            gc.enable()
+    return results, problems
 
 
 def write_history_edn(run_dir: Path) -> Path:

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chaos.checkers._rows import OpRows, rows_of
-from chaos.checkers.models import freeze
+from chaos.checkers.models import freeze, thaw
 from chaos.checkers.verdict import CheckResult, Verdict
 from chaos.histories.ops import Op
 
@@ -37,7 +37,7 @@ SHOWN = 50  # anomalies listed per kind; the counts are complete
 
 def _listing(ms: dict[Any, int], kind: str) -> list[dict[str, Any]]:
     items = sorted(ms.items(), key=lambda kv: repr(kv[0]))[:SHOWN]
-    return [{"type": kind, "value": v, "count": c} for v, c in items]
+    return [{"type": kind, "value": thaw(v), "count": c} for v, c in items]
 
 
 def _multisets(

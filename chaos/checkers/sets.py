@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from chaos.checkers._rows import OpRows, completions, ordered, rows_of
-from chaos.checkers.models import freeze
+from chaos.checkers.models import freeze, thaw
 from chaos.checkers.verdict import CheckResult, Verdict
 from chaos.histories.ops import Op
 
@@ -110,7 +110,7 @@ def set_full_rows(rows: OpRows, *, linearizable: bool = False) -> CheckResult:
         return [
             {
                 "type": kind,
-                "element": x,
+                "element": thaw(x),
                 "add_invoke_position": add_invoke.get(x),
                 "known_position": known.get(x),
                 "last_present_read": last_present.get(x),
@@ -121,7 +121,7 @@ def set_full_rows(rows: OpRows, *, linearizable: bool = False) -> CheckResult:
 
     anomalies = listing(lost, "lost") + listing(sorted(unexpected, key=repr), "unexpected")
     anomalies += [
-        {"type": "duplicated", "element": x, "max_multiplicity": c}
+        {"type": "duplicated", "element": thaw(x), "max_multiplicity": c}
         for x, c in sorted(duplicated.items(), key=lambda kv: repr(kv[0]))[:SHOWN]
     ]
     anomalies += listing(stale, "stale")

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chaos.checkers._rows import OpRows, rows_of
-from chaos.checkers.models import freeze
+from chaos.checkers.models import freeze, thaw
 from chaos.checkers.verdict import CheckResult, Verdict
 from chaos.histories.ops import Op
 
@@ -40,7 +40,7 @@ def unique_ids_rows(rows: OpRows, *, f: str = "generate") -> CheckResult:
     except TypeError:
         stats["range"] = None  # ids that do not compare with each other
     worst = sorted(dups.items(), key=lambda kv: (-kv[1], repr(kv[0])))[:SHOWN]
-    anomalies = [{"type": "duplicated", "id": v, "count": c} for v, c in worst]
+    anomalies = [{"type": "duplicated", "id": thaw(v), "count": c} for v, c in worst]
     if dups:
         verdict = Verdict.INVALID
         summary = f"{len(dups)} id(s) handed out more than once (worst: {worst[0][1]} times)"

@@ -20,9 +20,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from chaos.histories.edn_fast import ops_from_block
+from chaos.histories.edn_types import EdnError, Keyword, Tagged
 from chaos.histories.jsonl import LineProblem
 from chaos.histories.limits import MAX_DEPTH
 from chaos.histories.ops import NEMESIS, Op, OpType
@@ -39,39 +42,6 @@ __all__ = [
     "read_history_text",
     "write_history",
 ]
-
-
-class EdnError(ValueError):
-    """Text that is not EDN; ``pos`` is the character offset where reading stopped."""
-
-    def __init__(self, message: str, pos: int) -> None:
-        super().__init__(message)
-        self.pos = pos
-
-
-class Keyword(str):
-    """An EDN keyword, without its colon. Compares equal to the plain string of its name."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return f"Keyword({str.__repr__(self)})"
-
-
-class Tagged(str):
-    """A tagged literal kept as its source text (``#inst "2020-01-01"``); ``value`` is the form."""
-
-    tag: str
-    value: Any
-
-    def __new__(cls, text: str, tag: str, value: Any) -> Tagged:
-        self = super().__new__(cls, text)
-        self.tag = tag
-        self.value = value
-        return self
-
-    def __repr__(self) -> str:
-        return f"Tagged({str.__repr__(self)})"
 
 
 # One token per match. Atoms (numbers, symbols, keywords, nil/true/false) are classified after.
@@ -493,18 +463,157 @@ def _one_op_per_line(text: str) -> bool:
     return total == 0 or starts * 2 >= total
 
 
+def _read_lines(
+    lines: list[str],
+    first_no: int,
+    name: str,
+    ops: list[Op],
+    problems: list[LineProblem],
+    truncated_no: int,
+) -> None:
+    """The general reader, line by line: every form on each line is an op (a flat map takes a
+    regex fast path). ``truncated_no`` is the number of a last line that had no newline (its
+    syntax errors are a truncation), or 0."""
+
+    def add(form: Any, line: int) -> bool:
+        try:
+            ops.append(op_from_edn(form, len(ops)))
+        except (ValueError, TypeError) as e:
+            problems.append(LineProblem(name, line, str(e)))
+            return False
+        return True
+
+    for i, line in enumerate(lines):
+        no = first_no + i
+        flat = _flat_map(line)
+        if flat is not None:
+            add(flat, no)
+            continue
+        p = 0
+        n_line = len(line)
+        while True:
+            p = _WS_ONLY.match(line, p).end()  # type: ignore[union-attr]
+            if p >= n_line:
+                break
+            try:
+                form, p = read_form(line, p)
+            except EOFError:
+                break
+            except EdnError as e:
+                problems.append(LineProblem(name, no, f"not EDN ({e})", no == truncated_no))
+                break
+            if not add(form, no):
+                break  # one problem per line is enough
+
+
+_BLOCK = 1 << 20  # bytes per block of lines: the fast path's unit, and what stays in memory
+_OPENER = re.compile(rb"[ \t\r\n,]*\[[ \t\r\n,]*(?=[{#\]]|$)")
+_CLOSER_AT_END = re.compile(rb"\][ \t\r,;]*(?:\n[ \t\r\n,]*)?$")
+
+
+@dataclass(slots=True)
+class _Progress:
+    no: int = 1  # number of the next block's first line
+    outer: bool | None = None  # the ops sit in a history vector; None: not seen yet
+    closed: bool = False  # its "]" was found
+    last_no: int = 0  # the last non-blank line
+
+
+def _read_line_blocks(
+    chunks: Iterable[bytes], name: str, errors: str = "replace"
+) -> tuple[list[Op], list[LineProblem]]:
+    """Read one-op-per-line EDN from byte chunks, a block of whole lines at a time.
+
+    Each block first goes to :func:`chaos.histories.edn_fast.ops_from_block` (the usual Jepsen
+    op lines, rewritten as JSON and decoded by msgspec); a block it declines is read by the
+    general reader, line by line, with line numbers counted across blocks. Only one block is
+    held at a time besides the ops, so memory stays bounded by the history's ops.
+    """
+    ops: list[Op] = []
+    problems: list[LineProblem] = []
+    state = _Progress()
+
+    def process(block: bytes, last: bool) -> None:
+        if state.outer is None and block.strip(b" \t\r\n,"):
+            # A history vector opens with "[" followed by an op map (or a tagged record, or
+            # "]"); any other "[" is a broken line of its own.
+            m = _OPENER.match(block)
+            state.outer = m is not None
+            if m is not None:
+                i = block.index(b"[")
+                block = block[:i] + b" " + block[i + 1 :]
+        n_lines = block.count(b"\n") + (not block.endswith(b"\n") and bool(block))
+        ends_cleanly = block.endswith(b"\n") or not block
+        if last:
+            if state.outer:
+                m = _CLOSER_AT_END.search(block)
+                if m is not None:
+                    block = block[: m.start()] + b" " + block[m.start() + 1 :]
+                    state.closed = True
+            body = block.rstrip(b" \t\r\n,")
+            state.last_no = state.no + body.count(b"\n") if body else state.no - 1
+            block = body + (b"\n" if body else b"")
+        found = ops_from_block(block, len(ops), op_from_edn) if block else []
+        if found is not None:
+            ops.extend(found)
+        else:
+            # Files: bytes that are not UTF-8 become U+FFFD and are reported. Text given as str
+            # was encoded with surrogatepass, and decodes back to itself.
+            text = block.decode("utf-8", errors=errors)
+            lines = text.split("\n")
+            if text.endswith("\n"):
+                lines.pop()
+            truncated_no = state.no + len(lines) - 1 if last and not ends_cleanly else 0
+            _read_lines(lines, state.no, name, ops, problems, truncated_no)
+            if "\ufffd" in text and b"\xef\xbf\xbd" not in block:
+                bad = state.no + text.count("\n", 0, text.index("\ufffd"))
+                problems.append(LineProblem(name, bad, "bytes that are not UTF-8"))
+        state.no += n_lines
+
+    prev: bytes | None = None
+    tail = b""
+    for chunk in chunks:
+        buf = tail + chunk
+        cut = buf.rfind(b"\n") + 1
+        if not cut:
+            tail = buf
+            continue
+        if prev is not None:
+            process(prev, last=False)
+        prev, tail = buf[:cut], buf[cut:]
+    final = (prev or b"") + tail
+    process(final, last=True)
+    if state.outer and not state.closed:
+        problems.append(
+            LineProblem(
+                name,
+                max(1, state.last_no),
+                "history vector is not closed with ]",
+                not final.endswith(b"\n") and bool(final),
+            )
+        )
+    return ops, problems
+
+
 def read_history_text(text: str, name: str = "<edn>") -> tuple[list[Op], list[LineProblem]]:
     """Read ops from EDN text: one vector of op maps, or op maps one after another.
 
     Files with one op per line (what Jepsen writes) are read line by line, so a broken line costs
     only itself; pretty-printed files whose maps span lines are read as a stream of forms.
     """
+    if _one_op_per_line(text):
+        data = text.encode("utf-8", errors="surrogatepass")
+        chunks = (data[i : i + _BLOCK] for i in range(0, len(data), _BLOCK))
+        return _read_line_blocks(chunks, name, errors="surrogatepass")
+    return _read_forms(text, name)
+
+
+def _read_forms(text: str, name: str) -> tuple[list[Op], list[LineProblem]]:
+    """Pretty-printed EDN (maps spanning lines): a stream of forms over the whole text."""
     ops: list[Op] = []
     problems: list[LineProblem] = []
     ends_cleanly = text.endswith("\n") or not text
     pos = _skip_ws(text, 0)
-    # A history vector opens with "[" followed by an op map (or a tagged record, or "]"); any
-    # other "[" is a broken line of its own.
     after = _skip_ws(text, pos + 1)
     outer = text.startswith("[", pos) and (after >= len(text) or text[after] in "{#]")
     if outer:
@@ -517,49 +626,6 @@ def read_history_text(text: str, name: str = "<edn>") -> tuple[list[Op], list[Li
             problems.append(LineProblem(name, line, str(e)))
             return False
         return True
-
-    if _one_op_per_line(text):
-        lines = text.split("\n")
-        last = len(lines)
-        while last > 1 and not lines[last - 1].strip():
-            last -= 1
-        first = _line_of(text, pos)
-        closed = not outer
-        for no in range(first, last + 1):
-            line = lines[no - 1]
-            if no == first:
-                line = line[pos - (text.rfind("\n", 0, pos) + 1) :]
-            if outer and no == last:
-                stripped = line.rstrip(" \t\r,;")
-                if stripped.endswith("]"):
-                    line = stripped[:-1]
-                    closed = True
-            flat = _flat_map(line)
-            if flat is not None:
-                add(flat, no)
-                continue
-            p = 0
-            n_line = len(line)
-            while True:
-                p = _WS_ONLY.match(line, p).end()  # type: ignore[union-attr]
-                if p >= n_line:
-                    break
-                try:
-                    form, p = read_form(line, p)
-                except EOFError:
-                    break
-                except EdnError as e:
-                    truncated = no == last and not ends_cleanly
-                    problems.append(LineProblem(name, no, f"not EDN ({e})", truncated))
-                    break
-                if not add(form, no):
-                    break  # one problem per line is enough
-        if not closed:
-            truncated = not ends_cleanly
-            problems.append(
-                LineProblem(name, last, "history vector is not closed with ]", truncated)
-            )
-        return ops, problems
 
     n = len(text)
     last_line = _line_of(text, n)
@@ -595,14 +661,29 @@ def read_history_text(text: str, name: str = "<edn>") -> tuple[list[Op], list[Li
 
 
 def read_history(path: Path) -> tuple[list[Op], list[LineProblem]]:
-    """Read a Jepsen ``history.edn``; bytes that are not UTF-8 are reported, not raised."""
-    data = Path(path).read_bytes()
+    """Read a Jepsen ``history.edn``; bytes that are not UTF-8 are reported, not raised.
+
+    One-op-per-line files (what Jepsen writes) are read in blocks of lines, most of them at
+    JSON speed (:mod:`chaos.histories.edn_fast`); pretty-printed ones as a stream of forms.
+    """
+    name = str(path)
+    with open(path, "rb") as fh:
+        head = fh.read(_BLOCK)
+        if _one_op_per_line(head.decode("utf-8", errors="replace")):
+            return _read_line_blocks(_chain_chunks(head, fh), name)
+        data = head + fh.read()
     text = data.decode("utf-8", errors="replace")
-    ops, problems = read_history_text(text, str(path))
+    ops, problems = _read_forms(text, name)
     if "\ufffd" in text and b"\xef\xbf\xbd" not in data:
         bad = text.index("\ufffd")
-        problems.insert(0, LineProblem(str(path), _line_of(text, bad), "bytes that are not UTF-8"))
+        problems.insert(0, LineProblem(name, _line_of(text, bad), "bytes that are not UTF-8"))
     return ops, problems
+
+
+def _chain_chunks(head: bytes, fh: Any) -> Iterator[bytes]:
+    yield head
+    while chunk := fh.read(_BLOCK):
+        yield chunk
 
 
 def iter_history_lines(history: Iterable[Op]) -> Iterator[str]:

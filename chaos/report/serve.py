@@ -285,6 +285,8 @@ class _Handler(BaseHTTPRequestHandler):
             raise Refused(HTTPStatus.NOT_FOUND, "not a run")
         with self.server.render_lock:
             if needs_render(run_dir):
+                # imported on first use: the page pulls in numpy, which `chaos serve`'s start and
+                # every other command importing this module need not pay for
                 from chaos.report.page import render
 
                 render(run_dir, self.server.contributors_for(run_name(run_dir)))

@@ -11,7 +11,6 @@ canary on the host and a canary in another run of the store untouched, and leave
 from __future__ import annotations
 
 import json
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -88,21 +87,9 @@ def test_each_hostile_solution_gets_the_right_verdict_and_leaves_nothing(
     assert code in codes, out
     assert says in out, out
     spec = json.loads((run / "spec.json").read_text())
+    # no container or network of the run is left, so no process of its nodes is (stopped or not)
     assert leftovers(engine, spec["run_id"]) == []
-    # no process of the run's nodes is left stopped anywhere on the host
-    assert not any(
-        Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
-        for p in os.listdir("/proc")
-        if p.isdigit() and _exists(p)
-    )
-
-
-def _exists(pid: str) -> bool:
-    try:
-        Path(f"/proc/{pid}/stat").read_text()
-        return True
-    except OSError:
-        return False
+    assert spec["status"] == "done"
 
 
 def _claims(run: Path, prefix: str) -> list[dict[str, str]]:
@@ -156,4 +143,4 @@ def test_escape_sequences_never_reach_the_terminal(
     assert "\x1b" not in out and "\x07" not in out
     again = chaos("check", str(run), store=None)
     assert "\x1b" not in again.stdout + again.stderr
-    assert "\\x1b" in json.dumps(read_jsonl(run / "events.jsonl"))  # kept, escaped, as evidence
+    assert "\\u001b" in (run / "events.jsonl").read_text()  # kept as JSON-escaped evidence

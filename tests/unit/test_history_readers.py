@@ -403,3 +403,219 @@ def test_edn_flat_map_never_raises(text: str) -> None:
     fast = edn._flat_map(text)
     if fast is not None:
         assert fast == edn.loads(text)
+
+
+# ------------------------------------------------- EDN op lines at JSON speed
+
+# Pieces of Jepsen-shaped op lines: the fast path must read them as the general reader does,
+# or decline. Odd ones (tags, sets, maps, chars, 42N, symbols, escapes) must make it decline.
+edn_values = st.sampled_from(
+    [
+        "nil",
+        "0",
+        "-7",
+        "12345678901234567890",
+        "1.5",
+        "-2e3",
+        "true",
+        "false",
+        ":a",
+        ":ns/kw-1",
+        ":nil",
+        ":null",
+        '"s"',
+        '""',
+        '"a, :b c"',
+        '"\\u00e9\\n\\"q\\""',
+        '"nil"',
+        '"\\/"',
+        "[1 2]",
+        "[3 [4 5]]",
+        "[nil nil nil]",
+        "[:a :b]",
+        '[k "v"]',
+        "(1 2)",
+        "[]",
+        "[1, 2]",
+        "#{1}",
+        "{:x 1}",
+        "\\a",
+        "42N",
+        "sym",
+        "null",
+        '#inst "2020"',
+        "[1  2]",
+    ]
+)
+edn_types = st.sampled_from([":invoke", ":ok", ":fail", ":info", '"ok"', ":bogus"])
+edn_fs = st.sampled_from([":read", ":cas", ":cas-x", ":write", '"w"', "7", ":f"])
+edn_procs = st.sampled_from(["0", "13", ":nemesis", '"p"', "true"])
+edn_errors = st.sampled_from([":timeout", '"refused: x"', '[:unknown "m"]', "nil", ":a.b/c"])
+edn_times = st.sampled_from(["0", "1000", "-5", "9007199254740993", "1.5", "1e3"])
+
+
+@st.composite
+def edn_op_line(draw: st.DrawFn) -> str:
+    entries = [(":type", draw(edn_types)), (":f", draw(edn_fs)), (":process", draw(edn_procs))]
+    entries.append((":value", draw(edn_values)))
+    if draw(st.booleans()):
+        entries.append((":time", draw(edn_times)))
+    if draw(st.integers(0, 4)):
+        entries.append((":index", str(draw(st.integers(0, 10**6)))))
+    if draw(st.booleans()):
+        entries.append((":error", draw(edn_errors)))
+    if not draw(st.integers(0, 4)):
+        entries.append((draw(st.sampled_from([":node", ":debug", ":value2"])), draw(edn_values)))
+    entries = draw(st.permutations(entries))
+    sep = draw(st.sampled_from([", ", ", ", " ", ","]))
+    return "{" + sep.join(f"{k} {v}" for k, v in entries) + "}"
+
+
+def _general(lines: list[str]) -> tuple[list[Op], list[Any]]:
+    ops: list[Op] = []
+    problems: list[Any] = []
+    edn._read_lines(lines, 1, "t", ops, problems, 0)
+    return ops, problems
+
+
+@FUZZ
+@given(st.lists(edn_op_line(), min_size=1, max_size=6))
+def test_edn_fast_block_agrees_with_general_reader(lines: list[str]) -> None:
+    from chaos.histories.edn_fast import ops_from_block
+
+    fast = ops_from_block(("\n".join(lines) + "\n").encode(), 0, edn.op_from_edn)
+    slow, problems = _general(lines)
+    if fast is not None:
+        assert problems == []
+        assert fast == slow
+        # and the same types: a keyword stays a keyword, a string a string
+        assert [repr(o.value) for o in fast] == [repr(o.value) for o in slow]
+        assert [type(o.time) for o in fast] == [type(o.time) for o in slow]
+
+
+def test_edn_fast_block_takes_jepsen_lines_and_declines_odd_ones() -> None:
+    from chaos.histories.edn_fast import ops_from_block
+
+    jepsen = (
+        b"{:type :invoke, :f :cas, :value [3 [1 2]], :time 1000, :process 5, :index 0}\n"
+        b"{:type :info, :f :cas, :value [3 [1 2]], :time 2000, :process 5, :index 1, "
+        b":error :timeout}\n"
+        b"{:type :ok, :f :read, :value [3 nil], :time 3000, :process :nemesis, :index 2, "
+        b':node "n1"}\n'
+    )
+    got = ops_from_block(jepsen, 0, edn.op_from_edn)
+    assert got is not None
+    assert [(o.index, o.time, o.value, o.error) for o in got] == [
+        (0, 1e-6, [3, [1, 2]], None),
+        (1, 2e-6, [3, [1, 2]], "timeout"),
+        (2, 3e-6, [3, None], None),
+    ]
+    assert got[2].process == NEMESIS and got[2].extra == {"node": "n1"}
+    for odd in [
+        b"{:type :ok, :f :read, :value #{1}, :process 0, :index 0}\n",
+        b"{:type :ok, :f :read, :value {:a 1}, :process 0, :index 0}\n",
+        b"{:type :ok, :f :read, :value 42N, :process 0, :index 0}\n",
+        b"{:type :ok, :f :read, :value x, :process 0, :index 0}\n",
+        b"{:type :ok, :f :read, :value 1, :process 0, :index 0} ; comment\n",
+    ]:
+        assert ops_from_block(odd, 0, edn.op_from_edn) is None, odd
+
+
+def test_edn_blocks_keep_line_numbers_and_vector_form(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tiny blocks: every block boundary, fast or general, must keep counting lines.
+    monkeypatch.setattr(edn, "_BLOCK", 200)
+    good = [
+        f"{{:type :invoke, :f :write, :value [{i} {i}], :time {i}, :process 1, :index {i}}}"
+        for i in range(40)
+    ]
+    lines = list(good)
+    lines[17] = "{:type :ok, :f :write, :value [1"  # broken
+    lines[31] = "{:type :bogus, :f :write, :value 1, :process 1, :index 31}"
+    ops, problems = edn.read_history_text("\n".join(lines) + "\n")
+    assert [(p.line, p.truncated) for p in problems] == [(18, False), (32, False)]
+    assert [o.index for o in ops] == [i for i in range(40) if i not in (17, 31)]
+    # the vector form, across blocks, and its missing "]"
+    vector = "[" + "\n ".join(good) + "]\n"
+    assert edn.read_history_text(vector) == edn.read_history_text("\n".join(good))
+    ops, problems = edn.read_history_text("[" + "\n ".join(good) + "\n")
+    assert len(ops) == 40 and [p.message for p in problems] == [
+        "history vector is not closed with ]"
+    ]
+    # a truncated last line, in the last block
+    ops, problems = edn.read_history_text("\n".join(good) + "\n" + good[0][:25])
+    assert len(ops) == 40 and [(p.line, p.truncated) for p in problems] == [(41, True)]
+
+
+def test_edn_read_history_file_streams_blocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(edn, "_BLOCK", 300)
+    lines = [
+        f"{{:type :ok, :f :read, :value {i}, :time {i}, :process 1, :index {i}}}" for i in range(50)
+    ]
+    lines[40] = lines[40].replace(":value 40", ':value "\xe9"')
+    path = tmp_path / "history.edn"
+    data = ("\n".join(lines) + "\n").encode()
+    path.write_bytes(data.replace("\xe9".encode(), b"\xff"))  # not UTF-8 on line 41
+    ops, problems = edn.read_history(path)
+    assert len(ops) == 50
+    assert [(p.line, p.message) for p in problems] == [(41, "bytes that are not UTF-8")]
+    assert ops[40].value == "\ufffd"
+    clean, _ = edn.read_history_text("\n".join(lines) + "\n")
+    assert ops[:40] == clean[:40] and ops[41:] == clean[41:]
+
+
+kw_names = st.from_regex(r"[a-z][a-z0-9\-.]{0,6}(/[a-z][a-z0-9\-]{0,4})?", fullmatch=True)
+jepsen_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**40), 2**40)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+    | kw_names.map(edn.Keyword),
+    lambda inner: st.lists(inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@FUZZ
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(list(OpType)),
+            kw_names,
+            st.integers(0, 30) | st.just(NEMESIS),
+            jepsen_values,
+            st.none() | st.text(max_size=10) | kw_names.map(edn.Keyword),
+            st.integers(0, 2**50),
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_edn_fast_block_on_written_jepsen_ops(rows: list[tuple[Any, ...]]) -> None:
+    """Lines as Jepsen prints them (key order, ", " between entries), with any strings and
+    keywords: the fast path must agree with the general reader whenever it answers."""
+    from chaos.histories.edn_fast import ops_from_block
+
+    lines = []
+    for i, (typ, f, p, v, err, t) in enumerate(rows):
+        proc = ":nemesis" if p == NEMESIS else str(p)
+        line = f"{{:type :{typ.value}, :f :{f}, :value {edn.dumps(v)}, :time {t}, "
+        line += f":process {proc}, :index {i}"
+        line += "}" if err is None else f", :error {edn.dumps(err)}}}"
+        lines.append(line)
+    fast = ops_from_block(("\n".join(lines) + "\n").encode(), 0, edn.op_from_edn)
+    slow, problems = _general(lines)
+    assert problems == []
+    if fast is not None:
+        assert fast == slow
+        assert [repr(o.value) for o in fast] == [repr(o.value) for o in slow]
+        assert [repr(o.error) for o in fast] == [repr(o.error) for o in slow]
+
+
+def test_edn_text_keeps_what_str_holds() -> None:
+    # Text given as str is not bytes from a file: a lone surrogate in it is kept, not reported.
+    text = '{:type :ok, :f :read, :value "a\ud800b", :process 0, :index 0}\n'
+    ops, problems = edn.read_history_text(text)
+    assert problems == [] and ops[0].value == "a\ud800b"

@@ -352,3 +352,19 @@ def test_a_malformed_final_state_makes_a_checker_unknown_not_a_crash() -> None:
     assert res["no-double-apply"].verdict is Verdict.UNKNOWN
     assert "crashed" in res["no-double-apply"].summary
     assert res["overlapping-holders"].verdict is Verdict.VALID
+
+
+def test_a_balance_chaos_computes_wrong_is_invalid_whatever_the_log_says() -> None:
+    # the solution applied o2's night-2 change twice but logged it once, and its log and balance
+    # agree with each other — only the sum chaos computes from the nights tells
+    history, events, final = calm_run()
+    extra = change_amount("o2", 2)
+    final["orders"]["o2"]["balance"] += extra
+    final["orders"]["o2"]["applied"][-1]["amount"] += extra
+    r = checkers.every_night(history, events, final)
+    assert r.verdict is Verdict.INVALID
+    (b,) = [a for a in r.anomalies if a["kind"] == "balance"]
+    assert b["order"] == "o2" and b["balance"] - b["expected"] == extra
+    assert f"{extra} more than the 2 nights' changes: a change was applied twice" in r.summary
+    _, _, ok = calm_run()
+    assert checkers.every_night(history, events, ok).verdict is Verdict.VALID

@@ -530,6 +530,24 @@ def every_night(
                     "summary": s,
                 }
             )
+    if limit and set(range(1, limit + 1)) <= set(done):
+        # every night ran: each order's balance must be what chaos itself computes the nights
+        # add (keys.change_amount), whatever the solution logged about its own writes
+        for o in order_ids:
+            want = sum(keys.change_amount(o, n) for n in range(1, limit + 1))
+            have = _int((orders.get(o) or {}).get("balance"))
+            if have is not None and have != want:
+                diff = have - want
+                why = (
+                    f"{diff} more than the {limit} nights' changes: a change was applied twice"
+                    if diff > 0
+                    else f"{-diff} short of the {limit} nights' changes: a change was lost"
+                )
+                s = f"order {o}'s balance is {have} but its {limit} nights add up to {want}: {why}"
+                sentences.append(s)
+                anomalies.append(
+                    {"kind": "balance", "order": o, "balance": have, "expected": want, "summary": s}
+                )
     in_progress = sorted(n for n in started if n not in done and n not in required)
     stats = {
         "nights_done": len(done),
