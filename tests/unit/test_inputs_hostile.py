@@ -106,8 +106,15 @@ def test_schedule_corpus(tmp_path: Path, case: ScheduleCase) -> None:
     assert case.says in str(err.value)
 
 
-def _limited() -> None:  # in the child, before exec
+def _limited() -> None:  # in the child, before exec: 1 GB of address space, 10 s of CPU
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+    resource.setrlimit(resource.RLIMIT_CPU, (int(SECONDS), int(SECONDS)))
+
+
+# The 10 s are CPU seconds (RLIMIT_CPU kills a child past them): on a shared two-core machine
+# at a load of 20, the start-up of an idle-machine 1.6 s command took more than 10 s of wall
+# time. A hang, which uses no CPU, is caught by the wall-clock bound.
+WALL = 60.0
 
 
 @pytest.mark.skipif(not FULL, reason="subprocesses: CHAOS_FUZZ=full")
@@ -126,7 +133,7 @@ def test_corpus_as_a_real_command_in_10_s_and_1_gb(
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=SECONDS,
+        timeout=WALL,
         preexec_fn=_limited,
     )
     assert proc.returncode in case.codes, proc.stderr[-500:]
