@@ -27,7 +27,7 @@ from typing import Any
 from chaos.histories.edn_fast import ops_from_block
 from chaos.histories.edn_types import EdnError, Keyword, Tagged
 from chaos.histories.jsonl import LineProblem
-from chaos.histories.limits import MAX_DEPTH
+from chaos.histories.limits import MAX_DEPTH, MAX_INT_DIGITS
 from chaos.histories.ops import NEMESIS, Op, OpType
 
 __all__ = [
@@ -258,7 +258,7 @@ def _flat_map(text: str) -> dict[Any, Any] | None:
             value = Keyword(raw[1:])
         elif raw in _FLAT_CONST:
             value = _FLAT_CONST[raw]
-        elif len(raw) > 4000:
+        elif len(raw) > MAX_INT_DIGITS:
             return None  # read_form explains an integer Python will not convert
         else:
             value = int(raw)
