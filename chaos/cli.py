@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 import click
 
 from chaos.checkers.cli import model_argv, model_options
+from chaos.histories.safe_text import clean
 from chaos.histories.store import DEFAULT_STORE, read_json, workload_of
 
 # Each command imports what it runs inside its own body, for start-up time alone (nothing here
@@ -46,6 +47,29 @@ class ChaosGroup(click.Group):
         except click.exceptions.Abort:
             click.echo("aborted", err=True)
             sys.exit(EXIT_INTERRUPTED)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except Exception as e:
+            # A bug of chaos's own (bad input has its own error, exit 3): the traceback goes to
+            # a log the user can attach to a report, the terminal gets one line.
+            internal_error(e)
+
+
+def internal_error(e: BaseException) -> NoReturn:
+    """Exit 5 with one line pointing to a log that holds the traceback."""
+    import tempfile
+
+    where = "(the log could not be written; traceback above)"
+    try:
+        fd, name = tempfile.mkstemp(prefix="chaos-internal-error-", suffix=".log")
+        with open(fd, "w", encoding="utf-8") as fh:
+            fh.write(f"chaos {' '.join(sys.argv[1:])}\n\n")
+            traceback.print_exception(e, file=fh)
+        where = f"details in {name}"
+    except OSError:
+        traceback.print_exception(e)
+    fail(f"internal error: {type(e).__name__}: {clean(str(e)[:200])}; {where}", EXIT_INTERNAL)
 
 
 @click.group(cls=ChaosGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -80,16 +104,6 @@ def _progress(quiet: bool) -> Any:
 
 
 VERDICT_COLOUR = {"valid": "green", "invalid": "red", "unknown": "yellow"}
-
-
-# C0 and C1 control characters and DEL, but not tab or newline: strings that came from the code
-# under test (event fields, error messages, task ids) must not drive the user's terminal
-_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)] if c not in (9, 10)}
-
-
-def clean(value: Any) -> str:
-    """``value`` as text with every control character escaped (``\\x1b``)."""
-    return str(value).translate(_CONTROL)
 
 
 def print_results(results: list[Any], verdict: Any, run_dir: Path | None = None) -> None:
@@ -356,8 +370,7 @@ def run(
     except KeyboardInterrupt:
         fail("interrupted", EXIT_INTERRUPTED)
     except Exception as e:
-        traceback.print_exc()
-        fail(f"internal error: {type(e).__name__}: {e}", EXIT_INTERNAL)
+        internal_error(e)
     for o in outcomes:
         if len(outcomes) > 1:
             click.echo(f"{o.run_dir.name}:")
@@ -433,12 +446,20 @@ def check(
     **model_opts: Any,
 ) -> None:
     """Re-run the checkers on a stored run (offline, no Docker), or check a history file."""
+    from chaos.checkers.completeness import check_stored_run
     from chaos.checkers.results import write_results
+    from chaos.histories.limits import InputError, check_size, input_guard
     from chaos.histories.store import NotARun, load_run
     from chaos.workloads import registry
 
     forwarded = model_argv(**model_opts)
-    if model is not None or path.is_file():
+    try:
+        exists, is_dir, is_file = path.exists(), path.is_dir(), path.is_file()
+    except OSError as e:  # a name too long, a loop of links
+        fail(f"{clean(path)}: cannot read: {e.strerror or e}")
+    if exists and not is_dir and not is_file:
+        fail(f"{clean(path)}: not a regular file")
+    if model is not None or is_file:
         from chaos.checkers.cli import check_file_command
 
         if model is None:
@@ -449,23 +470,31 @@ def check(
         if max_states is not None:
             args += ["--max-states", str(max_states)]
         try:
-            check_file_command.main(args, prog_name="chaos check", standalone_mode=False)
+            for f in [path] if is_file else sorted(path.iterdir()) if is_dir else []:
+                check_size(f)
+            with input_guard(path):
+                check_file_command.main(args, prog_name="chaos check", standalone_mode=False)
         except click.ClickException as e:
             e.show()
             sys.exit(EXIT_USAGE)
+        except (InputError, OSError) as e:
+            fail(clean(e))
         return
     if forwarded:
         fail(f"{' '.join(forwarded)}: only with --model (a run is checked by its lab's checkers)")
     try:
         run_ = load_run(path)
-    except NotARun as e:
-        fail(str(e))
+    except (NotARun, InputError) as e:
+        fail(clean(e))
     for p in run_.problems:
         click.secho(f"warning: {clean(p)}", fg="yellow", err=True)
     if not run_.workload:
         fail(f"{path}/spec.json names no workload; use --model to check the history alone")
-    wl = registry.get(run_.workload)
-    results = wl.check(run_)
+    try:
+        wl = registry.get(run_.workload)
+    except ValueError as e:
+        fail(f"{path / 'spec.json'}: field 'workload': {clean(e)}")
+    results = check_stored_run(wl, run_)
     verdict = write_results(run_.path, results)
     print_results(results, verdict, run_.path)
     sys.exit(verdict.exit_code)
@@ -529,13 +558,23 @@ def ls(store: Path) -> None:
         reverse=True,
     )
     for p in runs:
-        s = read_json(p / "spec.json", {})
-        v = s.get("verdict", s.get("status", "?"))
+        try:
+            s = read_json(p / "spec.json", {})
+        except (OSError, ValueError, RecursionError):
+            s = None
+        if not isinstance(s, dict):  # a listing goes on past a run it cannot read
+            s = {"status": "unreadable"}
+        v = str(s.get("verdict", s.get("status", "?")))
         click.echo(
-            f"{click.style(str(v).ljust(11), fg=VERDICT_COLOUR.get(v, 'white'))} "
+            f"{click.style(clean(v).ljust(11), fg=VERDICT_COLOUR.get(v, 'white'))} "
             f"{clean(workload_of(s) or '?'):15} {clean(s.get('solution', '?')):18} "
-            f"{','.join(s.get('nemesis', [])) or '-':28} seed={s.get('seed')}  {p}"
+            f"{clean(_joined(s.get('nemesis')) or '-'):28} "
+            f"seed={clean(s.get('seed'))}  {clean(p)}"
         )
+
+
+def _joined(value: Any) -> str:
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value or "")
 
 
 def _report_contributors(name: str) -> Sequence[Any]:

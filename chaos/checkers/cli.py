@@ -34,6 +34,8 @@ from typing import Any, TypeVar
 
 import click
 
+from chaos.histories.safe_text import clean  # the standard library only: quick to import
+
 __all__ = ["EXIT_BAD_INPUT", "check_file_command", "model_argv", "model_options", "parse_init"]
 
 EXIT_BAD_INPUT = 3
@@ -150,11 +152,12 @@ def parse_init(text: str) -> Any:
 def _echo_result(r: Any, prefix: str = "") -> None:
     colour = {"valid": "green", "invalid": "red", "unknown": "yellow"}[r.verdict.value]
     click.echo(
-        f"{prefix}{click.style(r.verdict.value.upper(), fg=colour)} {r.checker}: {r.summary}"
+        f"{prefix}{click.style(r.verdict.value.upper(), fg=colour)} "
+        f"{clean(r.checker)}: {clean(r.summary)}"
     )
     for a in r.anomalies[:3]:
         text = json.dumps(a, default=str)
-        click.echo(f"    {text[:400]}{'...' if len(text) > 400 else ''}")
+        click.echo(f"    {clean(text[:400])}{'...' if len(text) > 400 else ''}")
     if len(r.anomalies) > 3:
         click.echo(f"    ... {len(r.anomalies) - 3} more (use --json)")
 
@@ -241,7 +244,7 @@ def check_file_command(
     try:
         sem = _semantics(model, semantics, init, nil_read, failed_cas)
     except ValueError as e:
-        click.secho(f"chaos: {e}", fg="red", err=True)
+        click.secho(f"chaos: {clean(e)}", fg="red", err=True)
         sys.exit(EXIT_BAD_INPUT)
     try:
         results, problems = check_file(
@@ -254,15 +257,15 @@ def check_file_command(
             empty=Verdict(empty or "valid"),
         )
     except NotAHistory as e:
-        click.secho(f"chaos: {e}", fg="red", err=True)
+        click.secho(f"chaos: {clean(e)}", fg="red", err=True)
         sys.exit(EXIT_BAD_INPUT)
     for p in problems[:PROBLEMS_SHOWN]:
-        click.echo(str(p), err=True)
+        click.echo(clean(p), err=True)
     if len(problems) > PROBLEMS_SHOWN:
         click.echo(f"... and {len(problems) - PROBLEMS_SHOWN} more unreadable lines", err=True)
     stats = next((r for r in results if r.checker == "stats"), None)
     if stats is not None and not stats.stats.get("count") and problems:
-        click.secho(f"chaos: no readable op in {path}", fg="red", err=True)
+        click.secho(f"chaos: no readable op in {clean(path)}", fg="red", err=True)
         sys.exit(EXIT_BAD_INPUT)
     # A model checker that could not interpret the history (an op the model has no meaning
     # for, a cas without [expected new]) is bad input, not an unknown verdict.
@@ -271,7 +274,8 @@ def check_file_command(
     side = [r for r in results if r.checker not in deciding]
     cannot = next((r for r in main if r.summary.startswith("cannot check: ")), None)
     if cannot is not None:
-        click.secho(f"chaos: {path}: {cannot.summary[len('cannot check: ') :]}", fg="red", err=True)
+        why = clean(cannot.summary[len("cannot check: ") :])
+        click.secho(f"chaos: {clean(path)}: {why}", fg="red", err=True)
         sys.exit(EXIT_BAD_INPUT)
     verdict = combine(main)
     lost = [p for p in problems if not p.truncated]
@@ -300,14 +304,14 @@ def check_file_command(
         click.echo(json.dumps(doc, indent=2, default=str))
     else:
         if uses_model:
-            click.echo(f"semantics: {sem.describe()}")
+            click.echo(f"semantics: {clean(sem.describe())}")
         for r in main:
             _echo_result(r)
         for r in side:
             if r.verdict.value == "valid":
                 _echo_result(r)
         for w in warnings:
-            click.secho(f"warning: {w}", fg="yellow")
+            click.secho(f"warning: {clean(w)}", fg="yellow")
         note = f" ({len(lost)} unreadable line(s) skipped)" if lost else ""
         click.echo(f"verdict: {verdict.value}{note}")
     sys.exit(verdict.exit_code)

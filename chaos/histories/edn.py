@@ -27,6 +27,7 @@ from typing import Any
 from chaos.histories.edn_fast import ops_from_block
 from chaos.histories.edn_types import EdnError, Keyword, Tagged
 from chaos.histories.jsonl import LineProblem
+from chaos.histories.limits import MAX_DEPTH, MAX_INT_DIGITS
 from chaos.histories.ops import NEMESIS, Op, OpType
 
 __all__ = [
@@ -107,7 +108,10 @@ def _atom(text: str, pos: int) -> Any:
         return Keyword(name)
     if c.isdigit() or (c in "+-" and len(text) > 1 and text[1].isdigit()):
         if _INT.fullmatch(text):
-            return int(text.rstrip("N"))
+            try:
+                return int(text.rstrip("N"))
+            except ValueError:  # more digits than Python converts (sys.set_int_max_str_digits)
+                raise EdnError(f"an integer of {len(text)} digits", pos) from None
         if _FLOAT.fullmatch(text):
             return float(text.rstrip("M"))
         raise EdnError(f"bad number {text!r}", pos)
@@ -163,6 +167,11 @@ def read_form(text: str, pos: int = 0, end: int | None = None) -> tuple[Any, int
         tok = m.group(kind)  # type: ignore[arg-type]
         start = m.start(kind)  # type: ignore[arg-type]
         pos = m.end()
+        # Each open collection and pending prefix is a level: bounded, because a tag keeps its
+        # source text (100,000 nested tags held 100,000 growing copies) and the code after the
+        # reader walks values recursively.
+        if kind in ("open", "disc", "tag") and len(stack) >= MAX_DEPTH:
+            raise EdnError(f"values nest deeper than {MAX_DEPTH} levels", start)
         if kind == "open":
             stack.append([tok, [], start])
             continue
@@ -249,6 +258,8 @@ def _flat_map(text: str) -> dict[Any, Any] | None:
             value = Keyword(raw[1:])
         elif raw in _FLAT_CONST:
             value = _FLAT_CONST[raw]
+        elif len(raw) > MAX_INT_DIGITS:
+            return None  # read_form explains an integer Python will not convert
         else:
             value = int(raw)
         out[Keyword(key)] = value

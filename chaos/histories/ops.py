@@ -48,6 +48,25 @@ def op_fields(d: dict[str, Any]) -> OpFields:
     return index, time, process, t, f if type(f) is str else str(f), d.get("value"), d.get("error")
 
 
+def _ident(d: dict[str, Any], key: str) -> str | None:
+    """A task or event id: a string (a number is taken as its text) or absent. Anything else is
+    refused: ids become dict keys and set members in the checkers and the report, and a list
+    there crashed them."""
+    v = d.get(key)
+    if v is None or type(v) is str:
+        return v
+    if type(v) is int:
+        return str(v)
+    raise ValueError(f"{key} {str(v)[:40]!r} is not a string")
+
+
+def _pid(d: dict[str, Any]) -> int | None:
+    v = d.get("pid")
+    if v is None or type(v) is int:
+        return v
+    raise ValueError(f"pid {str(v)[:40]!r} is not an integer")
+
+
 def event_fields(d: dict[str, Any]) -> EventFields:
     """The checked fields of one events line, in :class:`Event`'s order (``data`` is the line's
     own object, not a copy). Raises like :func:`op_fields`."""
@@ -57,9 +76,9 @@ def event_fields(d: dict[str, Any]) -> EventFields:
         str(d["node"]),
         str(d["component"]),
         str(d["kind"]),
-        d.get("task_id"),
-        d.get("event_id"),
-        d.get("pid"),
+        _ident(d, "task_id"),
+        _ident(d, "event_id"),
+        _pid(d),
         data if type(data) is dict else dict(data),
     )
 
@@ -159,9 +178,9 @@ class Event:
             node=str(raw["node"]),
             component=str(raw["component"]),
             kind=str(raw["kind"]),
-            task_id=raw.get("task_id"),
-            event_id=raw.get("event_id"),
-            pid=raw.get("pid"),
+            task_id=_ident(raw, "task_id"),
+            event_id=_ident(raw, "event_id"),
+            pid=_pid(raw),
             data=dict(raw.get("data") or {}),
         )
 

@@ -87,6 +87,7 @@ _BLOCK_ERRORS = (
     TypeError,
     AttributeError,
     OverflowError,
+    RecursionError,  # msgspec on a value nested past its depth limit
 )
 
 
@@ -185,6 +186,9 @@ def _by_line(
             obj = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as e:
             problems.append(LineProblem(name, no, f"not JSON ({e})", truncated))
+            continue
+        except RecursionError:
+            problems.append(LineProblem(name, no, "values nest too deep to read", truncated))
             continue
         if not isinstance(obj, dict):
             problems.append(LineProblem(name, no, "not a JSON object", truncated))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any
 
 from chaos.histories.files import write_atomic
 from chaos.histories.jsonl import LineProblem, read_events, read_history, read_raw_events
+from chaos.histories.limits import MAX_INPUT_BYTES, InputError, input_guard
 from chaos.histories.ops import Event, Op
 
 DEFAULT_STORE = Path(os.environ.get("CHAOS_STORE", "store"))
@@ -80,29 +82,81 @@ def workload_of(spec: dict[str, Any]) -> str:
 
 
 class NotARun(Exception):
-    pass
+    """A folder that is not a usable run; the message names the file (and line and field)."""
+
+
+# What each JSON artefact of a run must be at its top level.
+_ARTEFACT_TYPES: dict[str, type] = {"spec.json": dict, "final.json": dict, "schedule.json": list}
+
+
+def _regular(path: Path) -> bool:
+    """Whether ``path`` exists; raises NotARun when it is there but not a regular file (a FIFO
+    would block the reader forever, a link could name /dev/zero)."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return False
+    except OSError as e:
+        raise NotARun(f"{path}: cannot read: {e.strerror or e}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise NotARun(f"{path}: not a regular file")
+    if st.st_size > MAX_INPUT_BYTES:
+        raise NotARun(str(InputError(path, f"{st.st_size} bytes, more than chaos reads")))
+    return True
+
+
+def load_artefact(path: Path, default: Any) -> Any:
+    """A run's JSON artefact (``spec.json``, ``final.json``, ``schedule.json``), or ``default``
+    when it is absent; anything unusable raises :class:`NotARun` naming file, line and field."""
+    if not _regular(path):
+        return default
+    try:
+        with input_guard(path):
+            try:
+                obj = json.loads(path.read_bytes())
+            except json.JSONDecodeError as e:
+                raise InputError(
+                    path, f"not JSON ({e.msg}, column {e.colno})", line=e.lineno
+                ) from None
+    except InputError as e:
+        raise NotARun(str(e)) from None
+    want = _ARTEFACT_TYPES.get(path.name)
+    if want is not None and not isinstance(obj, want):
+        what = "an object" if want is dict else "a list"
+        raise NotARun(str(InputError(path, f"expected {what}, got {type(obj).__name__}", line=1)))
+    return obj
 
 
 def load_run(path: Path) -> StoredRun:
     path = path.resolve() if path.is_symlink() else path
     hist = path / "history.jsonl"
-    if not path.is_dir() or not hist.exists():
+    if not path.is_dir() or not _regular(hist):
         raise NotARun(f"{path} is not a stored run (no history.jsonl in it)")
-    h = read_history(hist)
+    spec = load_artefact(path / "spec.json", {})
+    final = load_artefact(path / "final.json", {})
+    schedule = load_artefact(path / "schedule.json", [])
+    origin = spec.get("origin_mono")
+    if origin is not None and (isinstance(origin, bool) or not isinstance(origin, int | float)):
+        raise NotARun(
+            str(InputError(path / "spec.json", "not a number", field="origin_mono", line=1))
+        )
+    with input_guard(hist):
+        h = read_history(hist)
     ev_path = path / "events.jsonl"
-    spec = read_json(path / "spec.json", {})
     raw = path / "live" / "events"
     e = None
-    if ev_path.exists():
-        e = read_events(ev_path)
-    elif raw.is_dir() and "origin_mono" in spec:
-        e = read_raw_events(raw, float(spec["origin_mono"]))
+    if _regular(ev_path):
+        with input_guard(ev_path):
+            e = read_events(ev_path)
+    elif raw.is_dir() and not raw.is_symlink() and origin is not None:
+        with input_guard(raw):
+            e = read_raw_events(raw, float(origin))
     return StoredRun(
         path=path,
         spec=spec,
         history=h.records,
         events=sorted(e.records, key=lambda x: x.time) if e else [],
-        final=read_json(path / "final.json", {}),
-        schedule=read_json(path / "schedule.json", []),
+        final=final,
+        schedule=schedule,
         problems=h.problems + (e.problems if e else []),
     )

@@ -19,6 +19,7 @@ long timeline is found at once.
 from __future__ import annotations
 
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,33 @@ def _step_from_map(where: _Where, node: yaml.MappingNode, index: int, default: f
     )
 
 
+# A schedule is a few dozen lines nested three levels; these bounds are far past any real one.
+MAX_SCHEDULE_BYTES = 1 << 20
+MAX_SCHEDULE_DEPTH = 20
+
+
+def _prescan(where: _Where, text: str) -> None:
+    """Refuse what would make composing the document costly before composing it: aliases (a
+    "billion laughs" grudge expands exponentially when read as data; a schedule never needs
+    one) and deep nesting (PyYAML composes recursively). Walks the event stream, which is flat."""
+    depth = 0
+    for ev in yaml.parse(text):
+        if isinstance(ev, yaml.AliasEvent):
+            line = ev.start_mark.line + 1 if ev.start_mark else "?"
+            raise ScheduleError(
+                f"{where.file}:{line}: alias *{ev.anchor}: aliases are not allowed in a schedule"
+            )
+        if isinstance(ev, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_SCHEDULE_DEPTH:
+                line = ev.start_mark.line + 1 if ev.start_mark else "?"
+                raise ScheduleError(
+                    f"{where.file}:{line}: nested deeper than {MAX_SCHEDULE_DEPTH} levels"
+                )
+        elif isinstance(ev, yaml.CollectionEndEvent):
+            depth -= 1
+
+
 def parse_schedule(
     text: str,
     *,
@@ -159,10 +187,13 @@ def parse_schedule(
     With ``workload``, each trigger phrase must also name one of its hold points."""
     where = _Where(file)
     try:
+        _prescan(where, text)
         root = yaml.compose(text)
     except yaml.MarkedYAMLError as e:
         line = f":{e.problem_mark.line + 1}" if e.problem_mark else ""
         raise ScheduleError(f"{file}{line}: not valid YAML: {e.problem}") from None
+    except yaml.YAMLError as e:  # the reader's own errors (a control character) carry no mark
+        raise ScheduleError(f"{file}: not valid YAML: {str(e).splitlines()[0]}") from None
     if root is None:
         raise ScheduleError(f"{file}: empty schedule")
     steps_node: yaml.Node | None = None
@@ -211,9 +242,19 @@ def load_schedule(
     path: Path, *, default_duration: float = 5.0, workload: object = None, workload_name: str = ""
 ) -> Plan:
     try:
-        text = path.read_text()
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise ScheduleError(f"{path}: not a regular file")
+        if st.st_size > MAX_SCHEDULE_BYTES:
+            raise ScheduleError(f"{path}: larger than {MAX_SCHEDULE_BYTES} bytes; not a schedule")
+        data = path.read_bytes()
     except OSError as e:
         raise ScheduleError(f"{path}: cannot read: {e.strerror or e}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ScheduleError(f"{path}:{line}: bytes that are not UTF-8") from None
     return parse_schedule(
         text,
         file=str(path),

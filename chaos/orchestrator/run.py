@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chaos.checkers.completeness import check_stored_run
 from chaos.checkers.offline import write_history_edn
 from chaos.checkers.results import write_results
 from chaos.checkers.verdict import CheckResult, Verdict, combine
@@ -323,7 +324,7 @@ def finish(
 ) -> RunOutcome:
     t0 = time.monotonic()
     progress("checking the history")
-    results = wl.check(load_run(run_dir))
+    results = check_stored_run(wl, load_run(run_dir))
     verdict = combine(results)
     timings["check"] = round(time.monotonic() - t0, 4)
     write_results(run_dir, results)

@@ -13,6 +13,8 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
+from chaos.histories.files import read_regular
+from chaos.histories.limits import MAX_INPUT_BYTES
 from chaos.histories.ops import OP_FIELDS, Event, Op, event_fields, op_fields
 from chaos.histories.reader import (
     EVENTS_FORMAT,
@@ -190,9 +192,12 @@ def _read_object(path: Path, problems: list[str]) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        problems.append(f"{path.name}: unreadable ({e})")
+        # a regular file, not followed through a link, read up to the input bound: a FIFO named
+        # final.json hung `chaos report` and a `serve` thread; a deep value overflowed the stack
+        obj = json.loads(read_regular(path, MAX_INPUT_BYTES))
+    except (OSError, ValueError, RecursionError) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)[:200]
+        problems.append(f"{path.name}: unreadable ({why})")
         return None
     if not isinstance(obj, dict):
         problems.append(f"{path.name}: not a JSON object")
@@ -254,6 +259,9 @@ def load(run_dir: Path) -> RunData:
         p = run_dir / name
         if not p.exists():
             missing.append(name)
+            continue
+        if p.is_symlink() or not p.is_file():
+            problems.append(f"{name}: not a regular file")
             continue
         try:
             if name == "history.jsonl":

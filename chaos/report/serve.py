@@ -14,23 +14,27 @@ decoding, because a report server on a course machine must not become a file ser
 
 from __future__ import annotations
 
+import errno
 import io
 import json
-import mimetypes
+import os
 import threading
 import time
-import zipfile
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
+from chaos.histories.files import open_regular, read_regular
+from chaos.histories.limits import MAX_INPUT_BYTES
 from chaos.histories.store import workload_of
 from chaos.report.contrib import ContributorsFor, no_contributors
 from chaos.report.html import as_text, e
+from chaos.report.http_safety import answer_for, public_error
 from chaos.report.loading import REPORT_NAME, run_name
+from chaos.report.zipstream import write_zip
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -54,8 +58,8 @@ class RunEntry:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        obj = json.loads(read_regular(path, MAX_INPUT_BYTES))  # no FIFO, no link, bounded
+    except (OSError, ValueError, RecursionError):
         return {}
     return obj if isinstance(obj, dict) else {}
 
@@ -128,14 +132,9 @@ def needs_render(run_dir: Path) -> bool:
 
 
 def zip_run(run_dir: Path) -> bytes:
+    """The run as zip bytes (tests; the server streams with :func:`write_zip`)."""
     buf = io.BytesIO()
-    root = run_dir.resolve()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        for p in sorted(root.rglob("*")):
-            # Only regular files that live inside the run: a symlink could smuggle in anything.
-            if p.is_symlink() or not p.is_file():
-                continue
-            z.write(p, f"{root.name}/{p.relative_to(root)}")
+    write_zip(run_dir, buf)
     return buf.getvalue()
 
 
@@ -169,7 +168,7 @@ def index_page(store: Path) -> str:
         "table{border-collapse:collapse}td,th{border:1px solid #d9dee5;padding:4px 10px;"
         "text-align:left}th{background:#f0f3f7}.pill{color:#fff;border-radius:10px;"
         "padding:0 8px;font-weight:600;font-size:12px}</style></head><body>"
-        f"<h1>chaos runs</h1><p>store <code>{e(store.resolve())}</code> · {len(runs)} run(s), "
+        f"<h1>chaos runs</h1><p>store <code>{e(store.resolve().name)}</code> · {len(runs)} run(s), "
         f"newest first</p><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
         "</body></html>"
     )
@@ -178,6 +177,12 @@ def index_page(store: Path) -> str:
 class _Handler(BaseHTTPRequestHandler):
     server: ReportServer
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        # seconds a connection may stay silent (headers, or idle between keep-alive requests)
+        # before it is closed: 300 half-open connections used to hold 300 threads for ever
+        super().setup()
+        self.connection.settimeout(self.server.request_timeout)
 
     def log_message(self, format: str, *args: Any) -> None:
         if not self.server.quiet:
@@ -208,14 +213,25 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         try:
+            self._answer()
+        except Exception as x:  # a broken run must not take the server (or its client) down
+            self.log_error("%s: %s", self.path, x)  # the full story stays on the server's side
+            root = self.server.store
+            why = public_error(x, str(root.resolve()), str(root.absolute()))
+            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, why)
+
+    def _answer(self) -> None:
+        try:
             self._route()
         except Refused as x:
             self._error(x.status, str(x))
         except (BrokenPipeError, ConnectionResetError):
             pass
-        except Exception as x:  # a broken run must not take the server (or its client) down
-            self.log_error("%s: %s", self.path, x)
-            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(x).__name__}: {x}")
+        except OSError as x:
+            if x.errno not in (errno.ENAMETOOLONG, errno.ELOOP, errno.ENOENT, errno.ENOTDIR):
+                raise
+            # a path the file system will not look up: nothing to serve, nothing to tell
+            self._error(HTTPStatus.NOT_FOUND, "no such file")
 
     def _host_ok(self) -> bool:
         # Bound to loopback, answer only to loopback names: a web page elsewhere must not read
@@ -242,7 +258,10 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             raise Refused(HTTPStatus.NOT_FOUND, "no such page")
         rel = path[len(prefix) :]
-        target = resolve_inside(store, rel)
+        try:
+            target = resolve_inside(store, rel)
+        except OSError:  # a name too long, a loop of links: nothing to serve, nothing to tell
+            raise Refused(HTTPStatus.NOT_FOUND, "no such file") from None
         if prefix == "/zip/":
             self._zip(target)
         elif target.is_dir():
@@ -255,12 +274,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif target.name == REPORT_NAME:
             self._report(target.parent)
         elif target.is_file():
-            ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
-            if target.suffix == ".jsonl":
-                ctype = "text/plain"
-            if ctype.startswith("text/"):
-                ctype += "; charset=utf-8"
-            self._send(HTTPStatus.OK, target.read_bytes(), ctype)
+            self._file(target)
         else:
             raise Refused(HTTPStatus.NOT_FOUND, "no such file")
 
@@ -278,21 +292,70 @@ class _Handler(BaseHTTPRequestHandler):
                 render(run_dir, self.server.contributors_for(run_name(run_dir)))
         self._send(HTTPStatus.OK, (run_dir / REPORT_NAME).read_bytes(), "text/html; charset=utf-8")
 
+    def _file(self, target: Path) -> None:
+        """A file of a run, streamed, typed by :func:`answer_for` (never HTML)."""
+        root = self.server.store.resolve()
+        rel = PurePosixPath(*target.relative_to(root).parts)
+        # <test>/<run-id>/<path in the run>
+        answer = answer_for(PurePosixPath(*rel.parts[2:]) if len(rel.parts) > 2 else rel)
+        try:
+            fd = open_regular(target)
+        except OSError:  # a FIFO or a device must not hold a server thread
+            raise Refused(HTTPStatus.NOT_FOUND, "not a regular file") from None
+        with os.fdopen(fd, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", answer.content_type)
+            self.send_header("Content-Length", str(size))
+            self.send_header("X-Content-Type-Options", "nosniff")
+            for k, v in answer.headers:
+                self.send_header(k, v)
+            self.end_headers()
+            if self.command == "HEAD":
+                return
+            left = size
+            while left > 0 and (chunk := fh.read(min(left, 1 << 20))):
+                self.wfile.write(chunk)
+                left -= len(chunk)
+
     def _zip(self, run_dir: Path) -> None:
         if not run_dir.is_dir() or run_dir == self.server.store.resolve():
             raise Refused(HTTPStatus.NOT_FOUND, "not a run")
-        data = zip_run(run_dir)
-        name = run_dir.name.replace('"', "")
-        self._send(
-            HTTPStatus.OK,
-            data,
-            "application/zip",
-            {"Content-Disposition": f'attachment; filename="{name}.zip"'},
-        )
+        name = "".join(c for c in run_dir.name if c.isalnum() or c in "._-")[:100] or "run"
+        # streamed as it is written: no length is known, so the connection ends the body
+        self.close_connection = True
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", "application/zip")
+        self.send_header("Content-Disposition", f'attachment; filename="{name}.zip"')
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            write_zip(run_dir, self.wfile)  # type: ignore[arg-type]
+
+
+# Connections served at once; more are closed at once. Each holds a thread until it is answered
+# or falls silent for REQUEST_TIMEOUT seconds, so a flood of silent connections holds at most
+# this many threads, for that long.
+MAX_CONNECTIONS = 128
+REQUEST_TIMEOUT = 10.0
 
 
 class ReportServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # the listen backlog: a burst of tabs is not refused by the kernel
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
     def __init__(
         self,
@@ -302,10 +365,14 @@ class ReportServer(ThreadingHTTPServer):
         *,
         quiet: bool = False,
         contributors_for: ContributorsFor = no_contributors,
+        request_timeout: float = REQUEST_TIMEOUT,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.store = store
         self.quiet = quiet
         self.contributors_for = contributors_for
+        self.request_timeout = request_timeout
+        self._slots = threading.BoundedSemaphore(max_connections)
         # Rendering writes report.html and plots/; one at a time keeps two tabs from racing.
         self.render_lock = threading.Lock()
         super().__init__((host, port), _Handler)
@@ -324,9 +391,17 @@ def make_server(
     *,
     quiet: bool = False,
     contributors_for: ContributorsFor = no_contributors,
+    request_timeout: float = REQUEST_TIMEOUT,
 ) -> ReportServer:
     """A server over ``store``; ``contributors_for`` gives each run's workload sections."""
-    return ReportServer(store, host, port, quiet=quiet, contributors_for=contributors_for)
+    return ReportServer(
+        store,
+        host,
+        port,
+        quiet=quiet,
+        contributors_for=contributors_for,
+        request_timeout=request_timeout,
+    )
 
 
 __all__ = [

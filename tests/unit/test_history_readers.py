@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from chaos.checkers.offline import _jsonl_rows, load_any_history
 from chaos.histories import edn, jepsen_log
 from chaos.histories.jsonl import read_history
+from chaos.histories.limits import MAX_DEPTH
 from chaos.histories.ops import NEMESIS, Op, OpType
 from tests.corpus import PORCUPINE
 from tests.fuzz import examples
@@ -190,7 +191,12 @@ def test_edn_deep_nesting_is_an_error_not_a_crash() -> None:
     text = "[" * 100_000
     _, problems = edn.read_history_text(text)
     assert problems and problems[0].line == 1
-    assert edn.loads("[" * 5000 + "]" * 5000) is not None
+    # nesting is bounded (docs/history-format.md): at the bound it reads, past it an EdnError
+    assert edn.loads("[" * MAX_DEPTH + "]" * MAX_DEPTH) is not None
+    with pytest.raises(edn.EdnError, match="nest deeper than"):
+        edn.loads("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1))
+    with pytest.raises(edn.EdnError, match="nest deeper than"):
+        edn.loads("#a " * 100_000 + "1")  # tags nest too (they were quadratic in memory)
 
 
 @FUZZ_OPS

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from chaos.checkers.completeness import check_stored_run
 from chaos.checkers.verdict import Verdict
 from chaos.cluster.fake import FakeBackend
 from chaos.core.spec import TestSpec
@@ -98,5 +99,5 @@ def test_a_whole_run_on_the_fake_backend(tmp_path: Path, dedup: bool) -> None:
         assert results["counter"].verdict is Verdict.INVALID
 
     # re-checked offline from the stored files alone: the same verdict
-    again = wl.check(load_run(run_dir))
+    again = check_stored_run(wl, load_run(run_dir))
     assert [r.verdict for r in again] == [r.verdict for r in outcome.results]

@@ -1,0 +1,51 @@
+"""Whether a stored run holds enough to be judged at all.
+
+A run's checkers judge what its files hold. A folder cut short — the orchestrator killed before
+its final reads, a history that recorded nothing — holds a prefix, and a prefix of a bad run can
+look clean: the double apply had not happened yet, or had happened and not yet been read back.
+So a run whose record is incomplete is never ``valid``: this checker answers ``unknown`` and says
+why, and an anomaly the others found in the prefix still makes the run ``invalid``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chaos.checkers.verdict import CheckResult, Verdict
+from chaos.histories.store import StoredRun
+
+__all__ = ["CHECKER", "check_stored_run", "completeness"]
+
+CHECKER = "complete-record"
+
+
+def completeness(run: StoredRun) -> CheckResult:
+    """``valid`` when the run recorded ops and reached its final reads, else ``unknown``."""
+    missing: list[str] = []
+    if not run.history:
+        missing.append("history.jsonl holds no op: nothing was recorded")
+    if not run.final:
+        status = run.spec.get("status", "unknown")
+        missing.append(
+            f"final.json is missing or empty: the run stopped before its final reads "
+            f"(spec.json status: {str(status)[:40]})"
+        )
+    if missing:
+        return CheckResult(
+            checker=CHECKER,
+            verdict=Verdict.UNKNOWN,
+            summary="; ".join(missing) + "; a partial record cannot show the run valid",
+        )
+    return CheckResult(
+        checker=CHECKER,
+        verdict=Verdict.VALID,
+        summary=f"{len(run.history)} op(s) recorded and the final state read",
+    )
+
+
+def check_stored_run(workload: Any, run: StoredRun) -> list[CheckResult]:
+    """The workload's checkers on ``run``, then :func:`completeness`, which the workload cannot
+    leave out (``chaos check`` and the orchestrator both judge a run this way)."""
+    results: list[CheckResult] = list(workload.check(run))
+    results.append(completeness(run))
+    return results

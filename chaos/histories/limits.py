@@ -1,0 +1,145 @@
+"""Bounds on the inputs chaos reads, and the one error a malformed input turns into.
+
+Histories, run folders and schedules come from anywhere: a student's run, a file found on the
+web, a run folder the code under test wrote into. Whatever they hold, chaos answers with a verdict
+or with one line ``FILE:LINE: field 'F': what is wrong`` (exit 3), never a traceback or a hang.
+The parsers keep their own line-level reports; this module holds what sits around them: the
+limits (nesting depth, file size, digits of an integer) and :func:`input_guard`, which turns what
+a parser may still raise on hostile input (``RecursionError`` from a deep value somewhere past the
+parser, ``MemoryError``, ``OverflowError``, ``ValueError``, ``UnicodeError``) into
+:class:`InputError` naming the file and, when it can be found, the line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_INPUT_BYTES",
+    "MAX_INT_DIGITS",
+    "InputError",
+    "check_size",
+    "deep_line",
+    "input_guard",
+]
+
+# Real histories nest a handful of levels (Jepsen's txn values: [:txn [[:append 1 2]]]); 100 is
+# far beyond them and far below what Python's recursion limit lets the code after the parser walk.
+MAX_DEPTH = 100
+# Python refuses to convert longer decimal strings (CVE-2020-10735); a bound of its own, stated.
+MAX_INT_DIGITS = sys.get_int_max_str_digits() or 4300
+# A million-op history is about 120 MB; the readers hold a file's ops in memory.
+MAX_INPUT_BYTES = int(os.environ.get("CHAOS_MAX_INPUT_BYTES", str(1 << 30)))
+
+
+class InputError(ValueError):
+    """A file chaos cannot use; ``str()`` is the one line shown to the user."""
+
+    def __init__(
+        self, path: str | Path, message: str, *, line: int | None = None, field: str | None = None
+    ) -> None:
+        self.path, self.line, self.field = str(path), line, field
+        where = f"{path}:{line}" if line is not None else str(path)
+        what = f" field '{field}':" if field else ""
+        super().__init__(f"{where}:{what} {message}")
+
+
+def check_size(path: Path, limit: int = MAX_INPUT_BYTES) -> None:
+    """Refuse a file larger than ``limit`` before reading any of it."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return  # the reader reports a missing or unreadable file in its own words
+    if size > limit:
+        raise InputError(
+            path, f"{size} bytes, more than the {limit} chaos reads (CHAOS_MAX_INPUT_BYTES)"
+        )
+
+
+_OPEN = frozenset(b"[{(")
+_CLOSE = frozenset(b"]})")
+_BRACKETS = re.compile(rb'["\\\[\]{}()\n]')
+
+
+def deep_line(data: bytes, limit: int = MAX_DEPTH) -> tuple[int, int] | None:
+    """The first line (1-based) where brackets nest deeper than ``limit``, and that depth, or
+    None. Brackets inside strings do not count; EDN's ``#tag`` prefixes nest like brackets. Only
+    used to *explain* a failure, so it may be slow: it looks at brackets and quotes only."""
+    depth = 0
+    line = 1
+    in_str = False
+    skip = -1  # offset of a character a backslash escaped
+    tags = data.count(b"#")
+    if data.count(b"[") + data.count(b"{") + data.count(b"(") + tags <= limit:
+        return None
+    for m in _BRACKETS.finditer(data):
+        c = m.group()[0]
+        start = m.start()
+        if c == 0x0A:
+            line += 1
+            in_str = False  # a JSON line never continues a string; EDN's rarely matter here
+            continue
+        if start == skip:
+            continue
+        if in_str:
+            if c == 0x5C:
+                skip = start + 1
+            elif c == 0x22:
+                in_str = False
+            continue
+        if c == 0x22:
+            in_str = True
+        elif c in _OPEN:
+            depth += 1
+            if depth > limit:
+                return line, depth
+        elif c in _CLOSE:
+            depth = max(0, depth - 1)
+    if tags > limit:
+        # a run of tags ("#a #a #a ... 1") nests without a bracket
+        for no, text in enumerate(data.split(b"\n"), start=1):
+            if text.count(b"#") > limit:
+                return no, text.count(b"#")
+    return None
+
+
+_CAUGHT = (RecursionError, MemoryError, OverflowError, ValueError, UnicodeError)
+
+
+def _why(path: Path, e: BaseException) -> InputError:
+    if isinstance(e, InputError):
+        return e
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64 << 20)
+    except OSError:
+        head = b""
+    found = deep_line(head) if isinstance(e, (RecursionError, MemoryError)) else None
+    if found is not None:
+        line, depth = found
+        return InputError(
+            path, f"values nest {depth} levels deep; chaos reads {MAX_DEPTH}", line=line
+        )
+    if isinstance(e, RecursionError):
+        return InputError(path, f"values nest deeper than chaos reads ({MAX_DEPTH} levels)")
+    if isinstance(e, MemoryError):
+        return InputError(path, "reading it needs more memory than this machine gives chaos")
+    if isinstance(e, UnicodeError):
+        return InputError(path, "bytes that are not UTF-8")
+    text = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+    return InputError(path, f"cannot be read: {text}")
+
+
+@contextlib.contextmanager
+def input_guard(path: Path) -> Iterator[None]:
+    """Run a parser of ``path``: what it raises on hostile input becomes :class:`InputError`."""
+    try:
+        yield
+    except _CAUGHT as e:
+        raise _why(path, e) from None
