@@ -46,17 +46,19 @@ def chaos_run(store: Path, seed: int, checkout: Path = REPO) -> dict[str, float]
 
 
 def raw_etcd(client: docker.DockerClient, image: str, i: int) -> dict[str, float]:
+    # labelled as the bench's own, not chaos's: a concurrent `chaos run` reaps chaos-labelled
+    # resources whose owner is not a live orchestrator, which these are not
     t0 = time.monotonic()
     net = client.networks.create(
         f"bench-raw-{i}",
         driver="bridge",
-        labels={"chaos.project": "chaos", "chaos.run": f"bench{i}"},
+        labels={"chaos.bench": f"raw{i}"},
     )
     names = ["n1", "n2", "n3"]
     cs = [
         client.containers.create(image, ["sleep", "infinity"], name=f"bench-raw-{i}-{n}",
                                  hostname=n, network=net.name, detach=True, init=True,
-                                 labels={"chaos.project": "chaos", "chaos.run": f"bench{i}"})
+                                 labels={"chaos.bench": f"raw{i}"})
         for n in names
     ]  # fmt: skip
     for c in cs:

@@ -19,6 +19,7 @@ import shlex
 import subprocess
 import tarfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -316,7 +317,7 @@ class DockerCluster:
         return out
 
     def collect_logs(self, dest: Path) -> None:
-        for node in self.nodes:
+        def one(node: str) -> None:
             out = dest / node
             out.mkdir(parents=True, exist_ok=True)
             for name, data in self._get_tree(node, "/var/log/chaos", limit=LOG_CAP).items():
@@ -324,6 +325,10 @@ class DockerCluster:
                 if base.endswith(".log") and "/" not in name.removeprefix("chaos/"):
                     with contextlib.suppress(OSError):
                         write_atomic(out / base, data, durable=False)
+
+        # one archive request per node, side by side: teardown waits for the slowest only
+        with ThreadPoolExecutor(max_workers=len(self.nodes) or 1) as pool:
+            list(pool.map(one, self.nodes))
 
     # ------------------------------------------------------------ freeze (cgroup freezer)
 
