@@ -103,6 +103,40 @@ class Reapable(Protocol):
     def reap_handle(self, node: str, process: str | None = None) -> str | None: ...
 
 
+@runtime_checkable
+class ControlChannel(Protocol):
+    """Optional capability: the nodes do not see the orchestrator's control folder, so fault
+    points and holds written there must be copied to them (the SSH backend; Docker bind-mounts
+    the folder and needs none of this).
+
+    ``folder`` is ``any`` (every node's services read it) or a node name. ``control_put`` makes
+    ``name`` appear whole (never half-written) in that folder on every node that reads it;
+    ``control_remove`` removes it there (missing is fine); ``control_exists`` says whether
+    ``name`` is still in ``folder`` on ``node`` (a service consumes a release by removing it).
+
+    What a shared folder gave and a copy does not: claiming a point of ``any`` by rename is
+    atomic across nodes only when they share one folder. With copies, two nodes reaching the point
+    in the same instant can both claim it; the orchestrator removes the other copies as soon as it
+    sees the first claim, which narrows the window to the event collection delay, not to zero.
+    """
+
+    def control_put(self, folder: str, name: str, data: bytes) -> None: ...
+
+    def control_remove(self, folder: str, name: str) -> None: ...
+
+    def control_exists(self, node: str, folder: str, name: str) -> bool: ...
+
+
+@runtime_checkable
+class Capable(Protocol):
+    """Optional capability of a :class:`Backend`: say *before any cluster exists* whether its
+    clusters will have an optional capability (``supports(Freezable)``), so that a fault the
+    backend cannot do is refused before the run starts, not halfway through it. A backend
+    without it is asked nothing; its faults fail when applied."""
+
+    def supports(self, capability: type) -> bool: ...
+
+
 class Backend(Protocol):
     """Where clusters come from: the local Docker engine, SSH hosts, a fake for tests.
 
