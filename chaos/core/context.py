@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaos.cluster.base import Cluster
+from chaos.cluster.base import Cluster, ControlChannel
 from chaos.core.ledger import FaultLedger
 from chaos.core.live import EventTail
 from chaos.core.spec import TestSpec
@@ -40,6 +40,28 @@ class RunContext:
         d = self.live / "control" / (node or "any")
         d.mkdir(parents=True, exist_ok=True)
         return d
+
+    # Fault points and holds go through these, never through control_dir() paths directly: on a
+    # backend whose nodes do not share the orchestrator's disk (ControlChannel) they are copied to
+    # the nodes, and the copy on the host stays the record of what was armed.
+
+    def write_control(self, name: str, text: str, *, node: str | None = None) -> None:
+        """Arm ``name`` in the control folder of ``node`` (None: any node)."""
+        (self.control_dir(node) / name).write_text(text)
+        if isinstance(self.cluster, ControlChannel):
+            self.cluster.control_put(node or "any", name, text.encode())
+
+    def remove_control(self, name: str, *, node: str | None = None) -> None:
+        """Disarm ``name`` (missing is fine), on the host and every node that had a copy."""
+        (self.control_dir(node) / name).unlink(missing_ok=True)
+        if isinstance(self.cluster, ControlChannel):
+            self.cluster.control_remove(node or "any", name)
+
+    def control_exists(self, name: str, *, node: str | None = None, on: str | None = None) -> bool:
+        """Whether ``name`` is still there (not consumed); ``on``: as the node ``on`` sees it."""
+        if isinstance(self.cluster, ControlChannel) and on is not None:
+            return self.cluster.control_exists(on, node or "any", name)
+        return (self.control_dir(node) / name).exists()
 
     def rng_for(self, purpose: str) -> random.Random:
         """An independent stream per purpose, so adding a draw in one place does not shift another."""

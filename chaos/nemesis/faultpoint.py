@@ -33,15 +33,14 @@ class FaultPointNemesis:
         self.wait = wait
 
     def run(self, ctx: RunContext) -> None:
-        path = ctx.control_dir() / self.point
         fired: dict[str, Any] = {}
 
         def apply() -> list[dict[str, Any]]:
-            path.write_text(json.dumps({"armed_at": ctx.now()}))
+            ctx.write_control(self.point, json.dumps({"armed_at": ctx.now()}))
             return [{"point": self.point, "component": self.component, "armed": "any node"}]
 
         def undo() -> dict[str, Any]:
-            path.unlink(missing_ok=True)  # not fired yet: disarm
+            ctx.remove_control(self.point)  # not fired yet: disarm
             return {"point": self.point, **fired}
 
         fid = ctx.faults.start(self.point, apply, undo, intent={"point": self.point})
@@ -55,6 +54,7 @@ class FaultPointNemesis:
             ctx.progress(f"fault point {self.point} never fired")
             ctx.faults.heal(fid)
             return
+        ctx.remove_control(self.point)  # claimed: disarm the copies other nodes may hold
         fired.update(
             {
                 "node": ev.node,

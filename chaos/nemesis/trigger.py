@@ -164,10 +164,9 @@ class TriggerNemesis:
         tr = self.trigger
         assert tr.point is not None, "bind() the trigger to the workload's hold points first"
         name = tr.point.file
-        d = ctx.control_dir()
         since = len(ctx.events.events)
         hold_timeout = max(60.0, self.duration + 30.0)
-        (d / name).write_text(json.dumps({"armed_at": ctx.now(), "timeout": hold_timeout}))
+        ctx.write_control(name, json.dumps({"armed_at": ctx.now(), "timeout": hold_timeout}))
         ctx.progress(f"armed {name} for '{tr.phrase}'")
         ev, since = _wait_event(
             ctx,
@@ -178,9 +177,11 @@ class TriggerNemesis:
             self.wait,
         )
         if ev is None:
-            (d / name).unlink(missing_ok=True)  # never reached: disarm
+            ctx.remove_control(name)  # never reached: disarm
             ctx.progress(f"'{tr.phrase}': {name} was never reached")
             return False
+        # claimed: where the nodes hold copies of the point, disarm the others at once
+        ctx.remove_control(name)
         target = Target(node=ev.node, process=ev.component)
         if tr.fault == "partition":
             resolved = Resolved(
@@ -206,7 +207,7 @@ class TriggerNemesis:
         finally:
             # the held process goes on once it can run: at once (partition), on thaw (freeze),
             # on SIGCONT (pause); a killed process never reads it, so it is removed at heal
-            (d / f"{name}.release").write_text(json.dumps({"released_at": ctx.now()}))
+            ctx.write_control(f"{name}.release", json.dumps({"released_at": ctx.now()}))
         ctx.progress(f"'{tr.phrase}' fired on {ev.node} ({ev.component}, task {ev.task_id})")
         if tr.until:
             ctx.events.poll()
@@ -222,14 +223,12 @@ class TriggerNemesis:
         else:
             ctx.stop.wait(self.duration)
         ctx.faults.heal(fid)
-        release = d / f"{name}.release"
-        if tr.fault == "kill":
-            release.unlink(missing_ok=True)  # nobody is left to read it
-        else:
+        release = f"{name}.release"
+        if tr.fault != "kill":  # a killed process is not left to read it
             # the resumed process consumes its release; arming again before that could let the
             # next firing's process walk past its own hold
             deadline = time.monotonic() + 3.0
-            while release.exists() and time.monotonic() < deadline:
+            while ctx.control_exists(release, on=ev.node) and time.monotonic() < deadline:
                 time.sleep(0.01)
-            release.unlink(missing_ok=True)
+        ctx.remove_control(release)
         return True
