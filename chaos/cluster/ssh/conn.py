@@ -22,7 +22,10 @@ import paramiko
 from chaos.cluster.base import ClusterError, ExecResult
 from chaos.cluster.ssh.nodes import NodeSpec
 
-CONNECT_TIMEOUT = 5.0
+# the TCP connection (an unreachable node), then the banner and authentication, each bounded: a
+# node that is down is named within seconds, whatever the rest of the nodes do
+CONNECT_TIMEOUT = 3.0
+HANDSHAKE_TIMEOUT = 5.0
 CHANNEL_TIMEOUT = 5.0
 
 
@@ -88,8 +91,8 @@ class Connection:
                 allow_agent=node.agent,
                 look_for_keys=False,
                 timeout=CONNECT_TIMEOUT,
-                banner_timeout=CONNECT_TIMEOUT,
-                auth_timeout=CONNECT_TIMEOUT,
+                banner_timeout=HANDSHAKE_TIMEOUT,
+                auth_timeout=HANDSHAKE_TIMEOUT,
                 channel_timeout=CHANNEL_TIMEOUT,
             )
         except paramiko.BadHostKeyException as e:
@@ -206,6 +209,16 @@ class Connection:
     def put(self, path: str, data: bytes) -> None:
         with self._sftp_lock, self.sftp().open(path, "wb") as fh:
             fh.write(data)
+
+    def put_atomic(self, path: str, data: bytes) -> None:
+        """Write aside, then rename into place: a reader never sees a half-written file."""
+        folder, _, name = path.rpartition("/")
+        tmp = f"{folder}/.{name}.tmp"
+        with self._sftp_lock:
+            sftp = self.sftp()
+            with sftp.open(tmp, "wb") as fh:
+                fh.write(data)
+            sftp.posix_rename(tmp, path)
 
     def get(self, path: str, offset: int = 0) -> bytes | None:
         with self._sftp_lock:
