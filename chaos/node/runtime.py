@@ -6,7 +6,8 @@ fault on. Two kinds:
 
 - ``arm`` files: ``<control>/<node>/<point>`` — a one-shot fault point (``relay-crash-before-publish``).
   The first process to reach the point claims the file by renaming it (atomic: exactly one claims
-  it) and the fault fires.
+  it) and the fault fires. Where nodes hold copies instead of one shared folder, a claim of a
+  point armed for any node is also granted by the orchestrator (``ARBITER_ENV`` below).
 - ``hold`` files: ``<control>/<node>/hold-<component>-<kind>`` — when the service is about to
   report event ``kind``, it claims the file, reports a ``fault-point`` event, and waits until the
   orchestrator writes ``<same name>.release``. The orchestrator stops the process in between, so a
@@ -99,6 +100,8 @@ class Hooks:
                 os.rename(src, dst)
             except FileNotFoundError:
                 continue  # another process claimed it first
+            if d.name == "any" and os.environ.get(ARBITER_ENV) and not _granted(dst):
+                continue  # a copy on another node was claimed first (see ARBITER_ENV)
             try:
                 spec = dict(json.loads(dst.read_text() or "{}"))
             except ValueError:
@@ -136,6 +139,27 @@ class Hooks:
             time.sleep(0.005)
         with contextlib.suppress(FileNotFoundError):
             release.unlink()
+
+
+# Set when the nodes do not share one control folder (the SSH backend copies points armed for any
+# node to every node): a local rename is then atomic on this node only, so a claim of an "any"
+# point waits for the orchestrator to grant it (``<claimed>.granted``) to exactly one claimer and
+# deny it (``<claimed>.denied``) to the others. No answer within GRANT_TIMEOUT counts as denied.
+ARBITER_ENV = "CHAOS_CONTROL_ARBITER"
+GRANT_TIMEOUT = 10.0
+
+
+def _granted(claimed: Path) -> bool:
+    granted = claimed.with_name(claimed.name + ".granted")
+    denied = claimed.with_name(claimed.name + ".denied")
+    deadline = time.monotonic() + GRANT_TIMEOUT
+    while time.monotonic() < deadline:
+        if granted.exists():
+            return True
+        if denied.exists():
+            return False
+        time.sleep(0.005)
+    return False
 
 
 def env(name: str, default: str | None = None) -> str:
