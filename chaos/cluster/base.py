@@ -109,18 +109,21 @@ class ControlChannel(Protocol):
     points and holds written there must be copied to them (the SSH backend; Docker bind-mounts
     the folder and needs none of this).
 
-    ``folder`` is ``any`` (every node's services read it) or a node name. ``control_put`` makes
-    ``name`` appear whole (never half-written) in that folder on every node that reads it;
-    ``control_remove`` removes it there (missing is fine); ``control_exists`` says whether
-    ``name`` is still in ``folder`` on ``node`` (a service consumes a release by removing it).
+    ``folder`` is ``any`` (every node's services read it) or a node name.
 
-    What a shared folder gave and a copy does not: claiming a point of ``any`` by rename is
-    atomic across nodes only when they share one folder. With copies, two nodes reaching the point
-    in the same instant can both claim it; the orchestrator removes the other copies as soon as it
-    sees the first claim, which narrows the window to the event collection delay, not to zero.
+    - ``control_put`` makes ``name`` appear whole (never half-written) where the services of
+      ``folder`` read it. A point in ``any`` must be claimable *exactly once* across all nodes, as
+      a rename in one shared folder is: it may not simply be copied to every node (two nodes
+      would each claim their copy). ``on`` names the one node that must see it (a hold's release,
+      for the process held there).
+    - ``control_remove`` removes it wherever it is (missing is fine) and stops any copying.
+    - ``control_exists`` says whether ``name`` is still in ``folder`` as node ``node`` sees it (a
+      service consumes a release by removing it).
     """
 
-    def control_put(self, folder: str, name: str, data: bytes) -> None: ...
+    def control_put(
+        self, folder: str, name: str, data: bytes, *, on: str | None = None
+    ) -> None: ...
 
     def control_remove(self, folder: str, name: str) -> None: ...
 

@@ -45,11 +45,14 @@ class RunContext:
     # backend whose nodes do not share the orchestrator's disk (ControlChannel) they are copied to
     # the nodes, and the copy on the host stays the record of what was armed.
 
-    def write_control(self, name: str, text: str, *, node: str | None = None) -> None:
-        """Arm ``name`` in the control folder of ``node`` (None: any node)."""
+    def write_control(
+        self, name: str, text: str, *, node: str | None = None, on: str | None = None
+    ) -> None:
+        """Arm ``name`` in the control folder of ``node`` (None: any node); ``on``: only node
+        ``on`` needs to see it (a release for the process held there)."""
         (self.control_dir(node) / name).write_text(text)
         if isinstance(self.cluster, ControlChannel):
-            self.cluster.control_put(node or "any", name, text.encode())
+            self.cluster.control_put(node or "any", name, text.encode(), on=on)
 
     def remove_control(self, name: str, *, node: str | None = None) -> None:
         """Disarm ``name`` (missing is fine), on the host and every node that had a copy."""

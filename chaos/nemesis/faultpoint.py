@@ -54,7 +54,7 @@ class FaultPointNemesis:
             ctx.progress(f"fault point {self.point} never fired")
             ctx.faults.heal(fid)
             return
-        ctx.remove_control(self.point)  # claimed: disarm the copies other nodes may hold
+        ctx.remove_control(self.point)  # claimed: a backend moving it between nodes stops
         fired.update(
             {
                 "node": ev.node,

@@ -180,7 +180,7 @@ class TriggerNemesis:
             ctx.remove_control(name)  # never reached: disarm
             ctx.progress(f"'{tr.phrase}': {name} was never reached")
             return False
-        # claimed: where the nodes hold copies of the point, disarm the others at once
+        # claimed: a backend that moves the point between nodes (ControlChannel) stops now
         ctx.remove_control(name)
         target = Target(node=ev.node, process=ev.component)
         if tr.fault == "partition":
@@ -207,7 +207,7 @@ class TriggerNemesis:
         finally:
             # the held process goes on once it can run: at once (partition), on thaw (freeze),
             # on SIGCONT (pause); a killed process never reads it, so it is removed at heal
-            ctx.write_control(f"{name}.release", json.dumps({"released_at": ctx.now()}))
+            ctx.write_control(f"{name}.release", json.dumps({"released_at": ctx.now()}), on=ev.node)
         ctx.progress(f"'{tr.phrase}' fired on {ev.node} ({ev.component}, task {ev.task_id})")
         if tr.until:
             ctx.events.poll()

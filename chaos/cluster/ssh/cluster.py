@@ -37,12 +37,15 @@ from chaos.cluster.docker.procfs import owner_token
 from chaos.cluster.ssh import clock, install, remote
 from chaos.cluster.ssh.conn import Connection
 from chaos.cluster.ssh.nodes import NodeSpec
+from chaos.node.runtime import ARBITER_ENV
 
 # how often the collector pulls new event lines from each node (the nemeses choose targets from
 # events: lab1's lock holder is only as fresh as the last pull), and how long a process status read
 # stays fresh (the supervisor asks about every process ten times a second)
 COLLECT_EVERY = 0.05
 STATUS_TTL = 0.05
+# how often claims of points armed for any node are looked for and answered
+ARBITRATE_EVERY = 0.02
 CLOCK_SAMPLES = 16
 
 _CLOCK_PROBE = (
@@ -88,6 +91,10 @@ class SSHCluster:
         self._stop = threading.Event()
         self._collector: threading.Thread | None = None
         self._started = False
+        # points armed for any node -> whether a claim of it was granted (see _arbitrate_loop)
+        self._armed: dict[str, bool] = {}
+        self._arm_lock = threading.Lock()
+        self._arbiter: threading.Thread | None = None
         # node path prefix (as the Docker image lays them out) -> the run's own folder; longest first
         prefixes = {
             "/chaos": f"{self._dir}/live",
@@ -124,6 +131,7 @@ class SSHCluster:
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONUNBUFFERED": "1",
             "CHAOS_NODE": node,
+            ARBITER_ENV: "1",
         }
         return base | {k: self.node_path(v) for k, v in (env or {}).items()}
 
@@ -177,9 +185,10 @@ class SSHCluster:
     def teardown(self) -> None:
         """Stop collecting, measure clocks again, remove every trace of the run from every node."""
         self._stop.set()
-        if self._collector is not None:
-            self._collector.join(timeout=5)
-            self._collector = None
+        for t in (self._collector, self._arbiter):
+            if t is not None:
+                t.join(timeout=5)
+        self._collector = self._arbiter = None
         if not self._started:
             return
         with contextlib.suppress(Exception):
@@ -311,25 +320,75 @@ class SSHCluster:
 
     # ------------------------------------------------------------ control files (ControlChannel)
 
-    def _control_nodes(self, folder: str) -> list[str]:
-        return list(self.nodes) if folder == "any" else [folder]
+    # A point armed for "any node" is copied to every node, and its services run with
+    # ARBITER_ENV: a local claim (a rename, atomic on that node only) then waits for this cluster
+    # to answer. The arbiter thread looks for claims every ARBITRATE_EVERY and grants exactly one
+    # per arming, the first it sees, denying every other and removing the remaining copies: the
+    # point fires once, as with one shared folder, a few tens of milliseconds later.
 
-    def control_put(self, folder: str, name: str, data: bytes) -> None:
+    def _control_path(self, folder: str, name: str) -> str:
+        return f"{self._dir}/live/control/{folder}/{name}"
+
+    def control_put(self, folder: str, name: str, data: bytes, *, on: str | None = None) -> None:
+        if folder != "any" or on is not None:
+            node = on if on is not None else folder
+            self.conn(node).put_atomic(self._control_path(folder, name), data)
+            return
+        with self._arm_lock:
+            self._armed[name] = False  # not granted yet
         _pmap(
-            lambda node: self.conn(node).put_atomic(
-                f"{self._dir}/live/control/{folder}/{name}", data
-            ),
-            self._control_nodes(folder),
+            lambda node: self.conn(node).put_atomic(self._control_path("any", name), data),
+            list(self.nodes),
         )
+        if self._arbiter is None:
+            self._arbiter = threading.Thread(
+                target=self._arbitrate_loop, name="ssh-any-points", daemon=True
+            )
+            self._arbiter.start()
+
+    def _arbitrate_loop(self) -> None:
+        decided: set[tuple[str, str]] = set()
+        while not self._stop.wait(ARBITRATE_EVERY):
+            with self._arm_lock:
+                names = dict(self._armed)
+            if not names:
+                continue
+            folder = f"{self._dir}/live/control/any"
+            for node in self.nodes:
+                try:
+                    listing = self.conn(node).listdir_sizes(folder)
+                except Exception:
+                    continue  # a node that does not answer now is asked again next round
+                for f in sorted(listing):
+                    name, sep, _ = f.partition(".claimed-")
+                    if not sep or f.endswith((".granted", ".denied")) or name not in names:
+                        continue
+                    if (node, f) in decided:
+                        continue
+                    decided.add((node, f))
+                    with self._arm_lock:
+                        grant = self._armed.get(name) is False
+                        if grant:
+                            self._armed[name] = True
+                    verdict = "granted" if grant else "denied"
+                    with contextlib.suppress(Exception):
+                        self.conn(node).put_atomic(f"{folder}/{f}.{verdict}", b"")
+                    if grant:
+                        for other in self.nodes:
+                            with contextlib.suppress(Exception):
+                                self.conn(other).remove(f"{folder}/{name}")
 
     def control_remove(self, folder: str, name: str) -> None:
+        if folder == "any":
+            with self._arm_lock:
+                self._armed.pop(name, None)
         _pmap(
-            lambda node: self.conn(node).remove(f"{self._dir}/live/control/{folder}/{name}"),
-            self._control_nodes(folder),
+            lambda node: self.conn(node).remove(self._control_path(folder, name)),
+            list(self.nodes) if folder == "any" else [folder],
         )
 
     def control_exists(self, node: str, folder: str, name: str) -> bool:
-        return self.conn(node).exists(f"{self._dir}/live/control/{folder}/{name}")
+        return self.conn(node).exists(self._control_path(folder, name))
 
     # ------------------------------------------------------------ nodes and processes
 
