@@ -149,6 +149,9 @@ def test_lab3_check_then_act_under_partition_and_trigger_is_invalid_with_evidenc
     assert len(task["revisions"]) == 2 and len(task["reported_commits"]) == 2
     steps = [s["step"] for s in task["chain"]]
     assert steps.count("commit") == 2 and "redelivery" in steps
+    # the hold was copied to every node and claimed exactly once (the cluster's arbiter)
+    holds = [e for e in read_jsonl(run / "events.jsonl") if e["kind"] == "fault-point"]
+    assert len(holds) == 1, holds
     history = read_jsonl(run / "history.jsonl")
     cut = [o for o in history if o.get("fault") == "partition" and o.get("phase") == "start"]
     # the partition was verified by probes from inside the nodes, as on Docker
