@@ -36,16 +36,14 @@ from chaos.cluster.base import ClusterError, ExecResult
 from chaos.cluster.docker.procfs import owner_token
 from chaos.cluster.ssh import clock, install, remote
 from chaos.cluster.ssh.conn import Connection
+from chaos.cluster.ssh.control import ControlFiles
+from chaos.cluster.ssh.events import EventCollector
 from chaos.cluster.ssh.nodes import NodeSpec
 from chaos.node.runtime import ARBITER_ENV
 
-# how often the collector pulls new event lines from each node (the nemeses choose targets from
-# events: lab1's lock holder is only as fresh as the last pull), and how long a process status read
-# stays fresh (the supervisor asks about every process ten times a second)
-COLLECT_EVERY = 0.05
+# how long a process status read stays fresh (the supervisor asks about every process ten times a
+# second)
 STATUS_TTL = 0.05
-# how often claims of points armed for any node are looked for and answered
-ARBITRATE_EVERY = 0.02
 CLOCK_SAMPLES = 16
 
 _CLOCK_PROBE = (
@@ -85,16 +83,15 @@ class SSHCluster:
         self._status: dict[str, tuple[float, dict[str, tuple[int, bool, str]]]] = {}
         self._status_lock = threading.Lock()
         self._clocks: dict[str, clock.ClockEstimate] = {}
-        self._offsets: dict[tuple[str, str], int] = {}
-        self._partial: dict[tuple[str, str], bytes] = {}
-        self._collect_lock = threading.Lock()
         self._stop = threading.Event()
-        self._collector: threading.Thread | None = None
         self._started = False
-        # points armed for any node -> whether a claim of it was granted (see _arbitrate_loop)
-        self._armed: dict[str, bool] = {}
-        self._arm_lock = threading.Lock()
-        self._arbiter: threading.Thread | None = None
+        self._events = EventCollector(
+            nodes=self.nodes, conns=conns, folder=f"{self._dir}/live/events", live=self._live,
+            clocks=self._clocks,
+        )  # fmt: skip
+        self._control = ControlFiles(
+            nodes=self.nodes, conns=conns, folder=f"{self._dir}/live/control", stop=self._stop
+        )
         # node path prefix (as the Docker image lays them out) -> the run's own folder; longest first
         prefixes = {
             "/chaos": f"{self._dir}/live",
@@ -177,18 +174,13 @@ class SSHCluster:
 
         _pmap(one, self.nodes)
         self._write_clocks({})
-        self._collector = threading.Thread(
-            target=self._collect_loop, name="ssh-events", daemon=True
-        )
-        self._collector.start()
+        self._events.start(self._stop)
 
     def teardown(self) -> None:
         """Stop collecting, measure clocks again, remove every trace of the run from every node."""
         self._stop.set()
-        for t in (self._collector, self._arbiter):
-            if t is not None:
-                t.join(timeout=5)
-        self._collector = self._arbiter = None
+        self._events.join()
+        self._control.join()
         if not self._started:
             return
         with contextlib.suppress(Exception):
@@ -264,131 +256,22 @@ class SSHCluster:
     def clock_estimate(self, node: str) -> clock.ClockEstimate | None:
         return self._clocks.get(node)
 
-    # ------------------------------------------------------------ events
-
-    def _collect_loop(self) -> None:
-        while not self._stop.wait(COLLECT_EVERY):
-            with contextlib.suppress(Exception):  # a partitioned or frozen moment: next round
-                self.collect_events()
+    # ------------------------------------------------------------ events (events.py)
 
     def collect_events(self) -> int:
-        """Append new complete event lines from every node to ``<live>/events/``; returns how many."""
-        n = 0
-        with self._collect_lock:
-            for node in self.nodes:
-                n += self._collect_node(node)
-        return n
+        """Pull new event lines from every node now; returns how many (see events.py)."""
+        return self._events.collect()
 
-    def _collect_node(self, node: str) -> int:
-        c = self.conn(node)
-        folder = f"{self._dir}/live/events"
-        est = self._clocks.get(node)
-        n = 0
-        for name, size in sorted(c.listdir_sizes(folder).items()):
-            if not name.endswith(".jsonl"):
-                continue
-            key = (node, name)
-            off = self._offsets.get(key, 0)
-            if size <= off:
-                continue
-            chunk = c.get(f"{folder}/{name}", off)
-            if not chunk:
-                continue
-            self._offsets[key] = off + len(chunk)
-            data = self._partial.pop(key, b"") + chunk
-            lines = data.split(b"\n")
-            if lines[-1]:
-                self._partial[key] = lines[-1]
-            out = []
-            for line in lines[:-1]:
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                    if est is not None and isinstance(rec.get("mono"), int | float):
-                        rec["node_mono"] = rec["mono"]
-                        rec["mono"] = est.to_local(float(rec["mono"]))
-                    out.append(json.dumps(rec, separators=(",", ":")) + "\n")
-                except ValueError:
-                    out.append(line.decode(errors="replace") + "\n")  # the tail reports it
-            if out:
-                dest = self._live / "events" / name
-                with open(dest, "a", encoding="utf-8") as fh:
-                    fh.write("".join(out))
-                n += len(out)
-        return n
-
-    # ------------------------------------------------------------ control files (ControlChannel)
-
-    # A point armed for "any node" is copied to every node, and its services run with
-    # ARBITER_ENV: a local claim (a rename, atomic on that node only) then waits for this cluster
-    # to answer. The arbiter thread looks for claims every ARBITRATE_EVERY and grants exactly one
-    # per arming, the first it sees, denying every other and removing the remaining copies: the
-    # point fires once, as with one shared folder, a few tens of milliseconds later.
-
-    def _control_path(self, folder: str, name: str) -> str:
-        return f"{self._dir}/live/control/{folder}/{name}"
+    # ------------------------------------------------------------ control files (control.py)
 
     def control_put(self, folder: str, name: str, data: bytes, *, on: str | None = None) -> None:
-        if folder != "any" or on is not None:
-            node = on if on is not None else folder
-            self.conn(node).put_atomic(self._control_path(folder, name), data)
-            return
-        with self._arm_lock:
-            self._armed[name] = False  # not granted yet
-        _pmap(
-            lambda node: self.conn(node).put_atomic(self._control_path("any", name), data),
-            list(self.nodes),
-        )
-        if self._arbiter is None:
-            self._arbiter = threading.Thread(
-                target=self._arbitrate_loop, name="ssh-any-points", daemon=True
-            )
-            self._arbiter.start()
-
-    def _arbitrate_loop(self) -> None:
-        decided: set[tuple[str, str]] = set()
-        while not self._stop.wait(ARBITRATE_EVERY):
-            with self._arm_lock:
-                names = dict(self._armed)
-            if not names:
-                continue
-            folder = f"{self._dir}/live/control/any"
-            for node in self.nodes:
-                try:
-                    listing = self.conn(node).listdir_sizes(folder)
-                except Exception:
-                    continue  # a node that does not answer now is asked again next round
-                for f in sorted(listing):
-                    name, sep, _ = f.partition(".claimed-")
-                    if not sep or f.endswith((".granted", ".denied")) or name not in names:
-                        continue
-                    if (node, f) in decided:
-                        continue
-                    decided.add((node, f))
-                    with self._arm_lock:
-                        grant = self._armed.get(name) is False
-                        if grant:
-                            self._armed[name] = True
-                    verdict = "granted" if grant else "denied"
-                    with contextlib.suppress(Exception):
-                        self.conn(node).put_atomic(f"{folder}/{f}.{verdict}", b"")
-                    if grant:
-                        for other in self.nodes:
-                            with contextlib.suppress(Exception):
-                                self.conn(other).remove(f"{folder}/{name}")
+        self._control.put(folder, name, data, on=on)
 
     def control_remove(self, folder: str, name: str) -> None:
-        if folder == "any":
-            with self._arm_lock:
-                self._armed.pop(name, None)
-        _pmap(
-            lambda node: self.conn(node).remove(self._control_path(folder, name)),
-            list(self.nodes) if folder == "any" else [folder],
-        )
+        self._control.remove(folder, name)
 
     def control_exists(self, node: str, folder: str, name: str) -> bool:
-        return self.conn(node).exists(self._control_path(folder, name))
+        return self._control.exists(node, folder, name)
 
     # ------------------------------------------------------------ nodes and processes
 
