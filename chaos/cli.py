@@ -258,7 +258,14 @@ def backend_option(f: Any) -> Any:
     show_default=True,
     help="lab3: how long a worker computes before it commits.",
 )
-@click.option("--nodes", type=int, default=3, show_default=True)
+@click.option(
+    "--nodes",
+    "nodes_arg",
+    default="3",
+    show_default=True,
+    metavar="N|FILE",
+    help="How many nodes (docker), or a nodes.yaml naming the machines (--backend ssh).",
+)
 @click.option(
     "--scenarios",
     type=click.Choice(["all"]),
@@ -294,7 +301,7 @@ def run(
     triggers: tuple[str, ...],
     schedule_file: Path | None,
     work_seconds: float,
-    nodes: int,
+    nodes_arg: str,
     scenarios: str | None,
     lab_report_flag: bool,
     report_path: Path | None,
@@ -310,11 +317,15 @@ def run(
     from chaos.orchestrator.run import run_test
     from chaos.workloads import registry
 
+    nodes, nodes_file = _nodes_arg(nodes_arg)
     try:
         wl = registry.get(workload)
-        backend = backends.get(backend_name)
+        backend = backends.get(backend_name, nodes_file=nodes_file)
     except ValueError as e:
         fail(str(e))
+    if nodes_file is not None:
+        # a backend built from a nodes file runs on all of its nodes (not part of Backend)
+        nodes = len(getattr(backend, "file").nodes)  # noqa: B009
     if seed is None:
         seed = random.SystemRandom().randrange(1, 2**31)
     argv = sys.argv[1:]
@@ -500,8 +511,27 @@ def check(
     sys.exit(verdict.exit_code)
 
 
+def _nodes_arg(value: str) -> tuple[int, Path | None]:
+    """``--nodes 3`` is a count; anything else names a nodes file (which then sets the count)."""
+    if value.isdigit():
+        if int(value) < 1:
+            fail("--nodes: at least 1")
+        return int(value), None
+    path = Path(value)
+    if not path.is_file():
+        fail(f"--nodes: {value} is neither a number nor a nodes file")
+    return 0, path
+
+
 @main.command()
 @backend_option
+@click.option(
+    "--nodes",
+    "nodes_file",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    default=None,
+    help="The nodes.yaml of an SSH run (--backend ssh).",
+)
 @click.option("--run", "run_id", default=None, help="Only this run id.")
 @click.option(
     "--all",
@@ -509,7 +539,7 @@ def check(
     is_flag=True,
     help="Also runs whose orchestrator is still alive (default: only orphaned runs).",
 )
-def cleanup(backend_name: str, run_id: str | None, all_runs: bool) -> None:
+def cleanup(backend_name: str, nodes_file: Path | None, run_id: str | None, all_runs: bool) -> None:
     """Remove what crashed runs left: containers, networks, paused processes, partitions.
 
     Only resources labelled as chaos's own are touched, and by default only those of runs whose
@@ -519,7 +549,8 @@ def cleanup(backend_name: str, run_id: str | None, all_runs: bool) -> None:
     from chaos.cluster.base import ClusterError
 
     try:
-        done = backends.get(backend_name).reap(run_id=run_id, include_live=all_runs)
+        backend = backends.get(backend_name, nodes_file=nodes_file)
+        done = backend.reap(run_id=run_id, include_live=all_runs)
     except ValueError as e:
         fail(str(e))
     except ClusterError as e:
@@ -546,6 +577,56 @@ def image_build(force: bool) -> None:
     except ClusterError as e:
         fail(str(e), EXIT_ENV)
     click.echo(tag)
+
+
+@main.group()
+def sandbox() -> None:
+    """Local containers running sshd that stand in for VMs (for --backend ssh)."""
+
+
+@sandbox.command("up")
+@click.argument("n", type=click.IntRange(1, 16))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Where to write the nodes file (default: in the sandbox's state folder).",
+)
+@click.option("--name", default="sandbox", show_default=True, help="Several sandboxes can coexist.")
+@click.option(
+    "--user",
+    default="chaos",
+    show_default=True,
+    help="The user the nodes file names: chaos (passwordless sudo) or student (no sudo).",
+)
+def sandbox_up(n: int, out: Path | None, name: str, user: str) -> None:
+    from chaos.cluster.base import ClusterError
+    from chaos.cluster.ssh import sandbox as sb
+
+    try:
+        box = sb.up(n, name=name, out=out, user=user, progress=_progress(False))
+    except ClusterError as e:
+        fail(str(e), EXIT_ENV)
+    for i, a in enumerate(box.addresses, 1):
+        click.echo(f"n{i} {a}", err=True)
+    click.echo(f"{n} node(s) up in {box.seconds:.1f} s", err=True)
+    click.echo(box.nodes_file)
+
+
+@sandbox.command("down")
+@click.option("--name", default="sandbox", show_default=True)
+def sandbox_down(name: str) -> None:
+    from chaos.cluster.base import ClusterError
+    from chaos.cluster.ssh import sandbox as sb
+
+    try:
+        done = sb.down(name=name)
+    except ClusterError as e:
+        fail(str(e), EXIT_ENV)
+    for line in done:
+        click.echo(f"removed {line}")
+    if not done:
+        click.echo(f"no sandbox {name}")
 
 
 @main.command("ls")

@@ -1,18 +1,25 @@
 """Backends by name (``--backend docker``). Third-party backends register through the
-``chaos.backends`` entry point group: a name and a zero-argument factory returning a Backend."""
+``chaos.backends`` entry point group: a name and a factory returning a Backend.
+
+A backend may take options (``--nodes FILE`` becomes ``nodes_file=``): ``get`` passes those the
+factory accepts and refuses, naming them, those it does not."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from importlib.metadata import entry_points
+from typing import Any
 
 from chaos.cluster.base import Backend
 from chaos.cluster.docker.backend import DockerBackend
+from chaos.cluster.ssh.backend import SSHBackend
 
 DEFAULT = "docker"
 
-BUILTIN: dict[str, Callable[[], Backend]] = {
+BUILTIN: dict[str, Callable[..., Backend]] = {
     "docker": DockerBackend,
+    "ssh": SSHBackend,
 }
 
 
@@ -20,12 +27,22 @@ def names() -> list[str]:
     return sorted(set(BUILTIN) | {ep.name for ep in entry_points(group="chaos.backends")})
 
 
-def get(name: str) -> Backend:
-    """A fresh backend of that name; ValueError naming the known ones otherwise."""
+def _make(name: str, factory: Callable[..., Backend], options: dict[str, Any]) -> Backend:
+    given = {k: v for k, v in options.items() if v is not None}
+    params = inspect.signature(factory).parameters
+    unknown = sorted(k for k in given if k not in params)
+    if unknown:
+        flags = ", ".join("--" + k.removesuffix("_file").replace("_", "-") for k in unknown)
+        raise ValueError(f"backend {name} takes no {flags}")
+    return factory(**given)
+
+
+def get(name: str, **options: Any) -> Backend:
+    """A fresh backend of that name with its ``options`` (None: not given); ValueError naming the
+    known ones otherwise, or an option the backend does not take."""
     if name in BUILTIN:
-        return BUILTIN[name]()
+        return _make(name, BUILTIN[name], options)
     for ep in entry_points(group="chaos.backends"):
         if ep.name == name:
-            backend: Backend = ep.load()()
-            return backend
+            return _make(name, ep.load(), options)
     raise ValueError(f"unknown backend {name!r}; known: {', '.join(names())}")

@@ -111,6 +111,43 @@ class Reapable(Protocol):
     def reap_handle(self, node: str, process: str | None = None) -> str | None: ...
 
 
+@runtime_checkable
+class ControlChannel(Protocol):
+    """Optional capability: the nodes do not see the orchestrator's control folder, so fault
+    points and holds written there must be copied to them (the SSH backend; Docker bind-mounts
+    the folder and needs none of this).
+
+    ``folder`` is ``any`` (every node's services read it) or a node name.
+
+    - ``control_put`` makes ``name`` appear whole (never half-written) where the services of
+      ``folder`` read it. A point in ``any`` must be claimable *exactly once* across all nodes, as
+      a rename in one shared folder is: it may not simply be copied to every node (two nodes
+      would each claim their copy). ``on`` names the one node that must see it (a hold's release,
+      for the process held there).
+    - ``control_remove`` removes it wherever it is (missing is fine) and stops any copying.
+    - ``control_exists`` says whether ``name`` is still in ``folder`` as node ``node`` sees it (a
+      service consumes a release by removing it).
+    """
+
+    def control_put(
+        self, folder: str, name: str, data: bytes, *, on: str | None = None
+    ) -> None: ...
+
+    def control_remove(self, folder: str, name: str) -> None: ...
+
+    def control_exists(self, node: str, folder: str, name: str) -> bool: ...
+
+
+@runtime_checkable
+class Capable(Protocol):
+    """Optional capability of a :class:`Backend`: say *before any cluster exists* whether its
+    clusters will have an optional capability (``supports(Freezable)``), so that a fault the
+    backend cannot do is refused before the run starts, not halfway through it. A backend
+    without it is asked nothing; its faults fail when applied."""
+
+    def supports(self, capability: type) -> bool: ...
+
+
 class Backend(Protocol):
     """Where clusters come from: the local Docker engine, SSH hosts, a fake for tests.
 

@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaos.cluster.base import Cluster
+from chaos.cluster.base import Cluster, ControlChannel
 from chaos.core.ledger import FaultLedger
 from chaos.core.live import EventTail
 from chaos.core.spec import TestSpec
 from chaos.core.supervisor import Supervisor
+from chaos.histories.files import write_atomic
 from chaos.histories.jsonl import HistoryRecorder
 
 
@@ -40,6 +41,46 @@ class RunContext:
         d = self.live / "control" / (node or "any")
         d.mkdir(parents=True, exist_ok=True)
         return d
+
+    # Fault points and holds go through these, never through control_dir() paths directly: on a
+    # backend whose nodes do not share the orchestrator's disk (ControlChannel) they are copied to
+    # the nodes, and the copy on the host stays the record of what was armed.
+
+    def write_control(
+        self, name: str, text: str, *, node: str | None = None, on: str | None = None
+    ) -> None:
+        """Arm ``name`` in the control folder of ``node`` (None: any node); ``on``: only node
+        ``on`` needs to see it (a release for the process held there)."""
+        write_atomic(self.control_dir(node) / name, text.encode(), durable=False)
+        if isinstance(self.cluster, ControlChannel):
+            self.cluster.control_put(node or "any", name, text.encode(), on=on)
+
+    def remove_control(self, name: str, *, node: str | None = None) -> None:
+        """Disarm ``name`` (missing is fine), on the host and every node that had a copy."""
+        (self.control_dir(node) / name).unlink(missing_ok=True)
+        if isinstance(self.cluster, ControlChannel):
+            self.cluster.control_remove(node or "any", name)
+
+    def control_exists(self, name: str, *, node: str | None = None, on: str | None = None) -> bool:
+        """Whether ``name`` is still there (not consumed); ``on``: as the node ``on`` sees it."""
+        if isinstance(self.cluster, ControlChannel) and on is not None:
+            return self.cluster.control_exists(on, node or "any", name)
+        return (self.control_dir(node) / name).exists()
+
+    def claimed(self, name: str, gen: str) -> bool:
+        """Whether a process really claimed the arming ``gen`` of ``name`` (armed for any node):
+        the claim file it made with O_EXCL in the shared ``claims/`` folder — what confirms a
+        ``fault-point`` event, which is only the service's word. Where nodes hold copies
+        (ControlChannel), the backend's arbiter granted exactly one claim instead."""
+        if isinstance(self.cluster, ControlChannel):
+            return True
+        return (self.live / "claims" / f"any-{name}.{gen}").is_file()
+
+    def release_answered(self, name: str, gen: str, node: str) -> bool:
+        """Whether the process held at ``name`` (arming ``gen``, on ``node``) took its release."""
+        if isinstance(self.cluster, ControlChannel):
+            return not self.control_exists(f"{name}.release", on=node)
+        return (self.live / "claims" / f"any-{name}.{gen}.released").exists()
 
     def rng_for(self, purpose: str) -> random.Random:
         """An independent stream per purpose, so adding a draw in one place does not shift another."""

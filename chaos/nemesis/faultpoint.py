@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import Any
 
 from chaos.core.context import RunContext
-from chaos.histories.files import write_atomic
 
 
 class FaultPointNemesis:
@@ -35,31 +34,30 @@ class FaultPointNemesis:
         self.wait = wait
 
     def run(self, ctx: RunContext) -> None:
-        path = ctx.control_dir() / self.point
         fired: dict[str, Any] = {}
         gen = secrets.token_hex(6)
 
         def apply() -> list[dict[str, Any]]:
-            arm = {"armed_at": ctx.now(), "gen": gen}
-            write_atomic(path, json.dumps(arm).encode(), durable=False)
+            ctx.write_control(self.point, json.dumps({"armed_at": ctx.now(), "gen": gen}))
             return [{"point": self.point, "component": self.component, "armed": "any node"}]
 
         def undo() -> dict[str, Any]:
-            path.unlink(missing_ok=True)  # not fired yet: disarm
+            ctx.remove_control(self.point)  # not fired yet: disarm
             return {"point": self.point, **fired}
 
         fid = ctx.faults.start(self.point, apply, undo, intent={"point": self.point})
         ctx.progress(f"armed fault point {self.point}")
-        claim = ctx.live / "claims" / f"any-{self.point}.{gen}"
         ev = ctx.events.wait_for(
             # the service's event, confirmed by the claim it made with O_EXCL for this arming
             lambda e: (
-                e.kind == "fault-point" and e.data.get("point") == self.point and claim.is_file()
+                e.kind == "fault-point"
+                and e.data.get("point") == self.point
+                and ctx.claimed(self.point, gen)
             ),
             self.wait,
             ctx.stop,
         )
-        path.unlink(missing_ok=True)  # one-shot: whoever claimed it, no one else can
+        ctx.remove_control(self.point)  # one-shot: whoever claimed it, no one else can
         if ev is None:
             ctx.progress(f"fault point {self.point} never fired")
             ctx.faults.heal(fid)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from chaos.cluster.base import Capable
 from chaos.core.capabilities import FaultPoints, PauseTarget
 from chaos.core.spec import TestSpec
 from chaos.nemesis.base import Nemesis
@@ -24,7 +25,7 @@ from chaos.nemesis.faultpoint import FaultPointNemesis
 from chaos.nemesis.pause import PauseNemesis
 from chaos.nemesis.plan import Choice, Step, generate
 from chaos.nemesis.runner import ScheduleNemesis
-from chaos.nemesis.table import FAULTS, fault_table
+from chaos.nemesis.table import FAULTS, NEEDS, fault_table
 from chaos.nemesis.trigger import TriggerNemesis, bind, parse_trigger
 
 
@@ -122,3 +123,29 @@ def describe(nemeses: list[Nemesis]) -> list[dict[str, Any]]:
         else:
             out.append({"nemesis": n.name})
     return out
+
+
+def faults_used(wl: Any, spec: TestSpec) -> set[str]:
+    """The fault kinds a spec can apply: ``--nemesis``, schedule steps and triggers."""
+    points = wl.fault_points if isinstance(wl, FaultPoints) else {}
+    used = {name for name, _ in parse_nemesis(spec.nemesis, points) if name not in points}
+    if spec.schedule:
+        used |= {str(s["fault"]) for s in spec.schedule.get("steps", [])}
+    triggers = [*spec.triggers, *(spec.schedule or {}).get("triggers", [])]
+    used |= {parse_trigger(p).fault for p in triggers}
+    return used
+
+
+def refuse_unsupported(wl: Any, spec: TestSpec, backend: Any) -> None:
+    """ValueError naming the fault and the backend when the backend says it cannot do a fault the
+    spec asks for (``freeze`` without a freezer): before the run starts, not halfway through."""
+    if not isinstance(backend, Capable):
+        return
+    for fault in sorted(faults_used(wl, spec)):
+        need = NEEDS.get(fault)
+        if need is not None and not backend.supports(need):
+            raise ValueError(
+                f"fault {fault} needs the {need.__name__} capability, which backend "
+                f"{getattr(backend, 'name', '?')} does not have; use a backend that has it (docker), or another "
+                "fault (pause stops processes with SIGSTOP on any backend)"
+            )

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from chaos.cluster.base import Freezable
 from chaos.nemesis.base import Fault
 from chaos.nemesis.freeze import FreezeFault
 from chaos.nemesis.kill import KillFault
@@ -25,11 +26,20 @@ class FaultKind:
     help: str
     reap: str | None
     triggerable: bool = True
+    # an optional Cluster capability the fault cannot work without (refused before a run on a
+    # backend that says it lacks it, see chaos.cluster.base.Capable)
+    needs: type | None = None
 
 
 KINDS: tuple[FaultKind, ...] = (
     FaultKind("pause", PauseFault, "SIGSTOP processes, then SIGCONT (a GC pause)", "sigcont"),
-    FaultKind("freeze", FreezeFault, "freeze whole nodes (cgroup freezer), then thaw", "thaw"),
+    FaultKind(
+        "freeze",
+        FreezeFault,
+        "freeze whole nodes (cgroup freezer), then thaw",
+        "thaw",
+        needs=Freezable,
+    ),
     FaultKind("kill", KillFault, "SIGKILL processes, restart them at heal", None),
     FaultKind(
         "partition", PartitionFault, "cut the network (DROP rules), verified", "iptables-flush"
@@ -38,6 +48,7 @@ KINDS: tuple[FaultKind, ...] = (
 
 FAULTS: tuple[str, ...] = tuple(k.name for k in KINDS)
 TRIGGER_FAULTS: tuple[str, ...] = tuple(k.name for k in KINDS if k.triggerable)
+NEEDS: dict[str, type] = {k.name: k.needs for k in KINDS if k.needs is not None}
 REAP_OPS: frozenset[str] = frozenset(k.reap for k in KINDS if k.reap)
 
 

@@ -29,7 +29,6 @@ from typing import Any
 from chaos.core.capabilities import HoldPoint, HoldPoints
 from chaos.core.context import RunContext
 from chaos.core.target import Resolved, Target
-from chaos.histories.files import write_atomic
 from chaos.histories.ops import Event
 from chaos.nemesis.base import Fault
 from chaos.nemesis.grudge import isolated_grudge
@@ -168,13 +167,12 @@ class TriggerNemesis:
         tr = self.trigger
         assert tr.point is not None, "bind() the trigger to the workload's hold points first"
         name = tr.point.file
-        d = ctx.control_dir()
         since = len(ctx.events.events)
         hold_timeout = max(60.0, self.duration + 30.0)
         gen = secrets.token_hex(6)
-        claim = ctx.live / "claims" / f"any-{name}.{gen}"
-        arm = {"armed_at": ctx.now(), "timeout": hold_timeout, "gen": gen}
-        write_atomic(d / name, json.dumps(arm).encode(), durable=False)
+        ctx.write_control(
+            name, json.dumps({"armed_at": ctx.now(), "timeout": hold_timeout, "gen": gen})
+        )
         ctx.progress(f"armed {name} for '{tr.phrase}'")
         ev, since = _wait_event(
             ctx,
@@ -182,14 +180,14 @@ class TriggerNemesis:
                 e.kind == "fault-point"
                 and e.data.get("hold")
                 and e.data.get("point") == name
-                # the event is the service's word; the claim file, made with O_EXCL for this
-                # arming, is what shows a process really stopped at the point
-                and claim.is_file()
+                # the event is the service's word; the claim, made with O_EXCL for this arming,
+                # is what shows a process really stopped at the point
+                and ctx.claimed(name, gen)
             ),
             since,
             self.wait,
         )
-        (d / name).unlink(missing_ok=True)  # one arming, one firing: disarm either way
+        ctx.remove_control(name)  # one arming, one firing: disarm either way
         if ev is None:
             ctx.progress(f"'{tr.phrase}': {name} was never reached")
             return False
@@ -219,7 +217,7 @@ class TriggerNemesis:
             # the held process goes on once it can run: at once (partition), on thaw (freeze),
             # on SIGCONT (pause); a killed process never reads it, so it is removed at heal
             released = {"released_at": ctx.now(), "gen": gen}
-            write_atomic(d / f"{name}.release", json.dumps(released).encode(), durable=False)
+            ctx.write_control(f"{name}.release", json.dumps(released), on=ev.node)
         ctx.progress(f"'{tr.phrase}' fired on {ev.node} ({ev.component}, task {ev.task_id})")
         if tr.until:
             ctx.events.poll()
@@ -235,13 +233,12 @@ class TriggerNemesis:
         else:
             ctx.stop.wait(self.duration)
         ctx.faults.heal(fid)
-        release = d / f"{name}.release"
+        release = f"{name}.release"
         if tr.fault != "kill":  # a killed process is not left to read it
-            # the resumed process acknowledges its release; arming again before that could let
-            # the next firing's process walk past its own hold
-            done_file = ctx.live / "claims" / f"any-{name}.{gen}.released"
+            # the resumed process answers its release; arming again before that could let the
+            # next firing's process walk past its own hold
             deadline = time.monotonic() + 3.0
-            while not done_file.exists() and time.monotonic() < deadline:
+            while not ctx.release_answered(name, gen, ev.node) and time.monotonic() < deadline:
                 time.sleep(0.01)
-        release.unlink(missing_ok=True)
+        ctx.remove_control(release)
         return True

@@ -7,7 +7,10 @@ student's protocol or a client can never switch a fault on. Two kinds:
 - ``arm`` files: ``<control>/<node>/<point>`` — a one-shot fault point (``relay-crash-before-publish``).
   The arm file carries a generation ``gen``; the first process to reach the point claims that
   arming by creating ``<claims>/<folder>-<point>.<gen>`` with O_EXCL (exactly one process succeeds, on any
-  node: the claims folder is one shared folder) and the fault fires.
+  node: the claims folder is one shared folder) and the fault fires. Where nodes hold copies
+  instead of one shared folder (the SSH backend, ``ARBITER_ENV`` set), a process claims its node's
+  copy by renaming it, and a claim of a point armed for any node also waits for the orchestrator's
+  grant, given to exactly one claimer.
 - ``hold`` files: ``<control>/<node>/hold-<component>-<kind>`` — when the service is about to
   report event ``kind``, it claims the arming the same way, reports a ``fault-point`` event, and
   waits until the orchestrator writes ``<same name>.release`` for that generation; then it creates
@@ -97,6 +100,34 @@ class Hooks:
         self._events = events
 
     def _claim(self, name: str) -> dict[str, Any] | None:
+        if os.environ.get(ARBITER_ENV):
+            return self._claim_copy(name)
+        return self._claim_shared(name)
+
+    def _claim_copy(self, name: str) -> dict[str, Any] | None:
+        """Claim this node's copy of an armed point by renaming it (the SSH backend's nodes:
+        the folder is the node's own, written by the orchestrator over SSH)."""
+        for d in self._dirs:
+            src = d / name
+            if not src.exists():
+                continue
+            dst = d / f"{name}.claimed-{os.getpid()}-{time.monotonic_ns()}"
+            try:
+                os.rename(src, dst)
+            except OSError:
+                continue  # another process claimed it first
+            if d.name == "any" and not _granted(dst):
+                continue  # a copy on another node was claimed first
+            try:
+                spec = dict(json.loads(dst.read_text() or "{}"))
+            except ValueError:
+                spec = {}
+            spec["_dir"] = str(d)
+            spec["_gen"] = str(spec.get("gen", "0"))
+            return spec
+        return None
+
+    def _claim_shared(self, name: str) -> dict[str, Any] | None:
         """Claim an armed point: read its arm file (the orchestrator's; read-only here) and create
         ``claims/<name>.<gen>`` exclusively — O_EXCL on one shared folder, so exactly one process
         claims each arming, on whichever node."""
@@ -165,6 +196,10 @@ class Hooks:
             if isinstance(got, dict) and str(got.get("gen", spec["_gen"])) == spec["_gen"]:
                 break
             time.sleep(0.005)
+        if "_claim" not in spec:  # a node's own copy: consuming the release is the answer
+            with contextlib.suppress(FileNotFoundError):
+                release.unlink()
+            return
         with contextlib.suppress(OSError):
             fd = os.open(
                 f"{spec['_claim']}.released",
@@ -172,6 +207,27 @@ class Hooks:
                 0o644,
             )
             os.close(fd)
+
+
+# Set when the nodes do not share one control folder (the SSH backend copies points armed for any
+# node to every node): a local rename is then atomic on this node only, so a claim of an "any"
+# point waits for the orchestrator to grant it (``<claimed>.granted``) to exactly one claimer and
+# deny it (``<claimed>.denied``) to the others. No answer within GRANT_TIMEOUT counts as denied.
+ARBITER_ENV = "CHAOS_CONTROL_ARBITER"
+GRANT_TIMEOUT = 10.0
+
+
+def _granted(claimed: Path) -> bool:
+    granted = claimed.with_name(claimed.name + ".granted")
+    denied = claimed.with_name(claimed.name + ".denied")
+    deadline = time.monotonic() + GRANT_TIMEOUT
+    while time.monotonic() < deadline:
+        if granted.exists():
+            return True
+        if denied.exists():
+            return False
+        time.sleep(0.005)
+    return False
 
 
 def env(name: str, default: str | None = None) -> str:

@@ -35,7 +35,7 @@ from chaos.core.workload import Workload
 from chaos.histories.jsonl import HistoryRecorder
 from chaos.histories.store import load_run, new_run_dir, read_json, write_json
 from chaos.nemesis.base import Nemesis
-from chaos.nemesis.registry import describe, make_nemeses
+from chaos.nemesis.registry import describe, make_nemeses, refuse_unsupported
 from chaos.report import render
 from chaos.workloads import registry
 
@@ -153,6 +153,7 @@ def run_test(
     wl = workload if workload is not None else registry.get(spec.workload)
     wl.preflight(spec)
     nemeses = make_nemeses(wl, spec)
+    refuse_unsupported(wl, spec, backend)
     versions = backend.prepare(progress)
 
     run_dir = new_run_dir(store, spec.workload)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import chaos
 from chaos.report.clientops import ClientOp, client_ops
+from chaos.report.clocks import clocks_section, read_clocks
 from chaos.report.contrib import GENERIC_ORDER, Section, SectionContributor
 from chaos.report.faults import FaultBand, fault_bands
 from chaos.report.figures import Plot
@@ -209,6 +210,9 @@ def build_page(run: RunData, contributors: Sequence[SectionContributor] = ()) ->
         p.add("excerpt", "Event excerpt of one task", p.excerpt)
     if run.final:
         p.add("final", "Final state", lambda: kv_table(run.final))
+    clocks = read_clocks(run.path)
+    if clocks is not None:
+        p.add("clocks", "Node clocks", lambda: clocks_section(clocks, run.events))
     p.add("params", "Parameters and reproduction", lambda: params_section(run))
     p.add("problems", "Problems reading the run", lambda: problems_section(run))
     # A contributed section goes right after the generic one it names (in GENERIC_ORDER), so

@@ -43,7 +43,12 @@ def test_workloads_declare_their_capabilities() -> None:
 
 def test_backends_by_name_and_the_fake_one() -> None:
     assert "docker" in backends.names() and backends.DEFAULT == "docker"
-    with pytest.raises(ValueError, match="unknown backend 'ssh'"):
+    assert "ssh" in backends.names()
+    with pytest.raises(ValueError, match="unknown backend 'vagrant'"):
+        backends.get("vagrant")
+    with pytest.raises(ValueError, match="backend docker takes no --nodes"):
+        backends.get("docker", nodes_file="nodes.yaml")
+    with pytest.raises(ValueError, match="the ssh backend needs --nodes FILE"):
         backends.get("ssh")
     fake = FakeBackend().make_cluster(run_id="r", nodes=2, live_dir=None, mounts={})  # type: ignore[arg-type]
     assert isinstance(fake, FakeCluster) and fake.nodes == ["n1", "n2"]

@@ -47,6 +47,10 @@ class DockerBackend:
             "host_python": platform.python_version(),
         }
 
+    def supports(self, capability: type) -> bool:
+        """Whether this backend's clusters have an optional capability (see ``Capable``)."""
+        return issubclass(DockerCluster, capability)
+
     def reap(self, *, run_id: str | None = None, include_live: bool = False) -> list[str]:
         return reap(self.client, run_id=run_id, include_live=include_live)
 

@@ -98,7 +98,14 @@ def _have(client: docker.DockerClient, tag: str) -> bool:
         return False
 
 
-def build_base(client: docker.DockerClient, tag: str, progress: Progress) -> None:
+def build_base(
+    client: docker.DockerClient,
+    tag: str,
+    progress: Progress,
+    *,
+    packages: list[str] | None = None,
+) -> None:
+    """Import a ``debootstrap`` root filesystem as ``tag`` (``packages``: the node's, by default)."""
     if shutil.which("debootstrap") is None:
         raise ClusterError(
             "debootstrap is not installed; run `apt-get install -y debootstrap` "
@@ -111,7 +118,7 @@ def build_base(client: docker.DockerClient, tag: str, progress: Progress) -> Non
             [
                 "debootstrap",
                 "--variant=minbase",
-                f"--include={','.join(DEB_PACKAGES)}",
+                f"--include={','.join(packages or DEB_PACKAGES)}",
                 SUITE,
                 str(root),
                 debian_mirror(),

@@ -1,0 +1,70 @@
+"""Claims of points armed for any node when the nodes hold copies: the orchestrator's answer
+decides, so that exactly one claimer fires (chaos.node.runtime, ARBITER_ENV)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from chaos.node import runtime
+from chaos.node.runtime import ARBITER_ENV, EventLog, Hooks, Identity
+
+
+def hooks(tmp_path: Path, node: str) -> tuple[Hooks, Path]:
+    control = tmp_path / node / "control"
+    (control / "any").mkdir(parents=True)
+    (control.parent / "claims").mkdir()  # the shared folder's claims (no arbiter)
+    ident = Identity(node=node, component="relay")
+    return Hooks(control, ident, EventLog(tmp_path / node / f"{node}.jsonl", ident)), control
+
+
+def answer_first_claim(control: Path, verdict: str) -> threading.Thread:
+    def run() -> None:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            claims = [p for p in (control / "any").glob("p.claimed-*") if "." not in p.name[10:]]
+            if claims:
+                claims[0].with_name(claims[0].name + f".{verdict}").write_text("")
+                return
+            time.sleep(0.005)
+
+    t = threading.Thread(target=run)
+    t.start()
+    return t
+
+
+@pytest.mark.parametrize(("verdict", "fired"), [("granted", True), ("denied", False)])
+def test_a_claim_fires_only_when_granted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, verdict: str, fired: bool
+) -> None:
+    monkeypatch.setenv(ARBITER_ENV, "1")
+    h, control = hooks(tmp_path, "n1")
+    (control / "any" / "p").write_text(json.dumps({"armed_at": 1.0}))
+    t = answer_first_claim(control, verdict)
+    assert h.armed("p") is fired
+    t.join()
+    assert not (control / "any" / "p").exists()  # claimed (renamed) either way
+
+
+def test_without_an_answer_a_claim_counts_as_denied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ARBITER_ENV, "1")
+    monkeypatch.setattr(runtime, "GRANT_TIMEOUT", 0.1)
+    h, control = hooks(tmp_path, "n1")
+    (control / "any" / "p").write_text("{}")
+    assert h.armed("p") is False
+
+
+def test_a_shared_folder_needs_no_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ARBITER_ENV, raising=False)
+    h, control = hooks(tmp_path, "n1")
+    (control / "any" / "p").write_text("{}")
+    assert h.armed("p") is True and h.armed("p") is False  # one shot
+    # claimed once, by an exclusive file beside the control folder, never by touching the latter
+    assert (control / "any" / "p").exists()
+    assert [c.name for c in (control.parent / "claims").iterdir()] == ["any-p.0"]
