@@ -43,7 +43,9 @@ CASES: dict[str, tuple[list[str], set[int], str]] = {
         "counter incremented twice",
     ),
     "forks": ([], {0, 1, 2}, ""),
-    "memory": ([], {1, 2}, "never completed"),
+    # the kernel may end the worker (tasks never complete) or, thrashing, etcd beside it (the
+    # final reads fail): either way not valid, and the reason is said
+    "memory": ([], {1, 2}, "never completed|final reads failed"),
     "spin": ([], {1, 2}, "never completed"),
     "hang": ([], {1, 2}, "never completed"),
     "escape": ([], {0}, ""),
@@ -85,7 +87,7 @@ def test_each_hostile_solution_gets_the_right_verdict_and_leaves_nothing(
     code, run, out = hostile_runs[name]
     _, codes, says = CASES[name]
     assert code in codes, out
-    assert says in out, out
+    assert any(s in out for s in says.split("|")), out
     spec = json.loads((run / "spec.json").read_text())
     # no container or network of the run is left, so no process of its nodes is (stopped or not)
     assert leftovers(engine, spec["run_id"]) == []

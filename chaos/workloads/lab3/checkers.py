@@ -76,8 +76,8 @@ def lost_tasks(run: StoredRun) -> CheckResult:
         return CheckResult(
             checker=name,
             verdict=Verdict.UNKNOWN,
-            summary="no final state was read (the run ended before its final reads), "
-            f"so the {len(accepted)} accepted tasks cannot be shown complete",
+            summary=f"{_no_final(run)}, so the {len(accepted)} accepted tasks cannot be shown "
+            "complete",
             stats={"accepted": len(accepted), "maybe": len(maybe)},
         )
     tasks: dict[str, str] = run.final.get("tasks", {})
@@ -148,8 +148,18 @@ def _record(run: StoredRun) -> dict[str, Any] | None:
     return rec
 
 
+def _no_final(run: StoredRun) -> str:
+    """Why there is no final state, in words: the reads failed, or the run never got to them."""
+    err = (run.final or {}).get("error")
+    if err:
+        return f"the final reads failed ({err})"
+    return "no final state was read (the run ended before its final reads)"
+
+
 def _record_missing(run: StoredRun) -> str:
     rec = (run.final or {}).get("record")
+    if (run.final or {}).get("error"):
+        return _no_final(run)
     if isinstance(rec, dict) and rec.get("error"):
         return f"etcd's record of the run could not be read: {rec['error']}"
     return "the run has no etcd record (it ended before its final reads, or predates them)"
@@ -278,7 +288,9 @@ def counter_checker(run: StoredRun) -> CheckResult:
     final = run.final or {}
     counter = final.get("counter")
     if counter is None:
-        return CheckResult(checker=name, verdict=Verdict.UNKNOWN, summary="no final counter read")
+        return CheckResult(
+            checker=name, verdict=Verdict.UNKNOWN, summary=f"no final counter: {_no_final(run)}"
+        )
     amounts, ok, maybe = record.client_amounts(run.history)
     created = record.created_tasks(rec) if rec is not None else set(final.get("tasks") or {})
     expected, accepted = record.expected_total(amounts, ok, maybe, created)
