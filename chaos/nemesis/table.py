@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chaos.nemesis.base import Fault
+from chaos.nemesis.clock import ClockFault
 from chaos.nemesis.freeze import FreezeFault
 from chaos.nemesis.kill import KillFault
 from chaos.nemesis.partition import PartitionFault
@@ -33,6 +34,13 @@ KINDS: tuple[FaultKind, ...] = (
     FaultKind("kill", KillFault, "SIGKILL processes, restart them at heal", None),
     FaultKind(
         "partition", PartitionFault, "cut the network (DROP rules), verified", "iptables-flush"
+    ),
+    FaultKind(
+        "clock",
+        ClockFault,
+        "move service processes' wall clocks (libfaketime): clock:bump|skew|strobe|drift[=Δ]"
+        "[:target]",
+        "clock-reset",
     ),
 )
 

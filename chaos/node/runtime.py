@@ -30,6 +30,21 @@ from typing import Any
 CRASH_EXIT_CODE = 17
 
 
+def _sleep(seconds: float) -> None:
+    """``time.sleep`` through a semaphore wait on CLOCK_MONOTONIC (what ``Event.wait`` uses)."""
+    if seconds < 0:
+        raise ValueError("sleep length must be non-negative")
+    threading.Event().wait(seconds)
+
+
+# Under libfaketime (a run with clock faults preloads it, see chaos.cluster.clocks) Python 3.11's
+# time.sleep fails with EINVAL: it calls clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME), which
+# libfaketime 0.9.10 mangles when it leaves the monotonic clock true. Every service imports this
+# module first, so the replacement covers the service, the solution and the client libraries.
+if "libfaketime" in os.environ.get("LD_PRELOAD", ""):
+    time.sleep = _sleep
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Identity:
     node: str

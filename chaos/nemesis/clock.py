@@ -1,0 +1,243 @@
+"""``clock``: move the wall clock of service processes of the code under test, one by one.
+
+Containers share the host kernel's clock, so this works per *process*, through libfaketime (see
+chaos.core.clocks): the run preloads it into the code under test's processes, and this fault writes
+each target's clock file. Only the lab services are reached — where leases are computed. etcd and
+nats-server are Go binaries that read the clock without libc; they keep the true time (a target
+spec that names them is refused for them, and the record says so).
+
+``CLOCK_MONOTONIC`` stays true in every process: events keep lining up with the history, and code
+that measures durations with it (``time.monotonic``, ``time.sleep``) does not notice the fault.
+
+The spec is ``[mode[=amount]][:target]``, e.g. ``clock``, ``clock:skew``, ``clock:bump=-2``,
+``clock:strobe:orders@n2``, ``clock:drift=1.5:n1``, ``clock:orders``:
+
+- ``bump``    every target jumps by the same Δ (± up to 5 s drawn from the seed, or ``=Δ``);
+- ``skew``    every target gets its own constant offset (drawn in ±5 s, or ``=Δ`` for all);
+- ``strobe``  the clock flips between the true time and +Δ every 50 ms;
+- ``drift``   the clock runs at rate r ≠ 1 (drawn in 0.5 to 0.8 or 1.25 to 2, or ``=r``), applied as an
+              offset the fault advances every 50 ms;
+- no mode: one of the four, drawn from the seed. The target defaults to ``one`` node (its service
+  processes).
+
+Heal writes ``+0`` to every target's file (and stops a strobe's or a drift's thread); the reaper's
+``clock-reset`` op does the same for a dead run. Each target's offset (or amplitude, or rate) is in
+the op values of the history, and the offset a probe measured through the same library and file.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chaos.cluster import clocks
+from chaos.core.context import RunContext
+from chaos.core.target import Resolved, Target
+from chaos.nemesis.targets import processes_of, resolve_targets
+
+MODES = ("bump", "skew", "strobe", "drift")
+MAX_OFFSET = 5.0  # seconds: beyond lab1's lockAtMostFor (3 s), so takeovers can happen
+MIN_OFFSET = 0.5
+STEP = 0.05  # seconds between two writes of a strobe or a drift
+# a measured offset further than this from the commanded one means the library did not apply it
+TOLERANCE = 0.05
+
+# run inside the node with the target's clock environment: wall and monotonic read back to back;
+# the monotonic clock is the host's (not faked), so the host can tell the wall clock's offset
+_PROBE = "import time, json; m = time.monotonic(); w = time.time(); print(json.dumps([w, m]))"
+
+
+class ClockError(RuntimeError):
+    """A clock that cannot be moved (no such process, infrastructure, no libfaketime), or a probe
+    that contradicts the commanded offset."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClockSpec:
+    mode: str | None
+    amount: float | None
+    target: str | None
+
+
+def parse(spec: str | None) -> ClockSpec:
+    """``skew=4:orders@n2`` -> (skew, 4.0, orders@n2); ``orders`` -> (None, None, orders)."""
+    if not spec:
+        return ClockSpec(mode=None, amount=None, target=None)
+    head, _, rest = spec.partition(":")
+    mode, _, amount = head.partition("=")
+    if mode not in MODES:
+        if amount:
+            raise ValueError(f"clock {spec!r}: unknown mode {mode!r}; modes: {', '.join(MODES)}")
+        return ClockSpec(mode=None, amount=None, target=spec)
+    try:
+        value = float(amount) if amount else None
+    except ValueError:
+        raise ValueError(f"clock {spec!r}: {amount!r} is not a number of seconds") from None
+    if mode == "drift" and value is not None and (value <= 0 or value == 1):
+        raise ValueError(f"clock {spec!r}: a drift rate must be positive and not 1")
+    return ClockSpec(mode=mode, amount=value, target=rest or None)
+
+
+def _offset(rng: Any, lo: float = MIN_OFFSET, hi: float = MAX_OFFSET) -> float:
+    return round(rng.choice((-1, 1)) * rng.uniform(lo, hi), 3)
+
+
+def draw(mode: str, amount: float | None, targets: list[Target], rng: Any) -> dict[str, Any]:
+    """The parameters of one clock fault: per-target offsets, or a strobe's Δ, or a drift's rate."""
+    keys = [f"{t.node}/{t.process}" for t in targets]
+    if mode == "bump":
+        d = amount if amount is not None else _offset(rng)
+        return {"mode": mode, "offsets": dict.fromkeys(keys, d)}
+    if mode == "skew":
+        if amount is not None:
+            return {"mode": mode, "offsets": dict.fromkeys(keys, amount)}
+        return {"mode": mode, "offsets": {k: _offset(rng) for k in keys}}
+    if mode == "strobe":
+        d = amount if amount is not None else _offset(rng)
+        return {"mode": mode, "delta": d, "period": 2 * STEP}
+    rate = amount if amount is not None else round(rng.choice((rng.uniform(0.5, 0.8),
+                                                               rng.uniform(1.25, 2.0))), 3)  # fmt: skip
+    return {"mode": mode, "rate": rate}
+
+
+class ClockFault:
+    """Moves the wall clocks of target processes; the undo puts them back to the true time."""
+
+    name = "clock"
+
+    def __init__(self, workload: Any = None) -> None:
+        self.workload = workload
+
+    def resolve(self, ctx: RunContext, spec: str | None, rng: Any) -> Resolved:
+        cs = parse(spec)
+        mode = cs.mode or rng.choice(MODES)
+        found = resolve_targets(ctx, self.workload, cs.target or "one", rng)
+        targets = [t for t in processes_of(ctx, found) if self._fakes(ctx, t)]
+        if not targets:
+            raise ClockError(
+                f"clock {spec or ''}: no process of the code under test there (etcd and "
+                "nats-server are Go binaries that read the clock without libc: not reachable)"
+            )
+        return Resolved(
+            spec=spec or mode,
+            targets=tuple(targets),
+            params=draw(mode, cs.amount, targets, rng),
+        )
+
+    @staticmethod
+    def _fakes(ctx: RunContext, t: Target) -> bool:
+        return ctx.supervisor.clock_file(t.node, t.process or "") is not None
+
+    def start(
+        self,
+        ctx: RunContext,
+        resolved: Resolved,
+        *,
+        intent: dict[str, Any] | None = None,
+        trigger: dict[str, Any] | None = None,
+    ) -> int:
+        params = resolved.params
+        if not params:  # a trigger's target: no draw was made yet
+            rng = ctx.rng_for(f"clock:{resolved.spec}")
+            params = draw(rng.choice(MODES), None, list(resolved.targets), rng)
+        files: dict[Target, Path] = {}
+        for t in resolved.targets:
+            path = ctx.supervisor.clock_file(t.node, t.process or "")
+            if path is None:
+                raise ClockError(f"clock: {t.process} on {t.node} does not read a faked clock")
+            files[t] = path
+        mode = str(params["mode"])
+        reap = [{"op": "clock-reset", "files": sorted(str(p) for p in files.values())}]
+        stop = threading.Event()
+        mover: list[threading.Thread] = []
+        flips = [0]
+
+        def offset_of(t: Target, elapsed: float) -> float:
+            if mode in ("bump", "skew"):
+                return float(params["offsets"][f"{t.node}/{t.process}"])
+            if mode == "strobe":
+                return float(params["delta"]) if int(elapsed / STEP) % 2 == 0 else 0.0
+            return (float(params["rate"]) - 1.0) * elapsed
+
+        def move(t0: float) -> None:
+            last = 0  # apply wrote phase 0 (+Δ)
+            while not stop.wait(STEP - (time.monotonic() - t0) % STEP):
+                elapsed = time.monotonic() - t0
+                for t, p in files.items():
+                    clocks.write_offset(p, offset_of(t, elapsed))
+                if mode == "strobe":
+                    phase = int(elapsed / STEP) % 2
+                    flips[0] += phase != last
+                    last = phase
+
+        def apply() -> list[dict[str, Any]]:
+            t0 = time.monotonic()
+            out = []
+            for t, p in files.items():
+                commanded = offset_of(t, 0.0)
+                clocks.write_offset(p, commanded)
+                rec: dict[str, Any] = {**t.to_json(), "mode": mode, "file": p.name}
+                if mode in ("bump", "skew"):
+                    rec["offset"] = commanded
+                    rec["measured"] = self._measure(ctx, t, commanded)
+                elif mode == "strobe":
+                    rec["delta"] = params["delta"]
+                    rec["period"] = params["period"]
+                else:
+                    rec["rate"] = params["rate"]
+                out.append(rec)
+            if mode in ("strobe", "drift"):
+                th = threading.Thread(target=move, args=(t0,), name="clock-mover", daemon=True)
+                th.start()
+                mover.append(th)
+            return out
+
+        def undo() -> list[dict[str, Any]]:
+            stop.set()
+            for th in mover:
+                th.join(5)
+            out = []
+            for t, p in files.items():
+                clocks.write_offset(p, 0.0)
+                rec: dict[str, Any] = {**t.to_json(), "mode": mode, "offset": 0.0}
+                if mode == "strobe":
+                    rec["flips"] = flips[0]
+                rec["measured"] = self._measure(ctx, t, 0.0)
+                out.append(rec)
+            return out
+
+        return ctx.faults.start(
+            "clock",
+            apply,
+            undo,
+            intent=intent or {"target": resolved.spec, **params},
+            trigger=trigger,
+            extra={"reap": reap},
+        )
+
+    def _measure(self, ctx: RunContext, t: Target, commanded: float) -> float | None:
+        """The offset a process reading ``t``'s clock file sees now, through the same library;
+        raises when it is further than TOLERANCE from ``commanded``. None: the backend has no
+        processes to probe with (the in-memory cluster)."""
+        env = clocks.process_env("/chaos", t.node, t.process or "")
+        argv = ["env", *(f"{k}={v}" for k, v in env.items()), "python3", "-c", _PROBE]
+        before_w, before_m = time.time(), time.monotonic()
+        r = ctx.cluster.exec(t.node, argv, timeout=30)
+        if not r.ok:
+            raise ClockError(f"clock probe on {t.node} failed: {r.output.strip()[-300:]}")
+        try:
+            wall, mono = json.loads(r.output.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            return None
+        # the true wall time at the probe's monotonic instant, from the host's own pair
+        measured = round(float(wall) - (before_w + (float(mono) - before_m)), 4)
+        if abs(measured - commanded) > TOLERANCE:
+            raise ClockError(
+                f"{t.process} on {t.node}: commanded {commanded:+.3f} s, a probe reading the same "
+                f"clock saw {measured:+.4f} s"
+            )
+        return measured
