@@ -19,19 +19,21 @@ from __future__ import annotations
 
 import contextlib
 import json
+import operator
 import os
 import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsIndex
 
 CRASH_EXIT_CODE = 17
 
 
-def _sleep(seconds: float) -> None:
+def _sleep(secs: float | SupportsIndex, /) -> None:
     """``time.sleep`` through a semaphore wait on CLOCK_MONOTONIC (what ``Event.wait`` uses)."""
+    seconds = secs if isinstance(secs, float) else float(operator.index(secs))
     if seconds < 0:
         raise ValueError("sleep length must be non-negative")
     threading.Event().wait(seconds)
