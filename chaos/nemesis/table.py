@@ -15,6 +15,7 @@ from chaos.nemesis.base import Fault
 from chaos.nemesis.clock import ClockFault
 from chaos.nemesis.freeze import FreezeFault
 from chaos.nemesis.kill import KillFault
+from chaos.nemesis.loss import PacketLossFault
 from chaos.nemesis.partition import PartitionFault
 from chaos.nemesis.pause import PauseFault
 
@@ -41,6 +42,13 @@ KINDS: tuple[FaultKind, ...] = (
         "move service processes' wall clocks (libfaketime): clock:bump|skew|strobe|drift[=Δ]"
         "[:target]",
         "clock-reset",
+    ),
+    FaultKind(
+        "packet-loss",
+        PacketLossFault,
+        "drop a fraction of packets (iptables statistic), measured: packet-loss[:P%][:n1+n2|n1>n2]",
+        "iptables-flush",
+        triggerable=False,
     ),
 )
 
