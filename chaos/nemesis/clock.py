@@ -51,6 +51,38 @@ TOLERANCE = 0.05
 _PROBE = "import time, json; m = time.monotonic(); w = time.time(); print(json.dumps([w, m]))"
 
 
+class Shifts:
+    """The clock faults active on each file, so that overlapping faults add up and one's heal
+    leaves another's offset in place: a file always holds the sum of its active shifts."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_file: dict[Path, dict[int, float]] = {}
+
+    def set(self, path: Path, key: int, offset: float | None) -> float:
+        """Set (None: remove) fault ``key``'s shift of ``path``; writes and returns the total."""
+        with self._lock:
+            mine = self._by_file.setdefault(path, {})
+            if offset is None:
+                mine.pop(key, None)
+            else:
+                mine[key] = offset
+            total = round(sum(mine.values()), 6)
+            clocks.write_offset(path, total)
+            return total
+
+
+def shifts_of(ctx: RunContext) -> Shifts:
+    with _SHIFTS_LOCK:
+        got = ctx.state.get("clock-shifts")
+        if not isinstance(got, Shifts):
+            got = ctx.state["clock-shifts"] = Shifts()
+        return got
+
+
+_SHIFTS_LOCK = threading.Lock()
+
+
 class ClockError(RuntimeError):
     """A clock that cannot be moved (no such process, infrastructure, no libfaketime), or a probe
     that contradicts the commanded offset."""
@@ -153,6 +185,8 @@ class ClockFault:
         mode = str(params["mode"])
         reap = [{"op": "clock-reset", "files": sorted(str(p) for p in files.values())}]
         stop = threading.Event()
+        shifts = shifts_of(ctx)
+        key = id(stop)
         mover: list[threading.Thread] = []
         flips = [0]
 
@@ -168,7 +202,7 @@ class ClockFault:
             while not stop.wait(STEP - (time.monotonic() - t0) % STEP):
                 elapsed = time.monotonic() - t0
                 for t, p in files.items():
-                    clocks.write_offset(p, offset_of(t, elapsed))
+                    shifts.set(p, key, offset_of(t, elapsed))
                 if mode == "strobe":
                     phase = int(elapsed / STEP) % 2
                     flips[0] += phase != last
@@ -179,11 +213,14 @@ class ClockFault:
             out = []
             for t, p in files.items():
                 commanded = offset_of(t, 0.0)
-                clocks.write_offset(p, commanded)
+                total = shifts.set(p, key, commanded)
                 rec: dict[str, Any] = {**t.to_json(), "mode": mode, "file": p.name}
                 if mode in ("bump", "skew"):
                     rec["offset"] = commanded
-                    rec["measured"] = self._measure(ctx, t, commanded)
+                    if total != commanded:
+                        rec["clock"] = total  # another clock fault on this process adds to it
+                    steady = self._steady(ctx, p)
+                    rec["measured"] = self._measure(ctx, t, total) if steady else None
                 elif mode == "strobe":
                     rec["delta"] = params["delta"]
                     rec["period"] = params["period"]
@@ -191,6 +228,9 @@ class ClockFault:
                     rec["rate"] = params["rate"]
                 out.append(rec)
             if mode in ("strobe", "drift"):
+                moving = ctx.state.setdefault("clock-moving", {})
+                for p in files.values():
+                    moving[p] = moving.get(p, 0) + 1
                 th = threading.Thread(target=move, args=(t0,), name="clock-mover", daemon=True)
                 th.start()
                 mover.append(th)
@@ -200,13 +240,21 @@ class ClockFault:
             stop.set()
             for th in mover:
                 th.join(5)
+            if mover:
+                moving = ctx.state.setdefault("clock-moving", {})
+                for p in files.values():
+                    moving[p] = max(0, moving.get(p, 1) - 1)
+                mover.clear()  # undo may run twice: count each mover out once
             out = []
             for t, p in files.items():
-                clocks.write_offset(p, 0.0)
+                total = shifts.set(p, key, None)
                 rec: dict[str, Any] = {**t.to_json(), "mode": mode, "offset": 0.0}
+                if total != 0.0:
+                    rec["clock"] = total  # what the faults still active on it add up to
                 if mode == "strobe":
                     rec["flips"] = flips[0]
-                rec["measured"] = self._measure(ctx, t, 0.0)
+                # a strobe or drift still active on this file moves it under the probe's feet
+                rec["measured"] = self._measure(ctx, t, total) if self._steady(ctx, p) else None
                 out.append(rec)
             return out
 
@@ -218,6 +266,10 @@ class ClockFault:
             trigger=trigger,
             extra={"reap": reap},
         )
+
+    @staticmethod
+    def _steady(ctx: RunContext, path: Path) -> bool:
+        return not ctx.state.get("clock-moving", {}).get(path)
 
     def _measure(self, ctx: RunContext, t: Target, commanded: float) -> float | None:
         """The offset a process reading ``t``'s clock file sees now, through the same library;

@@ -150,3 +150,18 @@ def test_clock_target_without_a_faked_process_is_refused(tmp_path: Path) -> None
         Target(node="n1", process="orders")
         in clock.ClockFault().resolve(ctx, "skew:orders@n1", random.Random(1)).targets
     )
+
+
+def test_overlapping_clock_faults_add_up_and_each_heal_removes_only_its_own(
+    tmp_path: Path,
+) -> None:
+    ctx = make_ctx(tmp_path)
+    f = clock.ClockFault()
+    path = clocks.clock_file(ctx.live, "n1", "orders")
+    a = f.start(ctx, f.resolve(ctx, "skew=2:orders@n1", random.Random(1)))
+    b = f.start(ctx, f.resolve(ctx, "bump=-0.5:orders@n1", random.Random(1)))
+    assert clocks.read_offset(path) == 1.5
+    ctx.faults.heal(a)
+    assert clocks.read_offset(path) == -0.5  # the bump is still in force
+    ctx.faults.heal(b)
+    assert clocks.read_offset(path) == 0.0
