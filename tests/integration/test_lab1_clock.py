@@ -56,3 +56,28 @@ def test_lock_at_least_above_the_skew_runs_every_night_once(store: Path) -> None
     res = _results(run_dir_from(p))
     assert res["night-reruns"]["verdict"] == "valid"
     assert res["every-night"]["verdict"] == "valid"
+
+
+# a replica's clock 4 s ahead: more than lockAtMostFor (3 s), so it sees a fresh lease as expired
+AHEAD = ("--nemesis", "clock:skew=4", "--tasks", "30", "--nemesis-interval", "2",
+         "--fault-duration", "3", "--time-limit", "40", "-q")  # fmt: skip
+
+
+@pytest.mark.slow
+def test_reference_valid_and_no_fencing_invalid_under_a_clock_ahead_10_seeds(
+    store: Path,
+) -> None:
+    ref, unfenced = [], []
+    for seed in range(1, 11):
+        p = chaos("run", "lab1", *AHEAD, "--seed", str(seed), store=store)
+        ref.append(p.returncode)
+        q = chaos("run", "lab1", *AHEAD, "--solution", "no-fencing", "--seed", str(seed),
+                  store=store)  # fmt: skip
+        unfenced.append(q.returncode)
+        if q.returncode == 1:
+            res = _results(run_dir_from(q))
+            # the anomaly and its cause: a double apply, and a takeover named with the clocks
+            assert res["no-double-apply"]["verdict"] == "invalid"
+            assert "ahead of" in res["night-reruns"]["summary"]
+    assert ref == [0] * 10, ref
+    assert unfenced.count(1) >= 9, unfenced
