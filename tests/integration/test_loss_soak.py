@@ -29,6 +29,6 @@ def test_lab3_reference_valid_under_loss_5_seeds(store: Path, nemesis: str) -> N
             if o.extra.get("fault") == "packet-loss" and o.extra.get("phase") == "start"
             and isinstance(o.value, dict) and "measured" in o.value
         ]  # fmt: skip
-        assert measured, "no packet-loss took effect"
+        assert measured or nemesis != "packet-loss", "no packet-loss took effect"
         assert all(abs(v - 0.3) <= 0.10 for m in measured for v in m.values()), measured
     assert codes == [0] * 5, codes
