@@ -63,3 +63,13 @@ def test_one_run_per_night_is_valid_even_under_a_skew() -> None:
     events = job("n1", 1, 3, 1.0, ["o1", "o2"]) + job("n2", 2, 4, 2.5, ["o1", "o2"])
     r = checkers.night_reruns(history, events, final())
     assert r.verdict == Verdict.VALID and r.summary == "Every night's job ran once (2 nights)."
+
+
+def test_the_unsafe_lease_story_tells_the_clocks_of_the_run() -> None:
+    history = clock_ops("n2", 4.0, 0.5, 5.0)
+    events = job("n1", 1, 3, 1.0, ["o1", "o2"])
+    r = checkers.CHECKERS["unsafe-lease"](history, events, final())
+    assert r.summary.endswith("Clocks: n2's clock was 4.0 s ahead from 0.50 s to 5.00 s.")
+    assert r.stats["clock_faults"] == 1
+    plain = checkers.CHECKERS["unsafe-lease"]([], events, final())
+    assert "Clocks" not in plain.summary

@@ -983,6 +983,29 @@ def night_reruns(
     )
 
 
+def unsafe_lease_with_clocks(
+    history: Sequence[Op], events: Sequence[Event], final: Mapping[str, Any] | None
+) -> CheckResult:
+    """``unsafe_lease``, with the clock faults of the run told after its story: a lease is judged
+    by clocks, and a moved one changes when "the lease expired" happened for each replica."""
+    r = unsafe_lease(history, events, final)
+    shifts = clock_shifts(history)
+    if not shifts:
+        return r
+    told = "; ".join(
+        f"{c.describe()} from {_t(c.start)} to {_t(c.end) if c.end is not None else 'the end'}"
+        for c in shifts[:4]
+    )
+    more = f" (and {len(shifts) - 4} more)" if len(shifts) > 4 else ""
+    return CheckResult(
+        checker=r.checker,
+        verdict=r.verdict,
+        summary=f"{r.summary} Clocks: {told}{more}.",
+        anomalies=r.anomalies,
+        stats={**r.stats, "clock_faults": len(shifts)},
+    )
+
+
 CHECKERS: dict[
     str, Callable[[Sequence[Op], Sequence[Event], Mapping[str, Any] | None], CheckResult]
 ] = {
@@ -990,7 +1013,7 @@ CHECKERS: dict[
     "stale-writes": stale_writes,
     "every-night": every_night,
     "overlapping-holders": overlapping_holders,
-    "unsafe-lease": unsafe_lease,
+    "unsafe-lease": unsafe_lease_with_clocks,
     "night-reruns": night_reruns,
 }
 
