@@ -349,15 +349,20 @@ class LossProbe:
 
 
 def probe_loss(
-    cluster: NetCluster, src: str, dst: str, packets: int = LOSS_PROBE_PACKETS
+    cluster: NetCluster,
+    src: str,
+    dst: str,
+    packets: int = LOSS_PROBE_PACKETS,
+    port: int = LOSS_PROBE_PORT,
 ) -> LossProbe:
     """Send ``packets`` numbered UDP datagrams from ``src`` to ``dst`` (both inside the nodes'
-    namespaces) and count the distinct ones that arrived: the loss of that direction."""
+    namespaces) and count the distinct ones that arrived: the loss of that direction. Probes that
+    run at once into one node need a ``port`` each."""
     if not isinstance(cluster, NsCommand):
         raise PartitionError("this backend cannot run a loss probe")
     # the receiver runs while the sender sends, so it is a process of its own
     recv = subprocess.Popen(
-        [*cluster.ns_command(dst), sys.executable, "-c", _LOSS_RECV, str(LOSS_PROBE_PORT), "20"],
+        [*cluster.ns_command(dst), sys.executable, "-c", _LOSS_RECV, str(port), "20"],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -366,8 +371,7 @@ def probe_loss(
         recv.stdout.readline()  # "ready": bound before the first datagram leaves
         cluster.net_exec(
             src,
-            [sys.executable, "-c", _LOSS_SEND, cluster.address(dst), str(LOSS_PROBE_PORT),
-             str(packets)],
+            [sys.executable, "-c", _LOSS_SEND, cluster.address(dst), str(port), str(packets)],
         )  # fmt: skip
         out, _ = recv.communicate(timeout=30)
     finally:

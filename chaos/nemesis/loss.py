@@ -125,8 +125,10 @@ class PacketLossFault:
         key = id(pairs)
 
         def measure(want: float) -> dict[str, float]:
+            # one port per direction: several probes may land in one receiver's namespace at once
+            jobs = [(s, r, net.LOSS_PROBE_PORT + i) for i, (s, r) in enumerate(pairs)]
             with ThreadPoolExecutor(max_workers=len(pairs)) as pool:
-                got = list(pool.map(lambda sr: net.probe_loss(cluster, *sr), pairs))
+                got = list(pool.map(lambda j: net.probe_loss(cluster, j[0], j[1], port=j[2]), jobs))
             out = {f"{g.src}->{g.dst}": round(g.loss, 3) for g in got}
             tol = tolerance(want, net.LOSS_PROBE_PACKETS)
             wrong = {k: v for k, v in out.items() if abs(v - want) > tol}
@@ -139,14 +141,22 @@ class PacketLossFault:
 
         def apply() -> list[dict[str, Any]]:
             active[key] = lk
-            rules = net.apply_loss(cluster, lk, p)
+            try:
+                rules = net.apply_loss(cluster, lk, p)
+                measured = measure(p) if isinstance(cluster, net.NsCommand) else None
+            except BaseException:
+                # a loss that is not what was asked for is taken back at once, not at the end of
+                # the run: it would make later faults' probes (a partition's) disagree
+                active.pop(key, None)
+                net.remove_loss(cluster, lk, p)
+                raise
             return [
                 {
                     "links": lk,
                     "probability": p,
                     "chain": chain,
                     "rules": rules,
-                    "measured": measure(p) if isinstance(cluster, net.NsCommand) else None,
+                    "measured": measured,
                 }
             ]
 

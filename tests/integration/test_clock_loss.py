@@ -165,6 +165,11 @@ def test_packet_loss_30_percent_is_measured_and_healed(ctx: RunContext) -> None:
     assert untouched.loss <= 0.02 and after.loss <= 0.02
     assert net.rules(ctx.cluster, "n2") == []
     print("loss:", {f"{p.src}->{p.dst}": round(p.loss, 3) for p in own})
+    # one node's every link, both ways: two of the fault's probes land in n3 at once
+    fid = f.start(ctx, f.resolve(ctx, "20%:n3", random.Random(1)))
+    ctx.faults.heal(fid)
+    start = [o for o in ctx.history if o.extra.get("fault_id") == fid][1]
+    assert set(start.value["measured"]) == {"n1->n3", "n2->n3", "n3->n1", "n3->n2"}
 
 
 def test_sigkill_mid_clock_fault_then_cleanup_resets_the_clock(
