@@ -73,3 +73,9 @@ def test_the_unsafe_lease_story_tells_the_clocks_of_the_run() -> None:
     assert r.stats["clock_faults"] == 1
     plain = checkers.CHECKERS["unsafe-lease"]([], events, final())
     assert "Clocks" not in plain.summary
+
+
+def test_a_grant_that_found_the_night_already_done_is_not_a_rerun() -> None:
+    events = job("n1", 1, 3, 1.0, ["o1", "o2"]) + job("n3", 2, 3, 1.5, [])
+    r = checkers.night_reruns([], events, final())
+    assert r.verdict == Verdict.VALID

@@ -876,10 +876,30 @@ def clock_shifts(history: Sequence[Op]) -> list[ClockShift]:
     return out
 
 
+# a clock file is written before the fault's completion op, which waits for the probe
+APPLY_LEAD = 1.0
+
+
 def _clock_at(shifts: Sequence[ClockShift], node: str, t: float) -> ClockShift | None:
     return next(
-        (c for c in shifts if c.node == node and c.start <= t and (c.end is None or t <= c.end)),
+        (
+            c
+            for c in shifts
+            if c.node == node and c.start - APPLY_LEAD <= t and (c.end is None or t <= c.end)
+        ),
         None,
+    )
+
+
+def _ran(g: Grant) -> bool:
+    """The grant ran its night's job to the end with work to do (a job that found every order
+    already reconciled, ``orders: []``, did nothing twice)."""
+    start, end = g.first("job-start"), g.first("job-end")
+    return (
+        start is not None
+        and bool(start.data.get("orders"))
+        and end is not None
+        and end.data.get("outcome") == "done"
     )
 
 
@@ -924,7 +944,7 @@ def night_reruns(
     sentences: list[str] = []
     takeovers: list[dict[str, Any]] = []
     for night, gs in sorted(by_night.items()):
-        done = [g for g in gs if (e := g.first("job-end")) and e.data.get("outcome") == "done"]
+        done = [g for g in gs if _ran(g)]
         for a, b in itertools.pairwise(gs):
             a_end = a.first("job-end")
             if a_end is not None and b.acquired >= a_end.time:

@@ -31,7 +31,7 @@ UNIT = 0.1  # seconds per lab unit: lockAtMostFor 30 units = 3 s
 LOCK_AT_MOST = 30
 NIGHTS = 4
 CRON_LEAD = 3.0  # seconds from deploy to the first night in cron mode
-KNOWN_OPTIONS = ("nights", "lock_at_least", "lock_at_most", "cron")
+KNOWN_OPTIONS = ("nights", "lock_at_least", "lock_at_most", "cron", "job")
 
 
 def solution_path(solution: str) -> Path:
@@ -78,13 +78,14 @@ class Lab1:
 
     def option_env(self, ctx: RunContext) -> dict[str, str]:
         """``-o lock_at_least=U`` (units), ``-o cron=U`` (night length in units: cron mode, see
-        chaos.workloads.lab1.service), ``-o lock_at_most=U``."""
+        chaos.workloads.lab1.service), ``-o lock_at_most=U``, ``-o job=U`` (a night's job)."""
         opts = ctx.spec.options
         out: dict[str, str] = {}
         for key, var in (
             ("lock_at_least", "CHAOS_LAB1_LOCK_AT_LEAST"),
             ("lock_at_most", "CHAOS_LAB1_LOCK_AT_MOST"),
             ("cron", "CHAOS_LAB1_CRON"),
+            ("job", "CHAOS_LAB1_JOB"),
         ):
             if key in opts:
                 value = float(opts[key])
