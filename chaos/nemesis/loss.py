@@ -20,7 +20,9 @@ wherever ``tc`` answers "Specified qdisc kind is unknown".
 
 from __future__ import annotations
 
+import itertools
 import math
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -31,6 +33,16 @@ from chaos.core.target import Resolved
 from chaos.nemesis.targets import pick_nodes
 
 DEFAULT_PROBABILITY = 0.30
+PORT_SPAN = 2000  # probe ports cycle through LOSS_PROBE_PORT .. + PORT_SPAN
+_ports = itertools.count()
+_ports_lock = threading.Lock()
+
+
+def _next_port() -> int:
+    with _ports_lock:
+        return net.LOSS_PROBE_PORT + next(_ports) % PORT_SPAN
+
+
 NETEM_WORDS = ("delay", "duplicate", "reorder", "corrupt", "jitter")
 
 
@@ -143,9 +155,10 @@ class PacketLossFault:
             return out
 
         def measure() -> dict[str, float] | None:
-            # one port per direction: several probes may land in one receiver's namespace at once
-            jobs = [(s, r, net.LOSS_PROBE_PORT + i) for i, (s, r) in enumerate(pairs)]
             for _ in range(3):
+                # a port of its own per probe: probes of this fault and of overlapping ones may
+                # land in one receiver's namespace at once
+                jobs = [(s, r, _next_port()) for s, r in pairs]
                 want = expected()
                 with ThreadPoolExecutor(max_workers=len(pairs)) as pool:
                     got = list(
