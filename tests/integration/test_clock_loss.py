@@ -172,6 +172,7 @@ def test_packet_loss_30_percent_is_measured_and_healed(ctx: RunContext) -> None:
     assert set(start.value["measured"]) == {"n1->n3", "n2->n3", "n3->n1", "n3->n2"}
 
 
+@pytest.mark.slow  # a whole lab1 run: keeps the non-slow tests of issue 14 under two minutes
 def test_sigkill_mid_clock_fault_then_cleanup_resets_the_clock(
     tmp_path: Path, engine: docker.DockerClient
 ) -> None:
