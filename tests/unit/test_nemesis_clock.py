@@ -165,3 +165,16 @@ def test_overlapping_clock_faults_add_up_and_each_heal_removes_only_its_own(
     assert clocks.read_offset(path) == -0.5  # the bump is still in force
     ctx.faults.heal(b)
     assert clocks.read_offset(path) == 0.0
+
+
+def test_a_clock_fault_is_described_with_its_offsets() -> None:
+    from chaos.checkers.faults import FaultInterval
+
+    f = FaultInterval(
+        fault_id=1, fault="clock", start=1.0, end=4.0,
+        targets=[{"node": "n2", "process": "orders", "mode": "skew", "offset": 4.0},
+                 {"node": "n3", "process": "orders", "mode": "drift", "rate": 1.5}],
+    )  # fmt: skip
+    assert f.describe() == (
+        "n2's orders clock +4.000 s, n3's orders clock at 1.5x at 1.00 s for 3.0 s"
+    )
