@@ -59,29 +59,32 @@ def test_lock_at_least_above_the_skew_runs_every_night_once(store: Path) -> None
 
 
 # a replica's clock 4 s ahead: more than lockAtMostFor (3 s), so it sees a fresh lease as expired;
-# slow nights (a job of 2 s, the worst case) so that a takeover lands inside a holder's job
-AHEAD = ("--nemesis", "clock:skew=4", "--tasks", "10", "-o", "job=20", "--nemesis-interval", "2",
-         "--fault-duration", "3", "--time-limit", "40", "-q")  # fmt: skip
+# slow nights (a job of 2 s, the worst case) so that a takeover lands inside a holder's job.
+# skew: 4 s ahead for the whole fault; strobe: flipping between +4 s and the true time every 50 ms
+# (then its own leases look normal half the time, the others get the lock back, and it takes it
+# over again). Floors are what was measured (docs/benchmarks.md): skew 5/10, strobe 10/10.
+SLOW_NIGHTS = ("--tasks", "10", "-o", "job=20", "--nemesis-interval", "2", "--fault-duration", "3",
+               "--time-limit", "40", "-q")  # fmt: skip
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("clock", "floor"), [("clock:skew=4", 4), ("clock:strobe=4", 9)])
 def test_reference_valid_and_no_fencing_invalid_under_a_clock_ahead_10_seeds(
-    store: Path,
+    store: Path, clock: str, floor: int
 ) -> None:
     ref, unfenced = [], []
     for seed in range(1, 11):
-        p = chaos("run", "lab1", *AHEAD, "--seed", str(seed), store=store)
-        ref.append(p.returncode)
-        q = chaos("run", "lab1", *AHEAD, "--solution", "no-fencing", "--seed", str(seed),
+        p = chaos("run", "lab1", "--nemesis", clock, *SLOW_NIGHTS, "--seed", str(seed),
                   store=store)  # fmt: skip
+        ref.append(p.returncode)
+        q = chaos("run", "lab1", "--nemesis", clock, *SLOW_NIGHTS, "--solution", "no-fencing",
+                  "--seed", str(seed), store=store)  # fmt: skip
         unfenced.append(q.returncode)
         if q.returncode == 1:
             res = _results(run_dir_from(q))
             # the anomaly and its cause: a double apply, and a takeover named with the clocks
             assert res["no-double-apply"]["verdict"] == "invalid"
-            assert "ahead of" in res["night-reruns"]["summary"]
+            summary = res["night-reruns"]["summary"]
+            assert "early takeover" in summary and "clock" in summary, summary
     assert ref == [0] * 10, ref
-    # measured 5 of 10 (docs/benchmarks.md): the ahead replica takes over once, at the first fault
-    # that lands while another replica is inside its job, and then keeps the lock to itself. Issue
-    # 14 asks for 9 of 10; this floor only guards against losing what there is.
-    assert unfenced.count(1) >= 4, unfenced
+    assert unfenced.count(1) >= floor, unfenced
