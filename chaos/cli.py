@@ -181,6 +181,17 @@ def backend_option(f: Any) -> Any:
     )(f)
 
 
+def _options(items: tuple[str, ...]) -> dict[str, str]:
+    """``("lock_at_least=2", "cron=10")`` -> a dict; the workload validates the values."""
+    out = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            fail(f"--option {item!r}: expected KEY=VALUE", EXIT_USAGE)
+        out[key.strip()] = value.strip()
+    return out
+
+
 @main.command()
 @click.argument("workload")
 @backend_option
@@ -280,6 +291,15 @@ def backend_option(f: Any) -> Any:
     default=None,
     help="Also write the lab report JSON here.",
 )
+@click.option(
+    "--option",
+    "-o",
+    "options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A workload option, e.g. lab1: -o lock_at_least=2 -o cron=10 (see docs/labs/lab1.md). "
+    "Repeatable.",
+)
 @click.option("-q", "--quiet", is_flag=True)
 @store_option
 def run(
@@ -305,6 +325,7 @@ def run(
     scenarios: str | None,
     lab_report_flag: bool,
     report_path: Path | None,
+    options: tuple[str, ...],
     quiet: bool,
     store: Path,
 ) -> None:
@@ -347,6 +368,7 @@ def run(
         nemesis_jitter=nemesis_jitter,
         fault_duration=fault_duration,
         triggers=tuple(triggers),
+        options=_options(options),
         schedule=_load_schedule(
             schedule_file, fault_duration or pause_duration or ack_wait + 3.0, wl, workload
         ),

@@ -80,6 +80,21 @@ class FaultInterval:
         return False
 
     def describe(self) -> str:
+        dur = f" for {self.end - self.start:.1f} s" if self.end is not None else " (never healed)"
+        if self.fault == "clock":
+            moved = ", ".join(
+                f"{t.get('node')}'s {t.get('process')} clock {_clock_amount(t)}"
+                for t in self.targets
+                if t.get("node")
+            )
+            return f"{moved or 'clocks'} at {self.start:.2f} s{dur}"
+        if self.fault == "packet-loss":
+            t = self.targets[0] if self.targets else {}
+            links = t.get("links") or {}
+            pairs = ", ".join(f"{s}->{r}" for r, ss in sorted(links.items()) for s in ss)
+            p = t.get("probability")
+            lost = f"{p:.0%} loss" if isinstance(p, int | float) else "loss"
+            return f"{lost} on {pairs or 'some links'} at {self.start:.2f} s{dur}"
         who = (
             ", ".join(
                 f"{t.get('node')}'s {t['process']}" if t.get("process") else str(t.get("node"))
@@ -89,7 +104,6 @@ class FaultInterval:
             or "the cluster"
         )
         verb = {"pause": "paused", "freeze": "frozen", "kill": "killed", "partition": "partitioned"}
-        dur = f" for {self.end - self.start:.1f} s" if self.end is not None else " (never healed)"
         return f"{who} {verb.get(self.fault, self.fault)} at {self.start:.2f} s{dur}"
 
     def to_json(self) -> dict[str, Any]:
@@ -101,6 +115,17 @@ class FaultInterval:
             "targets": self.targets,
             "trigger": self.trigger,
         }
+
+
+def _clock_amount(t: dict[str, Any]) -> str:
+    """A clock fault's target as the history recorded it: its offset, strobe amplitude or rate."""
+    if isinstance(t.get("rate"), int | float):
+        return f"at {t['rate']:g}x"
+    if isinstance(t.get("delta"), int | float):
+        return f"strobing {t['delta']:+.3f} s"
+    if isinstance(t.get("offset"), int | float):
+        return f"{t['offset']:+.3f} s"
+    return "moved"
 
 
 def _targets(value: Any) -> list[dict[str, Any]]:

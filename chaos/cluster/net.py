@@ -24,11 +24,12 @@ times out in both directions and every pair left up connects or is refused.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from chaos.cluster.base import ExecResult
 
@@ -44,6 +45,14 @@ class NetCluster(Protocol):
     def address(self, node: str) -> str: ...
 
     def net_exec(self, node: str, argv: list[str]) -> ExecResult: ...
+
+
+@runtime_checkable
+class NsCommand(Protocol):
+    """Optional: the argv prefix that runs a host command in a node's network namespace (a probe
+    that must run alongside another, as a loss probe's receiver does)."""
+
+    def ns_command(self, node: str) -> list[str]: ...
 
 
 class PartitionError(RuntimeError):
@@ -249,3 +258,143 @@ def verify(
 
 def summary(results: Iterable[ProbeResult]) -> dict[str, str]:
     return {f"{p.src}->{p.dst}": p.outcome for p in results}
+
+
+# ---------------------------------------------------------------- lossy links
+
+
+def loss_rule(cluster: NetCluster, sender: str, probability: float) -> list[str]:
+    """The rule (after ``-A/-D <chain>``) that drops a random ``probability`` of what ``sender``
+    sends: iptables' statistic match draws per packet, in the kernel."""
+    return [
+        "-s", f"{cluster.address(sender)}/32",
+        "-m", "statistic", "--mode", "random", "--probability", f"{probability:.4f}",
+        "-j", "DROP",
+    ]  # fmt: skip
+
+
+def apply_loss(
+    cluster: NetCluster, links: Mapping[str, Iterable[str]], probability: float
+) -> dict[str, list[str]]:
+    """Drop ``probability`` of the packets on each link ``{receiver: [senders]}``, in the run's
+    chain (the one partitions use); returns the rules per node, for the record."""
+    chain = chain_name(cluster.run_id)
+    out: dict[str, list[str]] = {}
+    for node, senders in sorted(links.items()):
+        ensure_chain(cluster, node)
+        for s in sorted(set(senders)):
+            r = _ipt(cluster, node, "-A", chain, *loss_rule(cluster, s, probability))
+            if not r.ok:
+                raise PartitionError(f"{node}: iptables -A {chain} (loss from {s}): {r.output}")
+            out.setdefault(node, []).append(f"-A {chain} -s {s} {probability:.0%} DROP")
+    return out
+
+
+def remove_loss(
+    cluster: NetCluster, links: Mapping[str, Iterable[str]], probability: float
+) -> None:
+    """Delete one instance of each rule ``apply_loss`` added (idempotent: a missing rule is fine)."""
+    chain = chain_name(cluster.run_id)
+    for node, senders in sorted(links.items()):
+        for s in sorted(set(senders)):
+            _ipt(cluster, node, "-D", chain, *loss_rule(cluster, s, probability))
+
+
+# the receiving side of a loss probe: count datagrams on a UDP port until the sender's "end"
+# marker arrives three times in a row (the markers are sent repeatedly, and may be dropped too)
+_LOSS_RECV = r"""
+import json, socket, sys, time
+port, wait = int(sys.argv[1]), float(sys.argv[2])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", port)); s.settimeout(0.3)
+print("ready", flush=True)
+got, deadline = set(), time.monotonic() + wait
+while time.monotonic() < deadline:
+    try:
+        data, _ = s.recvfrom(64)
+    except socket.timeout:
+        if got:
+            break
+        continue
+    if data.startswith(b"end"):
+        break
+    got.add(int(data))
+print(json.dumps({"received": len(got)}))
+"""
+
+_LOSS_SEND = r"""
+import socket, sys, time
+addr, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(n):
+    s.sendto(str(i).encode(), (addr, port)); time.sleep(0.001)
+time.sleep(0.2)
+for _ in range(20):
+    s.sendto(b"end", (addr, port)); time.sleep(0.01)
+"""
+
+LOSS_PROBE_PORT = 39_871
+LOSS_PROBE_PACKETS = 400
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LossProbe:
+    src: str
+    dst: str
+    sent: int
+    received: int
+
+    @property
+    def loss(self) -> float:
+        return 1.0 - self.received / self.sent if self.sent else 0.0
+
+
+def probe_loss(
+    cluster: NetCluster,
+    src: str,
+    dst: str,
+    packets: int = LOSS_PROBE_PACKETS,
+    port: int = LOSS_PROBE_PORT,
+) -> LossProbe:
+    """Send ``packets`` numbered UDP datagrams from ``src`` to ``dst`` (both inside the nodes'
+    namespaces) and count the distinct ones that arrived: the loss of that direction. Probes that
+    run at once into one node need a ``port`` each."""
+    if not isinstance(cluster, NsCommand):
+        raise PartitionError("this backend cannot run a loss probe")
+    # the receiver runs while the sender sends, so it is a process of its own
+    recv = subprocess.Popen(
+        [*cluster.ns_command(dst), sys.executable, "-c", _LOSS_RECV, str(port), "20"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert recv.stdout is not None
+        recv.stdout.readline()  # "ready": bound before the first datagram leaves
+        cluster.net_exec(
+            src,
+            [sys.executable, "-c", _LOSS_SEND, cluster.address(dst), str(port), str(packets)],
+        )  # fmt: skip
+        out, _ = recv.communicate(timeout=30)
+    finally:
+        if recv.poll() is None:
+            recv.kill()
+            recv.wait()
+    try:
+        received = int(json.loads(out.strip().splitlines()[-1])["received"])
+    except (ValueError, IndexError, KeyError):
+        raise PartitionError(f"loss probe {src}->{dst}: no answer from the receiver") from None
+    return LossProbe(src=src, dst=dst, sent=packets, received=received)
+
+
+def netem_available() -> tuple[bool, str]:
+    """Whether this kernel has ``sch_netem`` (delay, duplication): tried in a throwaway network
+    namespace of the host's (same kernel as the nodes), so nothing real is touched."""
+    try:
+        p = subprocess.run(
+            ["unshare", "-n", "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, f"{type(e).__name__}: {e}"
+    return p.returncode == 0, (p.stdout + p.stderr).strip()

@@ -7,11 +7,14 @@ happens when the nemesis says, not before.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from chaos.cluster import clocks
 from chaos.cluster.base import Cluster
 
 
@@ -41,8 +44,13 @@ class Supervisor:
         restart_delay: float = 1.0,
         on_exit: Callable[[ProcessSpec], None] | None = None,
         on_restart: Callable[[ProcessSpec, int], None] | None = None,
+        clock_live: Path | None = None,
+        clock_mount: str = "/chaos",
     ) -> None:
         self.cluster = cluster
+        # set when the run may move clocks: the code under test then starts with libfaketime
+        self._clock_live = clock_live
+        self._clock_mount = clock_mount
         self.specs: dict[tuple[str, str], ProcessSpec] = {}
         self._held: set[tuple[str, str]] = set()
         self._restart_delay = restart_delay
@@ -53,7 +61,27 @@ class Supervisor:
         self._lock = threading.Lock()
         self.restarts = 0
 
+    def fakes_clock(self, spec: ProcessSpec) -> bool:
+        """Whether ``spec``'s clock can be moved: the code under test's processes (never the
+        infrastructure, Go binaries libfaketime cannot reach), and only in runs with clock faults."""
+        return self._clock_live is not None and not spec.infrastructure
+
+    def clock_file(self, node: str, name: str) -> Path | None:
+        with self._lock:
+            spec = self.specs.get((node, name))
+        if spec is None or self._clock_live is None or not self.fakes_clock(spec):
+            return None
+        return clocks.clock_file(self._clock_live, node, name)
+
     def start_process(self, spec: ProcessSpec) -> int:
+        if self._clock_live is not None and self.fakes_clock(spec):
+            # the file exists (at the true time) before the process reads it; restarts keep the env
+            clocks.make_clock_dir(self._clock_live)
+            path = clocks.clock_file(self._clock_live, spec.node, spec.name)
+            if not path.exists():
+                clocks.write_offset(path, 0.0)
+            argv = clocks.preload_argv(self._clock_mount, spec.node, spec.name, spec.argv)
+            spec = dataclasses.replace(spec, argv=argv)
         with self._lock:
             self.specs[(spec.node, spec.name)] = spec
         return self.cluster.spawn(spec.node, spec.name, spec.argv, env=spec.env, user=spec.user)

@@ -22,12 +22,15 @@ class Resolved:
     """What a target spec resolved to at the moment a fault starts.
 
     ``targets`` for process and node faults; ``grudge`` (receiver -> senders it drops) for
-    partitions. ``spec`` is what was asked for (``worker``, ``halves``, ``n1+n2``...).
+    partitions. ``spec`` is what was asked for (``worker``, ``halves``, ``n1+n2``...). ``params``
+    holds what a fault drew besides its targets (a clock's mode and offsets, a loss probability),
+    so that the seed replays those too.
     """
 
     spec: str
     targets: tuple[Target, ...] = ()
     grudge: dict[str, list[str]] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"spec": self.spec}
@@ -35,4 +38,6 @@ class Resolved:
             d["targets"] = [t.to_json() for t in self.targets]
         if self.grudge:
             d["grudge"] = self.grudge
+        if self.params:
+            d["params"] = self.params
         return d

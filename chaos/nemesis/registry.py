@@ -53,6 +53,17 @@ def parse_nemesis(
     return out
 
 
+def moves_clocks(spec: TestSpec) -> bool:
+    """Whether the run may move clocks (a ``clock`` fault in ``--nemesis``, the schedule file or a
+    trigger): only then do the code under test's processes start with libfaketime preloaded."""
+    names = [str(item).strip().partition(":")[0] for item in spec.nemesis]
+    if spec.schedule:
+        names += [str(s.get("fault")) for s in spec.schedule.get("steps", [])]
+        names += [str(t).split()[0] for t in spec.schedule.get("triggers", []) if str(t).split()]
+    names += [str(t).split()[0] for t in spec.triggers if str(t).split()]
+    return "clock" in names
+
+
 def fault_duration(spec: TestSpec) -> float:
     return float(spec.fault_duration or spec.pause_duration or spec.ack_wait + 3.0)
 

@@ -31,7 +31,7 @@ from chaos.nemesis.trigger import TriggerError, bind, parse_trigger
 
 STEP_FIELDS = ("at", "fault", "target", "for", "duration", "grudge")
 _STEP = re.compile(
-    r"^\s*at\s+(?P<at>\S+)\s+(?P<fault>[a-z]+)(?:\s+(?P<target>(?!for\b)\S+))?"
+    r"^\s*at\s+(?P<at>\S+)\s+(?P<fault>[a-z][a-z-]*)(?:\s+(?P<target>(?!for\b)\S+))?"
     r"(?:\s+for\s+(?P<dur>\S+))?\s*$"
 )
 

@@ -13,8 +13,10 @@ from typing import Any
 
 from chaos.cluster.base import Freezable
 from chaos.nemesis.base import Fault
+from chaos.nemesis.clock import ClockFault
 from chaos.nemesis.freeze import FreezeFault
 from chaos.nemesis.kill import KillFault
+from chaos.nemesis.loss import PacketLossFault
 from chaos.nemesis.partition import PartitionFault
 from chaos.nemesis.pause import PauseFault
 
@@ -43,6 +45,20 @@ KINDS: tuple[FaultKind, ...] = (
     FaultKind("kill", KillFault, "SIGKILL processes, restart them at heal", None),
     FaultKind(
         "partition", PartitionFault, "cut the network (DROP rules), verified", "iptables-flush"
+    ),
+    FaultKind(
+        "clock",
+        ClockFault,
+        "move service processes' wall clocks (libfaketime): clock:bump|skew|strobe|drift[=Δ]"
+        "[:target]",
+        "clock-reset",
+    ),
+    FaultKind(
+        "packet-loss",
+        PacketLossFault,
+        "drop a fraction of packets (iptables statistic), measured: packet-loss[:P%][:n1+n2|n1>n2]",
+        "iptables-flush",
+        triggerable=False,
     ),
 )
 

@@ -22,15 +22,32 @@ from __future__ import annotations
 
 import contextlib
 import json
+import operator
 import os
 import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsIndex
 
 CRASH_EXIT_CODE = 17
+
+
+def _sleep(secs: float | SupportsIndex, /) -> None:
+    """``time.sleep`` through a semaphore wait on CLOCK_MONOTONIC (what ``Event.wait`` uses)."""
+    seconds = secs if isinstance(secs, float) else float(operator.index(secs))
+    if seconds < 0:
+        raise ValueError("sleep length must be non-negative")
+    threading.Event().wait(seconds)
+
+
+# Under libfaketime (a run with clock faults preloads it, see chaos.cluster.clocks) Python 3.11's
+# time.sleep fails with EINVAL: it calls clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME), which
+# libfaketime 0.9.10 mangles when it leaves the monotonic clock true. Every service imports this
+# module first, so the replacement covers the service, the solution and the client libraries.
+if "libfaketime" in os.environ.get("LD_PRELOAD", ""):
+    time.sleep = _sleep
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -35,7 +35,7 @@ from chaos.core.workload import Workload
 from chaos.histories.jsonl import HistoryRecorder
 from chaos.histories.store import load_run, new_run_dir, read_json, write_json
 from chaos.nemesis.base import Nemesis
-from chaos.nemesis.registry import describe, make_nemeses, refuse_unsupported
+from chaos.nemesis.registry import describe, make_nemeses, moves_clocks, refuse_unsupported
 from chaos.report import render
 from chaos.workloads import registry
 
@@ -214,7 +214,9 @@ def run_test(
                 stack.callback(history.close)
                 progress(f"starting {spec.nodes} nodes")
                 cluster.start()
-                supervisor = Supervisor(cluster)
+                # clock faults reach the code under test through libfaketime, preloaded only in
+                # runs that may move a clock (see chaos.cluster.clocks)
+                supervisor = Supervisor(cluster, clock_live=live if moves_clocks(spec) else None)
                 stack.callback(supervisor.stop)
                 # beside the run, not in the live folder the nodes can write
                 ledger = FaultLedger(history, run_dir / "faults.json")

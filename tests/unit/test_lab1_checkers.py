@@ -348,7 +348,7 @@ def test_a_malformed_final_state_makes_a_checker_unknown_not_a_crash() -> None:
     bad = copy.deepcopy(final)
     bad["orders"]["o1"]["applied"] = [{"night": "x"}]
     res = results(history, events, bad)
-    assert len(res) == 5
+    assert len(res) == len(checkers.CHECKERS)
     assert res["no-double-apply"].verdict is Verdict.UNKNOWN
     assert "crashed" in res["no-double-apply"].summary
     assert res["overlapping-holders"].verdict is Verdict.VALID

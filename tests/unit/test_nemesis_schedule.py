@@ -100,3 +100,14 @@ def test_durations(text: object, seconds: float) -> None:
 def test_bad_durations(bad: object) -> None:
     with pytest.raises(ValueError):
         parse_duration(bad)
+
+
+def test_clock_and_packet_loss_steps_parse_with_their_specs() -> None:
+    plan = parse_schedule(
+        "- at 0s clock skew=-1.5:orders@n2 for 60s\n- at 2s packet-loss 30%:n1+n2 for 3s\n",
+        file="x.yaml",
+    )
+    assert [(s.fault, s.target, s.duration) for s in plan.steps] == [
+        ("clock", "skew=-1.5:orders@n2", 60.0),
+        ("packet-loss", "30%:n1+n2", 3.0),
+    ]

@@ -274,8 +274,11 @@ class DockerCluster:
         hp = self.host_pid(node, name)
         return None if hp is None else procfs.state(hp)
 
+    def ns_command(self, node: str) -> list[str]:
+        return ["nsenter", "-t", str(self._init_pid[node]), "-n"]
+
     def net_exec(self, node: str, argv: list[str]) -> ExecResult:
-        cmd = ["nsenter", "-t", str(self._init_pid[node]), "-n", *argv]
+        cmd = [*self.ns_command(node), *argv]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
         return ExecResult(p.returncode, p.stdout + p.stderr)
 

@@ -25,7 +25,15 @@ from chaos.cluster.base import ClusterError
 
 IMAGE_REPO = "chaos-node"
 SUITE = "bookworm"
-DEB_PACKAGES = ["python3", "python3-venv", "iproute2", "iptables", "procps", "ca-certificates"]
+DEB_PACKAGES = [
+    "python3",
+    "python3-venv",
+    "iproute2",
+    "iptables",
+    "procps",
+    "ca-certificates",
+    "libfaketime",
+]
 WHEELS = [
     "python3-etcd3==0.13.0",
     "nats-py==2.16.0",

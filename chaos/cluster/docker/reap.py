@@ -7,7 +7,8 @@ the run's ``<live>/faults.json`` lists, then removes its containers and networks
 
 Healing in place, before removal, matters for whoever looks at a crashed run's nodes (and for a
 backend whose nodes outlive the run, like SSH hosts): frozen containers are thawed, the run's own
-iptables chain is flushed in each node's namespace, SIGSTOPped processes get SIGCONT. The same is
+iptables chain is flushed in each node's namespace (partitions and lossy links), every clock file
+of the run is put back to the true time, SIGSTOPped processes get SIGCONT. The same is
 done for any stopped process or leftover chain that faults.json missed (the orchestrator may have
 died between a signal and the record), but only inside the run's own containers.
 """
@@ -24,6 +25,7 @@ from typing import Any
 
 import docker.errors
 
+from chaos.cluster import clocks
 from chaos.cluster.docker.procfs import owner_alive, pidns, pids_in, state
 from chaos.cluster.docker.resources import (
     LABEL_LIVE,
@@ -38,7 +40,7 @@ from chaos.cluster.net import chain_name
 from chaos.histories.files import read_regular
 
 # the undo ops of faults.json entries this reaper knows how to carry out (see the fault table)
-HANDLED_OPS = frozenset({"sigcont", "thaw", "iptables-flush"})
+HANDLED_OPS = frozenset({"sigcont", "thaw", "iptables-flush", "clock-reset"})
 
 
 def _faults(live: str | None) -> list[dict[str, Any]]:
@@ -100,7 +102,11 @@ def heal_in_place(client: Any, run_id: str, live: str | None) -> list[str]:
             )
             if rules:
                 done.append(f"healed: flushed {chain} ({len(rules)} rule(s)) in {name}")
-    # 3. resume stopped processes: first those faults.json names, then any other in the run's nodes
+    # 3. clocks back to the true time: every file of the run's clock folder (faults.json's
+    # clock-reset entries name files there; any other file there is reset too)
+    if live:
+        done += [f"healed: reset the clock of {name}" for name in clocks.reset_all(Path(live))]
+    # 4. resume stopped processes: first those faults.json names, then any other in the run's nodes
     namespaces = {pidns(pid): name for name, pid in running.items()}
     resumed: set[int] = set()
     for f in recorded:

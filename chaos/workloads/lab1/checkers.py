@@ -16,6 +16,7 @@ Times in summaries are seconds since the run's origin, the clock of the history 
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -846,6 +847,203 @@ def unsafe_lease(
     )
 
 
+# ---------------------------------------------------------------- clocks (issue 14)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClockShift:
+    """A clock fault on one process, from the ledger's ops: its offset (or strobe amplitude, or
+    drift rate) from ``start`` to ``end``."""
+
+    node: str
+    mode: str
+    offset: float | None
+    rate: float | None
+    start: float
+    end: float | None
+
+    def describe(self) -> str:
+        if self.rate is not None:
+            return f"{self.node}'s clock ran at {self.rate:g}x"
+        if self.mode == "strobe":
+            return f"{self.node}'s clock strobed by {self.offset:+.1f} s"
+        ahead = "ahead" if (self.offset or 0) > 0 else "behind"
+        return f"{self.node}'s clock was {abs(self.offset or 0):.1f} s {ahead}"
+
+
+def clock_shifts(history: Sequence[Op]) -> list[ClockShift]:
+    out = []
+    for f in fault_intervals(list(history)):
+        if f.fault != "clock":
+            continue
+        for t in f.targets:
+            if not t.get("node"):
+                continue
+            off = t.get("offset", t.get("delta"))
+            rate = t.get("rate")
+            out.append(
+                ClockShift(
+                    node=str(t["node"]),
+                    mode=str(t.get("mode", "")),
+                    offset=float(off) if isinstance(off, int | float) else None,
+                    rate=float(rate) if isinstance(rate, int | float) else None,
+                    start=f.start,
+                    end=f.end,
+                )
+            )
+    return out
+
+
+# a clock file is written before the fault's completion op, which waits for the probe
+APPLY_LEAD = 1.0
+
+
+def _clock_at(shifts: Sequence[ClockShift], node: str, t: float) -> ClockShift | None:
+    return next(
+        (
+            c
+            for c in shifts
+            if c.node == node and c.start - APPLY_LEAD <= t and (c.end is None or t <= c.end)
+        ),
+        None,
+    )
+
+
+def _ran(g: Grant) -> bool:
+    """The grant ran its night's job to the end with work to do (a job that found every order
+    already reconciled, ``orders: []``, did nothing twice)."""
+    start, end = g.first("job-start"), g.first("job-end")
+    return (
+        start is not None
+        and bool(start.data.get("orders"))
+        and end is not None
+        and end.data.get("outcome") == "done"
+    )
+
+
+def _offset_seen(g: Grant, shifts: Sequence[ClockShift]) -> float:
+    """A holder's clock offset at its grant: the ledger's, else what the replica reported."""
+    c = _clock_at(shifts, g.node, g.acquired)
+    if c is not None and c.offset is not None and c.mode in ("bump", "skew"):
+        return c.offset
+    first = g.first("lock-acquired")
+    reported = first.data.get("clock_offset") if first is not None else None
+    return float(reported) if isinstance(reported, int | float) else 0.0
+
+
+def _clocks_sentence(a: Grant, b: Grant, shifts: Sequence[ClockShift]) -> str:
+    """How b's clock stood against a's when b took the lock."""
+    named = [c.describe() for n in (b.node, a.node) if (c := _clock_at(shifts, n, b.acquired))]
+    d = _offset_seen(b, shifts) - _offset_seen(a, shifts)
+    if abs(d) >= 0.05:
+        rel = f"{b.node}'s clock was {abs(d):.1f} s {'ahead of' if d > 0 else 'behind'} {a.node}'s"
+        return rel + (f" ({'; '.join(named)})" if named else "")
+    return "; ".join(named) if named else "no clock was moved"
+
+
+def night_reruns(
+    history: Sequence[Op], events: Sequence[Event], final: Mapping[str, Any] | None
+) -> CheckResult:
+    """A night's job run to the end twice (the second grant taken after the first job ended: what
+    ``lockAtLeastFor`` exists to prevent), or taken over while the holder's lease had not really
+    expired (a clock ahead of the holder's). Re-runs are invalid: the lock failed its one promise,
+    whatever the writes' idempotency saved. Takeovers are evidence: fencing decides their harm
+    (no-double-apply)."""
+    name = "night-reruns"
+    shifts = clock_shifts(history)
+    config = (final or {}).get("config") or {}
+    unit = float(config.get("unit") or 0.1)
+    at_least = config.get("lock_at_least")
+    by_night: dict[int, list[Grant]] = defaultdict(list)
+    for g in grants_of(events):
+        if g.night is not None:
+            by_night[g.night].append(g)
+    anomalies: list[dict[str, Any]] = []
+    sentences: list[str] = []
+    takeovers: list[dict[str, Any]] = []
+    for night, gs in sorted(by_night.items()):
+        done = [g for g in gs if _ran(g)]
+        for a, b in itertools.pairwise(gs):
+            a_end = a.first("job-end")
+            if a_end is not None and b.acquired >= a_end.time:
+                if a in done and b in done:
+                    guard = (
+                        f"; lockAtLeastFor ({float(at_least) * unit:.1f} s) did not cover it"
+                        if isinstance(at_least, int | float)
+                        else ""
+                    )
+                    sent = (
+                        f"night {night} ran twice: {a.node} at {_t(a.acquired)} and {b.node} at "
+                        f"{_t(b.acquired)}; {_clocks_sentence(a, b, shifts)}{guard}"
+                    )
+                    sentences.append(sent)
+                    anomalies.append(
+                        {
+                            "kind": "night-rerun",
+                            "night": night,
+                            "first": a.to_json(),
+                            "second": b.to_json(),
+                            "summary": sent,
+                        }
+                    )
+            elif a.expires is not None and b.acquired < a.expires:
+                sent = (
+                    f"{b.node} took the lock for night {night} at {_t(b.acquired)} while "
+                    f"{a.node}'s lease ran until {_t(a.expires)}; {_clocks_sentence(a, b, shifts)}"
+                )
+                takeovers.append(
+                    {
+                        "kind": "early-takeover",
+                        "night": night,
+                        "holder": a.to_json(),
+                        "taker": b.to_json(),
+                        "summary": sent,
+                    }
+                )
+    stats = {"nights": len(by_night), "reruns": len(anomalies), "early_takeovers": len(takeovers)}
+    if anomalies:
+        return _invalid(name, sentences, anomalies + takeovers, stats)
+    if takeovers:
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.VALID,
+            summary=f"No night ran twice; {len(takeovers)} early takeover(s): "
+            + takeovers[0]["summary"]
+            + ".",
+            anomalies=takeovers,
+            stats=stats,
+        )
+    return CheckResult(
+        checker=name,
+        verdict=Verdict.VALID,
+        summary=f"Every night's job ran once ({len(by_night)} nights).",
+        stats=stats,
+    )
+
+
+def unsafe_lease_with_clocks(
+    history: Sequence[Op], events: Sequence[Event], final: Mapping[str, Any] | None
+) -> CheckResult:
+    """``unsafe_lease``, with the clock faults of the run told after its story: a lease is judged
+    by clocks, and a moved one changes when "the lease expired" happened for each replica."""
+    r = unsafe_lease(history, events, final)
+    shifts = clock_shifts(history)
+    if not shifts:
+        return r
+    told = "; ".join(
+        f"{c.describe()} from {_t(c.start)} to {_t(c.end) if c.end is not None else 'the end'}"
+        for c in shifts[:4]
+    )
+    more = f" (and {len(shifts) - 4} more)" if len(shifts) > 4 else ""
+    return CheckResult(
+        checker=r.checker,
+        verdict=r.verdict,
+        summary=f"{r.summary} Clocks: {told}{more}.",
+        anomalies=r.anomalies,
+        stats={**r.stats, "clock_faults": len(shifts)},
+    )
+
+
 CHECKERS: dict[
     str, Callable[[Sequence[Op], Sequence[Event], Mapping[str, Any] | None], CheckResult]
 ] = {
@@ -853,7 +1051,8 @@ CHECKERS: dict[
     "stale-writes": stale_writes,
     "every-night": every_night,
     "overlapping-holders": overlapping_holders,
-    "unsafe-lease": unsafe_lease,
+    "unsafe-lease": unsafe_lease_with_clocks,
+    "night-reruns": night_reruns,
 }
 
 

@@ -18,6 +18,9 @@ by the orchestrator; times are in lab *units*, ``CHAOS_LAB1_UNIT`` seconds each)
     CHAOS_LAB1_ORDERS          orders reconciled each night (o1..oN)                   5
     CHAOS_LAB1_NIGHTS          last night to run (0: no end)                           0
     CHAOS_LAB1_CLOCK_SKEW      seconds added to this node's clock                      0
+    CHAOS_LAB1_CRON            night length in units: cron mode (0: nights back to back) 0
+    CHAOS_LAB1_EPOCH           cron mode: true wall time at which night 1 begins
+    CHAOS_LAB1_WALL_BASE       cron mode: true wall time minus CLOCK_MONOTONIC (the host's)
 
 Each period the scheduler finds the first night not yet done, tries ``acquire``, and if it got the
 lock runs that night's job: for every order not yet reconciled for the night, wait a share of the
@@ -26,10 +29,19 @@ so the next night starts only after this one. The job gives up at the first stal
 the lock) and when a renewal fails. Fault holds (see chaos.node.runtime) sit after the grant
 (``lock-acquired``), before each write (``write``) and between a solution's reads and its
 transaction (``write-commit``).
+
+Cron mode (``CHAOS_LAB1_CRON`` > 0) is ShedLock's own setting, for EX05: each replica's scheduler
+fires night n when *its own wall clock* reads ``epoch + (n-1) * night`` (a ``@Scheduled(cron)``
+on the node's clock, which a clock fault moves), once per night, and runs the whole job whether or
+not it already ran (a cron job does not know). The lock's times are the *store's* clock (the
+true time, from CLOCK_MONOTONIC and the host's offset: ShedLock's ``usingDbTime()``). A replica
+whose clock is behind fires late; if the holder's ``lock_until = max(locked_at +
+lockAtLeastFor, end of job)`` has passed by then, it takes the lock and the night runs twice.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 import sys
 import threading
@@ -72,6 +84,9 @@ class Settings:
     orders: int = 5
     nights: int = 0
     clock_skew: float = 0.0
+    cron: float = 0.0
+    epoch: float = 0.0
+    wall_base: float = 0.0
 
     @staticmethod
     def from_env() -> Settings:
@@ -88,6 +103,9 @@ class Settings:
             orders=int(env("CHAOS_LAB1_ORDERS", str(d.orders))),
             nights=int(env("CHAOS_LAB1_NIGHTS", str(d.nights))),
             clock_skew=float(env("CHAOS_LAB1_CLOCK_SKEW", str(d.clock_skew))),
+            cron=float(env("CHAOS_LAB1_CRON", str(d.cron))),
+            epoch=float(env("CHAOS_LAB1_EPOCH", str(d.epoch))),
+            wall_base=float(env("CHAOS_LAB1_WALL_BASE", str(d.wall_base))),
         )
 
     def seconds(self, units: float) -> float:
@@ -109,6 +127,7 @@ class Settings:
             "renew": self.renew,
             "orders": self.orders,
             "nights": self.nights,
+            "cron": self.cron,
         }
 
 
@@ -209,6 +228,9 @@ class Service:
         self.events.emit(
             "start", solution=self.solution_path, lock=keys.JOB, **self.settings.to_json()
         )
+        if self.settings.cron > 0:
+            self.run_cron()
+            return
         period = self.settings.seconds(self.settings.period)
         next_at = time.monotonic()
         while True:
@@ -222,6 +244,76 @@ class Service:
                 if not _is_store_error(e):
                     raise
                 self.events.emit("etcd-error", where="tick", error=f"{type(e).__name__}: {e}")
+
+    # ------------------------------------------------------------ cron mode (EX05)
+
+    def store_now(self) -> float:
+        """The store's clock: the true time (CLOCK_MONOTONIC is the kernel's, never faked)."""
+        return time.monotonic() + self.settings.wall_base
+
+    def night_on_my_clock(self) -> int:
+        """The night this replica's own wall clock is in (0 before the first)."""
+        s = self.settings
+        return max(0, int((self.clock.now() - s.epoch) // s.seconds(s.cron)) + 1)
+
+    def run_cron(self) -> None:
+        # a cron daemon does not run the firings it missed: a restarted replica starts from now
+        last = self.night_on_my_clock()
+        wake = threading.Event()
+        while True:
+            wake.wait(0.005)  # the node's clock is read again and again: a jump takes effect
+            night = self.night_on_my_clock()
+            if night <= last:
+                continue
+            last = night
+            if self.settings.nights and night > self.settings.nights:
+                continue
+            try:
+                self.cron_fire(night)
+            except Exception as e:
+                if not _is_store_error(e):
+                    raise
+                self.events.emit("etcd-error", where="cron", error=f"{type(e).__name__}: {e}")
+
+    def cron_fire(self, night: int) -> None:
+        now = self.store_now()
+        offset = round(self.clock.now() - now, 4)
+        try:
+            token = self._call("acquire", self.protocol.acquire, self.store, self.lock, now)
+        except JobAborted:
+            return
+        if token is None:
+            self.events.emit("lock-busy", night=night, clock_offset=offset)
+            return
+        token = int(token)
+        granted_at = time.monotonic()
+        record, _ = self.store.get(keys.lock(self.lock.name))
+        until = now + self.lock.at_most
+        if isinstance(record, dict) and record.get("token") == token:
+            until = float(record.get("lock_until", until))
+        self.events.emit(
+            "lock-acquired",
+            token=token,
+            night=night,
+            until=until,
+            locked_at=now,
+            ttl=round(until - self.store_now(), 6),
+            clock_offset=offset,
+            fired_by="cron",
+        )
+        self.hooks.hold("lock-acquired")
+        with contextlib.suppress(JobAborted):  # a solution's bug is reported; release anyway
+            self.run_job(night, token, list(self.orders), granted_at)
+        try:
+            ok = self._call(
+                "release", self.protocol.release, self.store, self.lock, token, self.store_now()
+            )
+        except JobAborted:
+            return
+        if ok:
+            record, _ = self.store.get(keys.lock(self.lock.name))
+            released = record.get("lock_until") if isinstance(record, dict) else None
+            self.events.emit("lock-released", token=token, night=night, until=released)
 
     def tick(self) -> None:
         limit = self.settings.nights

@@ -31,6 +31,8 @@ SOLUTIONS_DIR = Path(__file__).parent / "solutions"
 UNIT = 0.1  # seconds per lab unit: lockAtMostFor 30 units = 3 s
 LOCK_AT_MOST = 30
 NIGHTS = 4
+CRON_LEAD = 3.0  # seconds from deploy to the first night in cron mode
+KNOWN_OPTIONS = ("nights", "lock_at_least", "lock_at_most", "cron", "job")
 
 
 def solution_path(solution: str) -> Path:
@@ -47,6 +49,11 @@ class Lab1:
 
     def preflight(self, spec: TestSpec) -> None:
         solutions.preflight(SOLUTIONS_DIR, spec.solution, REQUIRED, "docs/labs/lab1.md")
+        unknown = sorted(set(spec.options) - set(KNOWN_OPTIONS))
+        if unknown:
+            raise ValueError(
+                f"lab1 has no option {', '.join(unknown)}; options: {', '.join(KNOWN_OPTIONS)}"
+            )
 
     def mounts(self, spec: TestSpec) -> dict[str, str]:
         return solutions.mounts(SOLUTIONS_DIR, spec.solution)
@@ -67,7 +74,32 @@ class Lab1:
             "CHAOS_LAB1_UNIT": str(UNIT),
             "CHAOS_LAB1_LOCK_AT_MOST": str(LOCK_AT_MOST),
             "CHAOS_LAB1_NIGHTS": str(self.nights(ctx.spec)),
+            **self.option_env(ctx),
         }
+
+    def option_env(self, ctx: RunContext) -> dict[str, str]:
+        """``-o lock_at_least=U`` (units), ``-o cron=U`` (night length in units: cron mode, see
+        chaos.workloads.lab1.service), ``-o lock_at_most=U``, ``-o job=U`` (a night's job)."""
+        opts = ctx.spec.options
+        out: dict[str, str] = {}
+        for key, var in (
+            ("lock_at_least", "CHAOS_LAB1_LOCK_AT_LEAST"),
+            ("lock_at_most", "CHAOS_LAB1_LOCK_AT_MOST"),
+            ("cron", "CHAOS_LAB1_CRON"),
+            ("job", "CHAOS_LAB1_JOB"),
+        ):
+            if key in opts:
+                value = float(opts[key])
+                if value < 0:
+                    raise ValueError(f"lab1 option {key}={opts[key]}: must not be negative")
+                out[var] = str(value)
+        if float(opts.get("cron", 0)) > 0:
+            # one epoch for every replica, a little after they all started; the host's offset
+            # between the true wall clock and CLOCK_MONOTONIC gives the services the store's clock
+            epoch = ctx.state.setdefault("lab1-epoch", time.time() + CRON_LEAD)
+            out["CHAOS_LAB1_EPOCH"] = repr(epoch)
+            out["CHAOS_LAB1_WALL_BASE"] = repr(time.time() - time.monotonic())
+        return out
 
     def deploy(self, ctx: RunContext) -> None:
         ctx.progress("starting etcd on every node")
