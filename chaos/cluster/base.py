@@ -100,6 +100,15 @@ class Freezable(Protocol):
 
 
 @runtime_checkable
+class SharedLive(Protocol):
+    """Optional capability: the nodes see the run's live folder itself (a bind mount), so a file
+    the orchestrator writes there reaches the services at once (a process's clock, for
+    ``clock`` faults). ``live_path`` is where the nodes see it."""
+
+    def live_path(self) -> str: ...
+
+
+@runtime_checkable
 class Reapable(Protocol):
     """Optional capability: name a node or process so that the backend's reaper can heal it after
     the orchestrator died (resume a stopped process, thaw a node).

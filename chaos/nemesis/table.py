@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from chaos.cluster.base import Freezable
+from chaos.cluster.base import Freezable, SharedLive
 from chaos.nemesis.base import Fault
 from chaos.nemesis.clock import ClockFault
 from chaos.nemesis.freeze import FreezeFault
@@ -52,6 +52,8 @@ KINDS: tuple[FaultKind, ...] = (
         "move service processes' wall clocks (libfaketime): clock:bump|skew|strobe|drift[=Δ]"
         "[:target]",
         "clock-reset",
+        # the clock files live in the run's live folder, which only nodes that mount it see
+        needs=SharedLive,
     ),
     FaultKind(
         "packet-loss",

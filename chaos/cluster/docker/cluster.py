@@ -164,6 +164,9 @@ class DockerCluster:
     def container_name(self, node: str) -> str:
         return str(self._containers[node].name)
 
+    def live_path(self) -> str:
+        return LIVE_MOUNT
+
     def reap_handle(self, node: str, process: str | None = None) -> str | None:
         """A process: ``hostpid:starttime`` (a bare pid could be reused after a crash); a node:
         its container's name. What ``chaos cleanup`` needs to heal a dead run in place."""
