@@ -284,3 +284,21 @@ def test_a_worker_crash_counts_when_the_broker_itself_redelivered() -> None:
     once = {**final_state(10, ALL_DONE),
             "consumer": {"delivered_consumer_seq": 3, "delivered_stream_seq": 3}}  # fmt: skip
     assert checkers.scenario_fired(_scenario_run(point, fired, once)).verdict is Verdict.UNKNOWN
+
+
+def test_a_trigger_that_never_fired_makes_the_run_not_count() -> None:
+    r = run(ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"})), [], final_state(10, ALL_DONE))
+    r.spec["triggers"] = ["pause worker on delivery"]
+    got = checkers.scenario_fired(r)
+    assert (
+        got.verdict is Verdict.UNKNOWN and "'pause worker on delivery' never fired" in got.summary
+    )
+    fired = ops(
+        *creates({"t1": "ok", "t2": "ok", "t3": "ok"}),
+        (NEMESIS, "info", "pause", {"node": "n1"},
+         {"fault": "pause", "phase": "start", "fault_id": 1,
+          "trigger": {"phrase": "pause worker on delivery"}}),
+    )  # fmt: skip
+    r2 = run(fired, [], final_state(10, ALL_DONE))
+    r2.spec["triggers"] = ["pause worker on delivery"]
+    assert checkers.scenario_fired(r2).verdict is Verdict.VALID

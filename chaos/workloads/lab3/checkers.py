@@ -408,11 +408,28 @@ def scenario_fired(run: StoredRun) -> CheckResult:
     supervisor caught, the outbox as etcd held it, the broker's own counts)."""
     name = "scenario-fired"
     points = [n for n in run.spec.get("nemesis") or [] if n in FAULT_POINTS]
+    phrases = [str(ph) for ph in run.spec.get("triggers") or []]
+    fired_phrases = {
+        str(op.extra["trigger"].get("phrase"))
+        for op in run.history
+        if isinstance(op.extra.get("trigger"), dict)
+    }
+    # a trigger that never fired tested nothing (a hostile solution can hide the point it
+    # reaches by deleting the events that announce it): the run cannot count as valid
+    silent = [ph for ph in phrases if ph.strip() not in fired_phrases]
+    if silent and not points:
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.UNKNOWN,
+            summary="the run does not count: the trigger "
+            + ", ".join(repr(ph) for ph in silent)
+            + " never fired, so the fault it asks for never happened",
+        )
     if not points:
         return CheckResult(
             checker=name, verdict=Verdict.VALID, summary="no seed scenario in this run"
         )
-    unconfirmed: list[str] = []
+    unconfirmed: list[str] = [f"the trigger {ph!r} never fired" for ph in silent]
     evidence: list[dict[str, Any]] = []
     for point in points:
         fired = _heal_value(run.history, point)
