@@ -92,7 +92,7 @@ def copy_mounts(mounts: dict[str, str], dest: Path) -> dict[str, str]:
         )
         if total > MOUNT_CAP:
             raise ValueError(f"{host} holds over {MOUNT_CAP >> 20} MB: a solution is a few files")
-        out[str(target)] = inside
+        out[str(target.resolve())] = inside  # engines take absolute host paths only
     return out
 
 

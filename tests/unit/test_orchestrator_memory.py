@@ -101,3 +101,18 @@ def test_a_whole_run_on_the_fake_backend(tmp_path: Path, dedup: bool) -> None:
     # re-checked offline from the stored files alone: the same verdict
     again = check_stored_run(wl, load_run(run_dir))
     assert [r.verdict for r in again] == [r.verdict for r in outcome.results]
+
+
+def test_mount_copies_are_absolute_even_in_a_relative_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `chaos run` with the default store ("store", relative): Docker takes a relative host path
+    # for a named volume and refuses the node
+    from chaos.orchestrator.run import copy_mounts
+
+    (tmp_path / "sol").mkdir()
+    (tmp_path / "sol" / "protocol.py").write_text("x = 1\n")
+    monkeypatch.chdir(tmp_path)
+    got = copy_mounts({"sol": "/opt/solution"}, Path("store/run/mounts"))
+    (host,) = got
+    assert Path(host).is_absolute() and (Path(host) / "protocol.py").read_text() == "x = 1\n"

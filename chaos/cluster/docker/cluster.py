@@ -113,7 +113,8 @@ class DockerCluster:
             str(self._live): {"bind": LIVE_MOUNT, "mode": "rw"},
         }
         for host, inside in self._mounts.items():
-            volumes[host] = {"bind": inside, "mode": "ro"}
+            # a relative path would be taken for a named volume
+            volumes[str(Path(host).resolve())] = {"bind": inside, "mode": "ro"}
         for node in self.nodes:
             c = self._client.containers.create(
                 self._image,
@@ -333,8 +334,9 @@ class DockerCluster:
                         write_atomic(out / base, data, durable=False)
 
         # one archive request per node, side by side: teardown waits for the slowest only
-        with ThreadPoolExecutor(max_workers=len(self.nodes) or 1) as pool:
-            list(pool.map(one, self.nodes))
+        made = [n for n in self.nodes if n in self._containers]  # a start that failed midway
+        with ThreadPoolExecutor(max_workers=len(made) or 1) as pool:
+            list(pool.map(one, made))
 
     # ------------------------------------------------------------ freeze (cgroup freezer)
 
