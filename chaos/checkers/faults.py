@@ -23,31 +23,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from chaos.histories.ops import NEMESIS
+from chaos.histories.ops import NEMESIS, OpLike
 
 __all__ = ["FaultInterval", "NemesisOp", "fault_intervals"]
 
 
-class NemesisOp(Protocol):
-    """What the intervals read of an op: :class:`~chaos.histories.ops.Op`'s fields. ``type`` is
-    compared as text, which ``OpType`` (a StrEnum) and a plain string both satisfy."""
-
-    @property
-    def index(self) -> int: ...
-    @property
-    def time(self) -> float: ...
-    @property
-    def process(self) -> int | str: ...
-    @property
-    def type(self) -> str: ...
-    @property
-    def f(self) -> str: ...
-    @property
-    def value(self) -> Any: ...
-    @property
-    def extra(self) -> dict[str, Any]: ...
+# what the intervals read of an op: an Op, or the report's lighter rows
+NemesisOp = OpLike
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

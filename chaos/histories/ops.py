@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 
 class OpType(StrEnum):
@@ -215,3 +215,26 @@ def pair_index(history: list[Op]) -> dict[int, int]:
             if inv is not None:
                 pairs[inv] = pos
     return pairs
+
+
+class OpLike(Protocol):
+    """What the checkers and the report read of an op (an :class:`Op`, or a lighter row): its
+    fields; ``type`` is compared as text, which ``OpType`` (a StrEnum) and a plain string both
+    satisfy."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def time(self) -> float: ...
+    @property
+    def process(self) -> int | str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def f(self) -> str: ...
+    @property
+    def value(self) -> Any: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def extra(self) -> dict[str, Any]: ...

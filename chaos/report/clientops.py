@@ -10,8 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chaos.histories.ops import NEMESIS
-from chaos.report.loading import OpLike
+from chaos.histories.ops import NEMESIS, OpLike
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -37,28 +37,6 @@ RUN_FILES = (
 )
 
 
-class OpLike(Protocol):
-    """What the report reads of an op: :class:`~chaos.histories.ops.Op`'s fields; ``type`` is
-    compared as text, which ``OpType`` (a StrEnum) and a plain string both satisfy."""
-
-    @property
-    def index(self) -> int: ...
-    @property
-    def time(self) -> float: ...
-    @property
-    def process(self) -> int | str: ...
-    @property
-    def type(self) -> str: ...
-    @property
-    def f(self) -> str: ...
-    @property
-    def value(self) -> Any: ...
-    @property
-    def error(self) -> str | None: ...
-    @property
-    def extra(self) -> dict[str, Any]: ...
-
-
 class OpRow(NamedTuple):
     """An op as the report holds it: ``Op``'s fields in a tuple, for the same reason as
     :class:`EventRow`."""
