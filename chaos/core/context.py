@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -74,14 +75,23 @@ class RunContext:
         (ControlChannel), the backend's arbiter granted exactly one claim instead."""
         if isinstance(self.cluster, ControlChannel):
             return True
-        return (self.live / "claims" / f"any-{name}.{gen}").is_file()
+        return _regular(self.live / "claims" / f"any-{name}.{gen}")
 
     def release_answered(self, name: str, gen: str, node: str) -> bool:
         """Whether the process held at ``name`` (arming ``gen``, on ``node``) took its release."""
         if isinstance(self.cluster, ControlChannel):
             return not self.control_exists(f"{name}.release", on=node)
-        return (self.live / "claims" / f"any-{name}.{gen}.released").exists()
+        return _regular(self.live / "claims" / f"any-{name}.{gen}.released")
 
     def rng_for(self, purpose: str) -> random.Random:
         """An independent stream per purpose, so adding a draw in one place does not shift another."""
         return random.Random(f"{self.spec.seed}:{purpose}")
+
+
+def _regular(path: Path) -> bool:
+    """A regular file at ``path`` itself: a link a service planted in ``claims/`` is not a claim
+    (``is_file`` would follow it to whatever it names on the host)."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
