@@ -454,6 +454,107 @@ def _write_lab_report(wl: Any, outcomes: list[Any], folder: Path, report_path: P
     click.echo(f"lab report: {report_path or out}")
 
 
+@main.command()
+@click.argument("workload")
+@backend_option
+@click.option("--solution", default="reference", show_default=True, help="As for chaos run.")
+@click.option("--seed", type=int, default=None, help="Every run's seed derives from it.")
+@click.option("--budget", type=int, default=40, show_default=True, help="At most this many runs.")
+@click.option("--all", "try_all", is_flag=True, help="Go on after the first invalid run.")
+@click.option("--ack-wait", type=float, default=2.0, show_default=True)
+@click.option("--time-limit", type=float, default=30.0, show_default=True)
+@click.option("--recovery-timeout", type=float, default=40.0, show_default=True)
+@click.option("--fault-duration", type=float, default=None, help="How long a pause lasts.")
+@click.option(
+    "--option", "-o", "options", multiple=True, metavar="KEY=VALUE", help="A workload option."
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also write the exploration as JSON here.",
+)
+@click.option("-q", "--quiet", is_flag=True)
+@store_option
+def explore(
+    workload: str,
+    backend_name: str,
+    solution: str,
+    seed: int | None,
+    budget: int,
+    try_all: bool,
+    ack_wait: float,
+    time_limit: float,
+    recovery_timeout: float,
+    fault_duration: float | None,
+    options: tuple[str, ...],
+    json_path: Path | None,
+    quiet: bool,
+    store: Path,
+) -> None:
+    """Try a fault at every transaction of WORKLOAD's solution: kill, pause and a double kill
+    before and after each one a fault-free run made, then each fault point. Exit 1 when a run
+    was invalid, 2 when a point was never reached or a run was unknown, 0 otherwise."""
+    from chaos.checkers.verdict import Verdict
+    from chaos.cluster import backends
+    from chaos.cluster.base import ClusterError
+    from chaos.core.spec import TestSpec
+    from chaos.histories.store import write_json
+    from chaos.orchestrator.explore import explore as run_explore
+    from chaos.orchestrator.explore import summary_lines, to_json
+    from chaos.workloads import registry
+
+    try:
+        wl = registry.get(workload)
+        backend = backends.get(backend_name)
+    except ValueError as e:
+        fail(str(e))
+    if seed is None:
+        seed = random.SystemRandom().randrange(1, 2**31)
+    click.echo(f"seed {seed}", err=True)
+    spec = TestSpec(
+        workload=workload,
+        solution=solution,
+        seed=seed,
+        ack_wait=ack_wait,
+        time_limit=time_limit,
+        recovery_timeout=recovery_timeout,
+        fault_duration=fault_duration,
+        options=_options(options),
+    )
+    command = "chaos " + shlex.join(sys.argv[1:])
+    try:
+        found = run_explore(
+            spec,
+            backend=backend,
+            store=store,
+            workload=wl,
+            budget=budget,
+            stop_at_first=not try_all,
+            progress=_progress(quiet),
+            command=command,
+        )
+    except ValueError as e:
+        fail(str(e), EXIT_USAGE)
+    except ClusterError as e:
+        fail(str(e), EXIT_ENV)
+    except KeyboardInterrupt:
+        fail("interrupted", EXIT_INTERRUPTED)
+    except Exception as e:
+        internal_error(e)
+    for line in summary_lines(found):
+        click.echo(clean(line))
+    if json_path is not None:
+        write_json(json_path, to_json(found))
+    reached, tried = found.coverage()
+    if found.first_invalid is not None or found.trace_verdict is Verdict.INVALID:
+        sys.exit(1)
+    if reached < tried or any(t.verdict is not Verdict.VALID for t in found.tried):
+        sys.exit(2)
+    sys.exit(0)
+
+
 @main.command(context_settings={"ignore_unknown_options": False})
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option(

@@ -79,6 +79,29 @@ class HoldPoints(Protocol):
 
 
 @runtime_checkable
+class TxnPoints(Protocol):
+    """The system numbers the transactions the code under test makes in each of its functions, and
+    can hold a process before or after any of them (``kill api after txn 1 of create``; see
+    chaos.node.store).
+
+    ``txn_functions`` maps each function of the solution to the component that runs it
+    (lab3: ``{"create": "api", "complete": "worker"}``); ``txn_roles`` maps the extra role words a
+    trigger may use to a component (lab1: ``{"holder": "orders"}``)."""
+
+    txn_functions: Mapping[str, str]
+    txn_roles: Mapping[str, str]
+
+
+def txn_point(component: str, moment: str, n: int, fn: str) -> HoldPoint:
+    """The hold point before or after the ``n``-th transaction of one call of ``fn``."""
+    return HoldPoint(
+        component,
+        f"{moment}-txn{n}-{fn}",
+        f"{component}: {moment} transaction {n} of the solution's {fn}",
+    )
+
+
+@runtime_checkable
 class PauseTarget(Protocol):
     """``--nemesis pause`` alone means the workload's own pause: whoever is doing the interesting
     thing right now (lab3: the busy worker; lab1: the lock holder). ``pause_target`` returns that

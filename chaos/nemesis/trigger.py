@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from chaos.core.capabilities import HoldPoint, HoldPoints
+from chaos.core.capabilities import HoldPoint, HoldPoints, TxnPoints, txn_point
 from chaos.core.context import RunContext
 from chaos.core.target import Resolved, Target
 from chaos.histories.ops import Event
@@ -37,9 +37,10 @@ from chaos.nemesis.table import TRIGGER_FAULTS
 
 _PHRASE = re.compile(
     r"^\s*(?P<fault>[a-z]+)\s+(?P<role>[a-z][\w-]*)\s+(?P<moment>on|before|after)\s+"
-    r"(?P<kind>[a-z][\w-]*)"
+    r"(?P<kind>txn\s+\d+\s+of\s+[a-z_][\w]*|[a-z][\w-]*)"
     r"(?P<rest>.*)$"
 )
+_TXN = re.compile(r"^txn\s+(?P<n>\d+)\s+of\s+(?P<fn>[a-z_]\w*)$")
 _FOR = re.compile(r"\bfor\s+(?P<d>\S+)")
 _UNTIL = re.compile(r"\buntil\s+(?P<k>[a-z][\w-]*)")
 _TIMES = re.compile(r"\b(?P<n>\d+)\s+times?\b|\b(?P<every>every\s+time|always)\b")
@@ -81,7 +82,8 @@ def parse_trigger(phrase: str) -> Trigger:
             f"trigger {phrase!r}: expected '<fault> <role> on|before|after <event>', "
             "e.g. 'pause worker on delivery'"
         )
-    fault, role, moment, kind, rest = m["fault"], m["role"], m["moment"], m["kind"], m["rest"]
+    fault, role, moment, rest = m["fault"], m["role"], m["moment"], m["rest"]
+    kind = " ".join(m["kind"].split())
     if fault not in TRIGGER_FAULTS:
         raise TriggerError(
             f"trigger {phrase!r}: unknown fault {fault!r}; use {', '.join(TRIGGER_FAULTS)}"
@@ -112,7 +114,10 @@ def parse_trigger(phrase: str) -> Trigger:
 
 
 def bind(trigger: Trigger, workload: object, workload_name: str) -> Trigger:
-    """The trigger with the hold point its ``(role, moment, kind)`` names in the workload's table."""
+    """The trigger with the hold point its ``(role, moment, kind)`` names in the workload's table,
+    or the transaction point ``before|after txn N of FN`` of a workload with ``TxnPoints``."""
+    if txn := _TXN.match(trigger.kind):
+        return dataclasses.replace(trigger, point=_bind_txn(trigger, txn, workload, workload_name))
     points = workload.hold_points if isinstance(workload, HoldPoints) else {}
     point = points.get((trigger.role, trigger.moment, trigger.kind))
     if point is None:
@@ -122,6 +127,29 @@ def bind(trigger: Trigger, workload: object, workload_name: str) -> Trigger:
             f"'{trigger.role} {trigger.moment} {trigger.kind}'; known: {known}"
         )
     return dataclasses.replace(trigger, point=point)
+
+
+def _bind_txn(trigger: Trigger, m: re.Match[str], workload: object, name: str) -> HoldPoint:
+    if not isinstance(workload, TxnPoints):
+        raise TriggerError(f"trigger {trigger.phrase!r}: {name} has no transaction points")
+    fn, n = m["fn"], int(m["n"])
+    component = workload.txn_functions.get(fn)
+    if component is None:
+        known = ", ".join(sorted(workload.txn_functions))
+        raise TriggerError(
+            f"trigger {trigger.phrase!r}: {name} has no function {fn!r} with transaction points; "
+            f"known: {known}"
+        )
+    if trigger.moment not in ("before", "after"):
+        raise TriggerError(f"trigger {trigger.phrase!r}: say 'before txn' or 'after txn'")
+    if n < 1:
+        raise TriggerError(f"trigger {trigger.phrase!r}: transactions are numbered from 1")
+    role_component = workload.txn_roles.get(trigger.role, trigger.role)
+    if role_component != component:
+        raise TriggerError(
+            f"trigger {trigger.phrase!r}: {fn} runs in {component}, not in {trigger.role}"
+        )
+    return txn_point(component, trigger.moment, n, fn)
 
 
 def _wait_event(ctx: RunContext, pred: Any, since: int, timeout: float) -> tuple[Event | None, int]:

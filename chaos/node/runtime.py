@@ -186,6 +186,10 @@ class Hooks:
         self._events.emit("fault-point", task_id=task_id, event_id=event_id, point=point)
         return True
 
+    def txn_event(self, fn: str, n: int, ok: bool, task_id: str | None) -> None:
+        """One transaction of the solution's ``fn`` returned (see chaos.node.store)."""
+        self._events.emit("txn", task_id=task_id, fn=fn, n=n, ok=ok)
+
     def crash_if_armed(
         self, point: str, *, task_id: str | None = None, event_id: str | None = None
     ) -> None:

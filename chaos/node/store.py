@@ -3,18 +3,76 @@
 Each lab subclasses this with its own hooks (lab3: a fault point before a worker's commit; lab1:
 a hold before an order is written) and its own helpers. Runs on the nodes: standard library only,
 on top of an ``etcd3`` client it is given.
+
+Transaction points: while the service runs one of the solution's functions (``with
+store.calling("complete"):``), every transaction the solution makes is numbered (1, 2, ...) and
+is a hold point before it is sent and after it returns — ``before-txn2-complete``,
+``after-txn1-create`` — that a trigger can arm (``kill api after txn 1 of create``). Bugs of "two
+transactions that should be one" live exactly there, and the framework's own steps never reach
+them. Each transaction is also reported as a ``txn`` event (function, number, whether its compares
+held): the trace ``chaos explore`` enumerates points from. The trace is the service's word, used
+only to choose where to aim faults, never as evidence for a verdict.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
-from typing import Any
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
+
+
+class TxnHooks(Protocol):
+    """What a store needs from its service to make transaction points: a hold (returns at once
+    unless the orchestrator armed that point) and the event log."""
+
+    def hold(
+        self, kind: str, *, task_id: str | None = None, event_id: str | None = None
+    ) -> None: ...
+
+    def txn_event(self, fn: str, n: int, ok: bool, task_id: str | None) -> None: ...
+
+    def armed(self, point: str, *, task_id: str | None = None, event_id: str | None = None) -> bool:
+        """True once for a one-shot fault point the orchestrator armed."""
+        ...
+
+
+class _Call(threading.local):
+    fn: str | None = None
+    n: int = 0
+    task_id: str | None = None
+
+
+def _store_error(message: str) -> Exception:
+    """The etcd client's own connection error where it exists (code under test may catch that
+    type), a ConnectionError otherwise."""
+    try:
+        from etcd3.exceptions import ConnectionFailedError
+    except ImportError:
+        return ConnectionError(message)
+    return ConnectionFailedError(message)
 
 
 class JsonStore:
     def __init__(self, client: Any) -> None:
         self.client = client
+        self._txn_hooks: TxnHooks | None = None
+        self._call = _Call()
+
+    def set_txn_hooks(self, hooks: TxnHooks | None) -> None:
+        self._txn_hooks = hooks
+
+    @contextlib.contextmanager
+    def calling(self, fn: str, *, task_id: str | None = None) -> Iterator[None]:
+        """Number the transactions of one call of the solution's ``fn`` (per thread)."""
+        call = self._call
+        saved = (call.fn, call.n, call.task_id)
+        call.fn, call.n, call.task_id = fn, 0, task_id
+        try:
+            yield
+        finally:
+            call.fn, call.n, call.task_id = saved
 
     # reads
     def get(self, key: str) -> tuple[Any, int]:
@@ -40,6 +98,24 @@ class JsonStore:
         return self.client.transactions.get(key)
 
     def _transact(
+        self, compare: Sequence[Any], success: Sequence[Any], failure: Sequence[Any]
+    ) -> tuple[bool, list[Any]]:
+        call, hooks = self._call, self._txn_hooks
+        if call.fn is None or hooks is None:
+            return self._send(compare, success, failure)
+        call.n += 1
+        fn, n, task_id = call.fn, call.n, call.task_id
+        hooks.hold(f"before-txn{n}-{fn}", task_id=task_id)
+        if hooks.armed(f"txn-error-{fn}", task_id=task_id):
+            # what a client sees when etcd is unreachable for longer than its timeout: the error
+            # path a solution must not turn into "done" (nothing was sent, nothing committed)
+            raise _store_error(f"injected: etcd unavailable during transaction {n} of {fn}")
+        ok, responses = self._send(compare, success, failure)
+        hooks.txn_event(fn, n, ok, task_id)
+        hooks.hold(f"after-txn{n}-{fn}", task_id=task_id)
+        return ok, responses
+
+    def _send(
         self, compare: Sequence[Any], success: Sequence[Any], failure: Sequence[Any]
     ) -> tuple[bool, list[Any]]:
         ok, responses = self.client.transaction(

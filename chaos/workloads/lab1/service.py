@@ -164,6 +164,7 @@ class Service:
         self.store = Store(
             self.etcd, node=self.ident.node, clock=self.clock, before_write=self._before_write
         )
+        self.store.set_txn_hooks(self.hooks)
         s = self.settings
         self.lock = Lock(
             name=keys.JOB,
@@ -191,7 +192,8 @@ class Service:
     def _call(self, where: str, fn: Any, *args: Any) -> Any:
         """Run a solution function; store errors propagate, solution bugs become JobAborted."""
         try:
-            return fn(*args)
+            with self.store.calling(where):  # numbers its transactions: txn points
+                return fn(*args)
         except Exception as e:
             if _is_store_error(e):
                 raise

@@ -45,6 +45,11 @@ class Lab1:
 
     name = "lab1"
     hold_points = points.HOLD_POINTS
+    # TxnPoints: every transaction of these solution functions is a hold point
+    txn_functions: dict[str, str] = {
+        fn: "orders" for fn in ("acquire", "extend", "release", "write_change")
+    }
+    txn_roles: dict[str, str] = {"holder": "orders"}
     default_pause = LOCK_AT_MOST * UNIT + 1.5  # past lockAtMostFor, so another replica takes over
 
     def preflight(self, spec: TestSpec) -> None:

@@ -83,6 +83,8 @@ def lost_tasks(run: StoredRun) -> CheckResult:
     tasks: dict[str, str] = run.final.get("tasks", {})
     results: dict[str, Any] = run.final.get("results", {})
     faults = fault_intervals(run.history)
+    rec = _record(run)
+    published = record.outbox_events(rec) if rec is not None else None
     anomalies = []
     for task_id in sorted(set(accepted) | {t for t in maybe if t in tasks}):
         done = tasks.get(task_id) == "completed" and task_id in results
@@ -91,8 +93,22 @@ def lost_tasks(run: StoredRun) -> CheckResult:
         steps = chain(run.events, task_id, faults)
         acked = [s for s in steps if s["step"] == "ack"]
         commits = [s for s in steps if s["step"] == "commit"]
+        suppressed = [s for s in steps if s["step"] == "suppressed"]
         why = "never completed after recovery"
-        if acked and not commits:
+        if published is not None and task_id in tasks and not published.get(task_id):
+            # the database's record: the task was accepted with no intent to publish it
+            why = (
+                "etcd holds its task record but no outbox entry was ever written for it: the "
+                "intent to publish was not saved in the transaction that accepted the task"
+            )
+        elif acked and suppressed and not commits:
+            why = (
+                f"the solution answered 'duplicate' for its delivery on {suppressed[0]['node']} "
+                f"at {suppressed[0]['time']:.2f} s and it was ACKed, but its effect was never "
+                "committed: an error taken for a duplicate, and the broker will never deliver "
+                "it again"
+            )
+        elif acked and not commits:
             why = (
                 f"its delivery was ACKed by {acked[0]['node']} at {acked[0]['time']:.2f} s "
                 "but no commit followed, so the broker will never deliver it again"
@@ -186,21 +202,32 @@ def double_apply(run: StoredRun) -> CheckResult:
     amounts, _, _ = record.client_amounts(run.history)
     story = record.applies(rec, amounts)
     commits = _commit_events(run.events)
-    event_of = {t: e for e, cs in commits.items() for t in {c.task_id for c in cs} if t}
+    event_ids = record.outbox_events(rec)
     anomalies: list[dict[str, Any]] = []
     sentences: list[str] = []
     for task_id, revs in sorted(story.by_task.items(), key=lambda kv: kv[1][0]):
         if len(revs) < 2:
             continue
         times = {2: "twice", 3: "three times"}.get(len(revs), f"{len(revs)} times")
-        reported = commits.get(event_of.get(task_id, ""), [])
+        reported = sorted(
+            (c for cs in commits.values() for c in cs if c.task_id == task_id),
+            key=lambda c: c.time,
+        )
         said = f"the service reported {len(reported)} commit(s)" + (
             ": " + ", ".join(_commit_phrase(c, faults) for c in reported) if reported else ""
         )
+        ids = event_ids.get(task_id, [])
+        # the cause, when the record shows it: one task published under two event ids passes
+        # every dedup check, so the fault is the create's, not the complete's
+        cause = (
+            f" — under {len(ids)} event ids: its create was not idempotent (see idempotent-create)"
+            if len(ids) > 1
+            else ""
+        )
         sentences.append(
             f"task {task_id}: counter incremented {times} by its amount ({amounts.get(task_id)}) "
-            f"— etcd shows the counter changed for it at revisions {', '.join(map(str, revs))}; "
-            f"{said}"
+            f"— etcd shows the counter changed for it at revisions {', '.join(map(str, revs))}"
+            f"{cause}; {said}"
         )
         anomalies.append(
             {
@@ -278,6 +305,83 @@ def _narration_mismatch(story: record.Applies, commits: dict[str, list[Event]]) 
                 + (f" at revision(s) {', '.join(map(str, story.by_task[task_id]))}" if seen else "")
             )
     return out
+
+
+def _answers(history: list[Op]) -> dict[str, tuple[str, list[dict[str, Any]]]]:
+    """The event id each answered create got, by task, with the attempts retried before it."""
+    out: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+    for op in history:
+        if op.f == "create" and op.type is OpType.OK and isinstance(op.value, dict):
+            retried = op.extra.get("retried") if isinstance(op.extra, dict) else None
+            out[str(op.value.get("task_id"))] = (
+                str(op.value.get("event_id")),
+                list(retried) if isinstance(retried, list) else [],
+            )
+    return out
+
+
+def idempotent_create(run: StoredRun) -> CheckResult:
+    """One task, one event id: a create retried with the same task_id (after a timeout, a 5xx
+    or a lost answer) must find the first transaction's idempotency record and return its event
+    id, by etcd's record of the outbox entries and the answers the client got."""
+    name = "idempotent-create"
+    rec = _record(run)
+    if rec is None:
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.UNKNOWN,
+            summary=_record_missing(run) + "; whether a create wrote two outbox entries is unknown",
+        )
+    events = record.outbox_events(rec)
+    answers = _answers(run.history)
+    retried = {t for t, (_, r) in answers.items() if r}
+    sentences: list[str] = []
+    anomalies: list[dict[str, Any]] = []
+    for task_id, ids in sorted(events.items(), key=lambda kv: kv[1][0][1]):
+        answer, tries = answers.get(task_id, ("", []))
+        first = ids[0][0]
+        if len(ids) < 2 and (not answer or answer == first):
+            continue
+        why = ""
+        if tries:
+            lost = ", ".join(f"{t.get('node')} ({t.get('error')})" for t in tries)
+            why = f" after the client retried it (earlier attempts: {lost})"
+        listed = ", ".join(f"{e} at revision {r}" for e, r in ids)
+        if len(ids) > 1:
+            sentences.append(
+                f"task {task_id}: the create wrote {len(ids)} outbox entries ({listed}){why}; a "
+                "retry with the same task_id must return the first event id"
+            )
+        else:
+            sentences.append(
+                f"task {task_id}: the client was answered event id {answer}{why}, but the outbox "
+                f"holds {first}"
+            )
+        anomalies.append(
+            {
+                "task_id": task_id,
+                "event_ids": [e for e, _ in ids],
+                "revisions": [r for _, r in ids],
+                "answered": answer or None,
+                "retried": tries,
+            }
+        )
+    stats = {"tasks": len(events), "retried_creates": len(retried)}
+    if anomalies:
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.INVALID,
+            summary="; ".join(sentences),
+            anomalies=anomalies,
+            stats=stats,
+        )
+    return CheckResult(
+        checker=name,
+        verdict=Verdict.VALID,
+        summary=f"every task has one event id by etcd's record ({len(retried)} retried "
+        "create(s) answered with the first one)",
+        stats=stats,
+    )
 
 
 def counter_checker(run: StoredRun) -> CheckResult:
@@ -399,6 +503,23 @@ def _proof(point: str, fired: dict[str, Any], run: StoredRun) -> tuple[bool, str
         return messages > tasks, (
             f"the broker's stream holds {messages} message(s) for {tasks} accepted task(s)"
         )
+    if point == "lost-create-response":
+        # the orchestrator's own client: a create attempt on that node went unanswered
+        for op in run.history:
+            tries = op.extra.get("retried") if op.f == "create" else None
+            for t in tries if isinstance(tries, list) else []:
+                if isinstance(t, dict) and t.get("node") == fired.get("node"):
+                    task = op.value.get("task_id") if isinstance(op.value, dict) else None
+                    return True, (
+                        f"the client's create of {task} on {t.get('node')} got no answer "
+                        f"({t.get('error')}) and was retried on {op.extra.get('node')}"
+                    )
+        return False, f"no create sent to {fired.get('node')} went unanswered in the history"
+    if point.startswith("txn-error-"):
+        # nothing outside the process sees an error raised inside it; the claim, created
+        # exclusively for this arming, shows which process took it (the run's own check)
+        ok = fired.get("node") is not None
+        return ok, f"claimed by {fired.get('process')} on {fired.get('node')}"
     return False, f"no way to confirm {point} is known"
 
 
@@ -460,6 +581,7 @@ def check_all(run: StoredRun) -> list[CheckResult]:
         check_safe("lost-tasks", lambda: lost_tasks(run)),
         check_safe("double-apply", lambda: double_apply(run)),
         check_safe("counter", lambda: counter_checker(run)),
+        check_safe("idempotent-create", lambda: idempotent_create(run)),
         check_safe("delivery-stats", lambda: delivery_stats(run)),
         check_safe("scenario-fired", lambda: scenario_fired(run)),
     ]

@@ -14,9 +14,27 @@ FAULT_POINTS: dict[str, FaultPoint] = {
     "worker-crash-before-ack": FaultPoint(
         "worker", crashes=True, help="the worker commits, then crashes before its ACK"
     ),
+    "lost-create-response": FaultPoint(
+        "api",
+        crashes=False,
+        help="the api commits a create, then drops its answer: the client retries the same "
+        "task_id on another node",
+    ),
+    "txn-error-complete": FaultPoint(
+        "worker",
+        crashes=False,
+        help="the next transaction of a worker's complete fails with an etcd connection error, "
+        "nothing committed: the delivery must not be ACKed as done",
+    ),
+    "txn-error-create": FaultPoint(
+        "api",
+        crashes=False,
+        help="the next transaction of the api's create fails with an etcd connection error",
+    ),
 }
 
-SCENARIOS = tuple(FAULT_POINTS)
+# the seed's three scenarios (``--scenarios all``); the other points are faults to aim
+SCENARIOS = ("relay-crash-before-publish", "lost-publish-ack", "worker-crash-before-ack")
 
 _COMMIT = HoldPoint(
     "worker",

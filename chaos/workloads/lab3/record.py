@@ -96,6 +96,24 @@ def created_tasks(record: dict[str, Any]) -> set[str]:
     return out
 
 
+def outbox_events(record: dict[str, Any]) -> dict[str, list[tuple[str, int]]]:
+    """Each task's event ids as its outbox entries were first written: ``(event_id, revision)``
+    in revision order. One task, one event id is the lab's promise for creates and retries."""
+    out: dict[str, list[tuple[str, int]]] = {}
+    seen: set[str] = set()
+    for txn in record.get("txns") or []:
+        rev = int(txn.get("revision", 0))
+        for key, value in (txn.get("puts") or {}).items():
+            if not key.startswith(keys.OUTBOX_PREFIX) or not isinstance(value, dict):
+                continue
+            event_id = key[len(keys.OUTBOX_PREFIX) :]
+            if event_id in seen:
+                continue
+            seen.add(event_id)
+            out.setdefault(str(value.get("task_id")), []).append((event_id, rev))
+    return out
+
+
 def applies(record: dict[str, Any], amounts: dict[str, int]) -> Applies:
     """Walk the record's transactions and attribute every change of the counter."""
     out = Applies()

@@ -30,6 +30,7 @@ from chaos.workloads.lab3.protocol_api import COMMITTED, DUPLICATE, Store
 RELAY_CRASH = "relay-crash-before-publish"
 LOST_ACK = "lost-publish-ack"
 WORKER_CRASH = "worker-crash-before-ack"
+LOST_CREATE = "lost-create-response"
 
 
 class Context:
@@ -49,7 +50,9 @@ class Context:
         self.etcd = etcd3.MultiEndpointEtcd3Client(endpoints, timeout=3, failover=True)
 
     def store(self, before_commit: Any = None) -> Store:
-        return Store(self.etcd, before_commit)
+        store = Store(self.etcd, before_commit)
+        store.set_txn_hooks(self.hooks)  # txn points of the solution's create and complete
+        return store
 
 
 # ---------------------------------------------------------------- api
@@ -88,7 +91,8 @@ def run_api(ctx: Context, port: int) -> None:
                 return
             event_id = str(uuid.uuid4())
             try:
-                got = ctx.protocol.create(store, task_id, amount, event_id)
+                with store.calling("create", task_id=task_id):
+                    got = ctx.protocol.create(store, task_id, amount, event_id)
             except Exception as e:
                 ctx.events.emit("protocol-error", task_id=task_id, where="create", error=repr(e))
                 traceback.print_exc()
@@ -97,6 +101,11 @@ def run_api(ctx: Context, port: int) -> None:
             ctx.events.emit(
                 "task-accepted", task_id=task_id, event_id=got, amount=amount, new=got == event_id
             )
+            if ctx.hooks.armed(LOST_CREATE, task_id=task_id, event_id=got):
+                # committed, and the answer is lost on the way: the client cannot tell whether
+                # the task exists, and retries it (the lab's "a retry returns the first event id")
+                self.close_connection = True
+                return
             self._reply(200, {"task_id": task_id, "event_id": got})
 
     server = ThreadingHTTPServer(("0.0.0.0", port), Handler)
@@ -294,7 +303,8 @@ async def handle(ctx: Context, loop: asyncio.AbstractEventLoop, msg: Any, comput
     store = ctx.store(before_commit=delivery.before_commit)
 
     def work() -> str:
-        return str(ctx.protocol.complete(store, event, compute, delivery))
+        with store.calling("complete", task_id=task_id):
+            return str(ctx.protocol.complete(store, event, compute, delivery))
 
     try:
         outcome = await loop.run_in_executor(None, work)

@@ -40,6 +40,9 @@ class Lab3:
     name = "lab3"
     fault_points = points.FAULT_POINTS
     hold_points = points.HOLD_POINTS
+    # TxnPoints: every transaction of these solution functions is a hold point
+    txn_functions: dict[str, str] = {"create": "api", "complete": "worker"}
+    txn_roles: dict[str, str] = {}
     scenarios = points.SCENARIOS
 
     def pause_target(self, ctx: RunContext) -> Target | None:
@@ -184,59 +187,52 @@ class Lab3:
             t.join()
 
     def _create(self, ctx: RunContext, process: int, node: str, task_id: str, amount: int) -> None:
+        """One create op, Jepsen's way: an attempt that may have committed (a timeout, a 5xx, a
+        lost answer) is retried with the same task_id on the next node — the lab promises that
+        a retry returns the first event id — and the op is ``ok`` once an attempt is answered,
+        ``fail`` only when no attempt can have committed, ``info`` otherwise."""
         value = {"task_id": task_id, "amount": amount}
         ctx.history.record(
             process=process, type=OpType.INVOKE, f="create", value=value, extra={"node": node}
         )
-        body = json.dumps(value)
-        conn = http.client.HTTPConnection(ctx.cluster.address(node), API_PORT, timeout=3.0)
-        try:
-            conn.request("POST", "/tasks", body, {"Content-Type": "application/json"})
-            resp = conn.getresponse()
-            data = json.loads(resp.read() or b"{}")
-            if resp.status == 200:
+        nodes = list(ctx.cluster.nodes)
+        first = nodes.index(node) if node in nodes else 0
+        tried: list[dict[str, Any]] = []
+        for attempt in range(CREATE_ATTEMPTS):
+            at = nodes[(first + attempt) % len(nodes)]
+            kind, data = _post_task(ctx.cluster.address(at), value)
+            extra: dict[str, Any] = {"node": at}
+            if tried:
+                extra["retried"] = tried  # the earlier attempts: where, and what they got
+            if kind == "ok":
                 ctx.history.record(
-                    process=process, type=OpType.OK, f="create", value=data, extra={"node": node}
+                    process=process, type=OpType.OK, f="create", value=data, extra=extra
                 )
-            elif resp.status == 400:
+                return
+            if kind == "rejected":
                 ctx.history.record(
                     process=process,
                     type=OpType.FAIL,
                     f="create",
                     value=value,
-                    error=str(data.get("error")),
-                    extra={"node": node},
+                    error=str(data),
+                    extra=extra,
                 )
-            else:
-                # the transaction may have committed before the error: indeterminate
-                ctx.history.record(
-                    process=process,
-                    type=OpType.INFO,
-                    f="create",
-                    value=value,
-                    error=str(data.get("error")),
-                    extra={"node": node},
-                )
-        except ConnectionRefusedError as e:
-            ctx.history.record(
-                process=process,
-                type=OpType.FAIL,
-                f="create",
-                value=value,
-                error=f"connection refused: {e}",
-                extra={"node": node},
-            )
-        except (TimeoutError, OSError, http.client.HTTPException, ValueError) as e:
-            ctx.history.record(
-                process=process,
-                type=OpType.INFO,
-                f="create",
-                value=value,
-                error=f"{type(e).__name__}: {e}" if str(e) else "timeout",
-                extra={"node": node},
-            )
-        finally:
-            conn.close()
+                return
+            tried.append({"node": at, "outcome": kind, "error": str(data)})
+            if ctx.stop.is_set():
+                break
+            time.sleep(CREATE_RETRY_PAUSE)
+        # no attempt was answered: it may have committed unless every one was refused
+        maybe = any(t["outcome"] == "indeterminate" for t in tried)
+        ctx.history.record(
+            process=process,
+            type=OpType.INFO if maybe else OpType.FAIL,
+            f="create",
+            value=value,
+            error="; ".join(f"{t['node']}: {t['error']}" for t in tried),
+            extra={"node": tried[-1]["node"], "retried": tried[:-1]} if tried else {},
+        )
 
     # ------------------------------------------------------------ recovery and final state
 
@@ -314,6 +310,33 @@ class Lab3:
     def report_sections(self) -> list[LabReportSection]:
         """This workload's sections of its runs' report pages (chaos.report.contrib)."""
         return [LabReportSection()]
+
+
+CREATE_ATTEMPTS = 4
+CREATE_RETRY_PAUSE = 0.2
+
+
+def _post_task(address: str, value: dict[str, Any]) -> tuple[str, Any]:
+    """One POST /tasks: ``("ok", body)``, ``("rejected", error)`` for a 400 (nothing committed),
+    ``("refused", error)`` when no connection was made, ``("indeterminate", error)`` otherwise
+    (the transaction may have committed before the error or the lost answer)."""
+    conn = http.client.HTTPConnection(address, API_PORT, timeout=3.0)
+    try:
+        conn.request("POST", "/tasks", json.dumps(value), {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        data = json.loads(resp.read() or b"{}")
+        if resp.status == 200 and isinstance(data, dict):
+            return "ok", data
+        error = data.get("error") if isinstance(data, dict) else data
+        if resp.status == 400:
+            return "rejected", error
+        return "indeterminate", f"HTTP {resp.status}: {error}"
+    except ConnectionRefusedError as e:
+        return "refused", f"connection refused: {e}"
+    except (TimeoutError, OSError, http.client.HTTPException, ValueError) as e:
+        return "indeterminate", f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+    finally:
+        conn.close()
 
 
 def rate_cap(spec: TestSpec) -> float:

@@ -1,0 +1,236 @@
+"""``chaos explore``: crash-point exploration of the code under test's own transactions.
+
+Random schedules rarely land a fault *between* two transactions of a solution, where "two
+transactions that should be one" bugs live. Crash-consistency tools for file systems enumerate the
+crash points instead; this does the same for a lab solution:
+
+1. a fault-free run records which transactions each function of the solution makes (the ``txn``
+   events of chaos.node.store: ``complete`` made transactions 1 and 2);
+2. every point — function, transaction, before/after — is tried with a kill, a pause (the
+   workload's default fault duration, past AckWait or the lease), and two kills (a fault that
+   makes a redelivery, then one in the redelivery), each as a trigger, plus each one-shot fault
+   point the workload declares; one run each, seeded from the explore's seed;
+3. it stops at the first invalid run unless asked for all, within a budget of runs, and reports
+   coverage: which points were reached (the trigger fired) and what each run said.
+
+The trace is the service's word, used only to choose where to aim; every verdict rests on the
+runs' own checkers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chaos.checkers.verdict import Verdict
+from chaos.cluster.base import Backend
+from chaos.core.capabilities import FaultPoints, Scenarios, TxnPoints
+from chaos.core.spec import TestSpec
+from chaos.core.workload import Workload
+from chaos.histories.ops import Op
+from chaos.histories.store import load_run
+from chaos.orchestrator.run import RunOutcome, run_test
+
+# trigger faults tried at every transaction point: (label, phrase suffix)
+FAULTS: tuple[tuple[str, str], ...] = (("kill", ""), ("pause", ""), ("kill", " 2 times"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Probe:
+    """One run to try: a trigger phrase, or a one-shot fault point."""
+
+    label: str
+    trigger: str | None = None
+    point: str | None = None
+
+    def apply(self, spec: TestSpec, seed: int) -> TestSpec:
+        if self.trigger is not None:
+            return dataclasses.replace(spec, seed=seed, nemesis=(), triggers=(self.trigger,))
+        return dataclasses.replace(spec, seed=seed, nemesis=(self.point or "",), triggers=())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tried:
+    probe: Probe
+    run_dir: Path
+    verdict: Verdict
+    reached: bool
+    said: str  # the first invalid (else unknown) checker's summary, or ""
+
+
+@dataclass(slots=True, kw_only=True)
+class Exploration:
+    trace_run: Path
+    txns: dict[str, int]  # function -> most transactions one call made in the trace
+    probes: list[Probe]
+    tried: list[Tried] = dataclasses.field(default_factory=list)
+    trace_verdict: Verdict = Verdict.VALID
+    trace_said: str = ""
+
+    @property
+    def first_invalid(self) -> Tried | None:
+        return next((t for t in self.tried if t.verdict is Verdict.INVALID), None)
+
+    def coverage(self) -> tuple[int, int]:
+        """(points reached, points tried)."""
+        return sum(t.reached for t in self.tried), len(self.tried)
+
+
+def trace_txns(run_dir: Path) -> dict[str, int]:
+    """Function -> the most transactions one call of it made, from a run's ``txn`` events."""
+    out: dict[str, int] = {}
+    for e in load_run(run_dir).events:
+        if e.kind != "txn":
+            continue
+        fn, n = e.data.get("fn"), e.data.get("n")
+        if isinstance(fn, str) and isinstance(n, int) and not isinstance(n, bool) and 0 < n < 100:
+            out[fn] = max(out.get(fn, 0), n)
+    return out
+
+
+def probes(wl: Workload, txns: dict[str, int]) -> list[Probe]:
+    """Every point of the trace with every fault, then the workload's one-shot fault points."""
+    out: list[Probe] = []
+    functions = wl.txn_functions if isinstance(wl, TxnPoints) else {}
+    for fn in sorted(txns, key=lambda f: (list(functions).index(f) if f in functions else 99, f)):
+        component = functions.get(fn)
+        if component is None:
+            continue
+        for n in range(1, txns[fn] + 1):
+            for moment in ("before", "after"):
+                for fault, rest in FAULTS:
+                    phrase = f"{fault} {component} {moment} txn {n} of {fn}{rest}"
+                    out.append(Probe(label=phrase, trigger=phrase))
+    if isinstance(wl, FaultPoints):
+        for point in wl.fault_points:
+            out.append(Probe(label=f"fault point {point}", point=point))
+    return out
+
+
+def _reached(history: list[Op], probe: Probe) -> bool:
+    """The orchestrator's own record says the fault was applied (a trigger op, a fired point)."""
+    for op in history:
+        trig = op.extra.get("trigger")
+        if (
+            probe.trigger is not None
+            and isinstance(trig, dict)
+            and str(trig.get("phrase", "")).strip() == probe.trigger
+        ):
+            return True
+        if (
+            probe.point is not None
+            and op.f == f"heal-{probe.point}"
+            and isinstance(op.value, dict)
+            and op.value.get("fired_at") is not None
+        ):
+            return True
+    return False
+
+
+def _said(outcome: RunOutcome) -> str:
+    for verdict in (Verdict.INVALID, Verdict.UNKNOWN):
+        for r in outcome.results:
+            if r.verdict is verdict:
+                return f"{r.checker}: {r.summary}"
+    return ""
+
+
+def probe_seed(seed: int, label: str) -> int:
+    """Each probe's seed, from the explore's seed and the probe alone: any run re-runs alone."""
+    digest = hashlib.sha256(f"{seed}:{label}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") % (2**31 - 1) + 1
+
+
+def explore(
+    spec: TestSpec,
+    *,
+    backend: Backend,
+    store: Path,
+    workload: Workload,
+    budget: int,
+    stop_at_first: bool = True,
+    progress: Callable[[str], None] = lambda m: None,
+    command: str = "",
+) -> Exploration:
+    """Trace ``spec``'s solution fault-free, then try every point (see the module docstring)."""
+    base = dataclasses.replace(spec, nemesis=(), triggers=(), schedule=None, scenario=None)
+    progress("trace: one fault-free run to learn the solution's transactions")
+    traced = run_test(base, backend=backend, store=store, workload=workload, command=command)
+    txns = trace_txns(traced.run_dir)
+    found = Exploration(trace_run=traced.run_dir, txns=txns, probes=probes(workload, txns))
+    found.trace_verdict, found.trace_said = traced.verdict, _said(traced)
+    if traced.verdict is Verdict.INVALID and stop_at_first:
+        return found
+    scenarios = set(workload.scenarios) if isinstance(workload, Scenarios) else set()
+    for probe in found.probes[: max(0, budget)]:
+        seed = probe_seed(spec.seed, probe.label)
+        run_spec = probe.apply(base, seed)
+        if probe.point in scenarios:
+            run_spec = dataclasses.replace(run_spec, scenario=probe.point)
+        progress(f"try {probe.label} (seed {seed})")
+        outcome = run_test(
+            run_spec, backend=backend, store=store, workload=workload, command=command
+        )
+        if outcome.interrupted:
+            raise KeyboardInterrupt
+        history = load_run(outcome.run_dir).history
+        tried = Tried(
+            probe=probe,
+            run_dir=outcome.run_dir,
+            verdict=outcome.verdict,
+            reached=_reached(history, probe),
+            said=_said(outcome),
+        )
+        found.tried.append(tried)
+        progress(f"  {tried.verdict.value}{'' if tried.reached else ' (not reached)'}")
+        if tried.verdict is Verdict.INVALID and stop_at_first:
+            break
+    return found
+
+
+def summary_lines(found: Exploration) -> list[str]:
+    """The explore's answer in lines: the trace, each run, the coverage."""
+    calls = ", ".join(f"{fn}: {n} txn(s)" for fn, n in found.txns.items()) or "none"
+    lines = [f"trace: {calls} ({found.trace_run})"]
+    if found.trace_verdict is not Verdict.VALID:
+        lines.append(
+            f"  the fault-free run itself is {found.trace_verdict.value}: {found.trace_said}"
+        )
+    for t in found.tried:
+        note = "" if t.reached else " [not reached]"
+        lines.append(f"  {t.verdict.value:<8}{t.probe.label}{note}  ({t.run_dir.name})")
+        if t.verdict is not Verdict.VALID and t.said:
+            lines.append(f"           {t.said[:300]}")
+    reached, tried = found.coverage()
+    left = len(found.probes) - tried
+    lines.append(
+        f"coverage: {reached} of {tried} tried point(s) reached; {len(found.probes)} point(s) "
+        f"in all" + (f", {left} not tried" if left else "")
+    )
+    return lines
+
+
+def to_json(found: Exploration) -> dict[str, Any]:
+    reached, _ = found.coverage()
+    return {
+        "trace_run": str(found.trace_run),
+        "trace_verdict": found.trace_verdict.value,
+        "txns": found.txns,
+        "points": len(found.probes),
+        "tried": [
+            {
+                "probe": t.probe.label,
+                "run": str(t.run_dir),
+                "verdict": t.verdict.value,
+                "reached": t.reached,
+                "said": t.said,
+            }
+            for t in found.tried
+        ],
+        "reached": reached,
+        "first_invalid": found.first_invalid.probe.label if found.first_invalid else None,
+    }

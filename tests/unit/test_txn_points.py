@@ -1,0 +1,277 @@
+"""Issue 11: transaction points of the code under test, the faults aimed at them, and the
+checkers that name the cause (each with a case that must pass and one that must fail)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import etcd3.exceptions
+import pytest
+
+from chaos.checkers.verdict import Verdict
+from chaos.histories.ops import NEMESIS, Op
+from chaos.nemesis.trigger import TriggerError, bind, parse_trigger
+from chaos.node.store import JsonStore
+from chaos.orchestrator import explore
+from chaos.workloads.lab1.workload import Lab1
+from chaos.workloads.lab3 import checkers, keys
+from chaos.workloads.lab3.workload import Lab3
+from tests.unit.test_lab3_checkers import (
+    ALL_DONE,
+    AMOUNTS,
+    apply,
+    creates,
+    ev,
+    final_state,
+    ops,
+    record,
+    run,
+)
+
+# ------------------------------------------------------------------ trigger phrases
+
+
+def test_a_txn_phrase_binds_to_the_point_of_that_function_and_component() -> None:
+    tr = bind(parse_trigger("kill api after txn 1 of create"), Lab3(), "lab3")
+    assert tr.point is not None and tr.point.file == "hold-api-after-txn1-create"
+    tr = bind(parse_trigger("pause worker before  txn 2 of complete for 3s"), Lab3(), "lab3")
+    assert tr.point is not None and tr.point.file == "hold-worker-before-txn2-complete"
+    assert tr.duration == 3.0
+    # lab1's role word "holder" is its orders component
+    tr = bind(parse_trigger("pause holder before txn 1 of acquire"), Lab1(), "lab1")
+    assert tr.point is not None and tr.point.file == "hold-orders-before-txn1-acquire"
+    tr = bind(parse_trigger("kill worker before txn 1 of complete 2 times"), Lab3(), "lab3")
+    assert tr.times == 2
+
+
+@pytest.mark.parametrize(
+    ("phrase", "said"),
+    [
+        ("kill api after txn 1 of publish", "no function 'publish'"),
+        ("kill worker after txn 1 of create", "create runs in api, not in worker"),
+        ("kill api on txn 1 of create", "say 'before txn' or 'after txn'"),
+        ("kill api after txn 0 of create", "numbered from 1"),
+    ],
+)
+def test_a_txn_phrase_that_names_no_point_is_refused_with_the_reason(
+    phrase: str, said: str
+) -> None:
+    with pytest.raises(TriggerError, match=said):
+        bind(parse_trigger(phrase), Lab3(), "lab3")
+
+
+# ------------------------------------------------------------------ the store's points
+
+
+class _Client:
+    def __init__(self) -> None:
+        self.sent = 0
+
+    def transaction(self, compare: Any, success: Any, failure: Any) -> tuple[bool, list[Any]]:
+        self.sent += 1
+        return True, []
+
+
+class _Hooks:
+    def __init__(self, armed: set[str] | None = None) -> None:
+        self.log: list[str] = []
+        self._armed = armed or set()
+
+    def hold(self, kind: str, *, task_id: str | None = None, event_id: str | None = None) -> None:
+        self.log.append(f"hold {kind} {task_id}")
+
+    def txn_event(self, fn: str, n: int, ok: bool, task_id: str | None) -> None:
+        self.log.append(f"txn {fn} {n} {ok}")
+
+    def armed(self, point: str, *, task_id: str | None = None, event_id: str | None = None) -> bool:
+        if point in self._armed:
+            self._armed.discard(point)
+            return True
+        return False
+
+
+def test_each_transaction_of_a_call_is_numbered_and_held_before_and_after() -> None:
+    client, hooks = _Client(), _Hooks()
+    store = JsonStore(client)
+    store.set_txn_hooks(hooks)
+    store.txn([], [])  # outside a solution call: the framework's own, no points
+    with store.calling("complete", task_id="t1"):
+        store.txn([], [])
+        store.txn([], [])
+    with store.calling("create"):
+        store.txn([], [])  # numbering starts again with each call
+    assert hooks.log == [
+        "hold before-txn1-complete t1",
+        "txn complete 1 True",
+        "hold after-txn1-complete t1",
+        "hold before-txn2-complete t1",
+        "txn complete 2 True",
+        "hold after-txn2-complete t1",
+        "hold before-txn1-create None",
+        "txn create 1 True",
+        "hold after-txn1-create None",
+    ]
+    assert client.sent == 4
+
+
+def test_an_armed_txn_error_fails_that_transaction_before_anything_is_sent() -> None:
+    client, hooks = _Client(), _Hooks({"txn-error-complete"})
+    store = JsonStore(client)
+    store.set_txn_hooks(hooks)
+    with store.calling("complete"), pytest.raises(etcd3.exceptions.ConnectionFailedError):
+        store.txn([], [])
+    assert client.sent == 0
+    with store.calling("complete"):
+        store.txn([], [])  # one-shot: the next one goes through
+    assert client.sent == 1
+
+
+# ------------------------------------------------------------------ checkers that name the cause
+
+
+def _retried_creates() -> list[Op]:
+    """t1's first attempt on n1 lost its answer; the retry on n2 was answered."""
+    rows = creates({"t1": "ok", "t2": "ok", "t3": "ok"})
+    p, _, f, v, _ = rows[1]
+    lost = [{"node": "n1", "outcome": "indeterminate", "error": "RemoteDisconnected"}]
+    rows[1] = (p, "ok", f, {**v, "event_id": "e-t1-again"}, {"node": "n2", "retried": lost})
+    return ops(*rows)
+
+
+def _second_outbox_entry() -> dict[str, Any]:
+    return {
+        keys.idempotency("t1"): "e-t1-again",
+        keys.outbox("e-t1-again"): {"task_id": "t1", "event_id": "e-t1-again", "amount": 2},
+    }
+
+
+def test_a_retried_create_that_wrote_a_second_outbox_entry_is_not_idempotent() -> None:
+    rec = record(_second_outbox_entry(), apply("t1", 2), apply("t2", 5), apply("t3", 10))
+    bad = checkers.idempotent_create(run(_retried_creates(), [], final_state(10, ALL_DONE, rec)))
+    assert bad.verdict is Verdict.INVALID
+    assert "task t1: the create wrote 2 outbox entries" in bad.summary
+    assert "e-t1 at revision 2, e-t1-again at revision 5" in bad.summary
+    assert "n1 (RemoteDisconnected)" in bad.summary
+    # the same retry answered with the first event id, one outbox entry: valid
+    history = _retried_creates()
+    history[1] = dataclasses.replace(history[1], value={"task_id": "t1", "event_id": "e-t1"})
+    good = checkers.idempotent_create(run(history, [], final_state(10, ALL_DONE)))
+    assert good.verdict is Verdict.VALID, good.summary
+    assert "1 retried create(s)" in good.summary
+
+
+def test_a_double_apply_under_two_event_ids_is_blamed_on_the_create() -> None:
+    second = {**apply("t1", 4), keys.dedup("e-t1-again"): {"task_id": "t1"}}
+    rec = record(_second_outbox_entry(), apply("t1", 2), second, apply("t2", 7), apply("t3", 12))
+    r = run(_retried_creates(), [], final_state(12, ALL_DONE, rec))
+    res = checkers.double_apply(r)
+    assert res.verdict is Verdict.INVALID
+    assert "under 2 event ids: its create was not idempotent" in res.summary
+
+
+def test_a_lost_task_with_no_outbox_entry_in_etcds_record_says_so() -> None:
+    rec = record(apply("t1", 2), apply("t3", 7))
+    rec["txns"] = [t for t in rec["txns"] if keys.outbox("e-t2") not in (t.get("puts") or {})] + [
+        {"revision": 99, "puts": {keys.task("t2"): {"task_id": "t2"}}, "deletes": []}
+    ]
+    done = {"t1": "completed", "t2": "pending", "t3": "completed"}
+    history = ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"}))
+    res = checkers.lost_tasks(run(history, [], final_state(7, done, rec)))
+    assert res.verdict is Verdict.INVALID
+    assert "task t2 etcd holds its task record but no outbox entry" in res.summary
+    # with its outbox entry there, the same loss is not blamed on the create
+    res = checkers.lost_tasks(run(history, [], final_state(7, done, record(apply("t1", 2)))))
+    assert res.verdict is Verdict.INVALID and "outbox" not in res.summary
+
+
+def test_a_delivery_answered_duplicate_acked_and_never_committed_names_the_swallowed_error() -> (
+    None
+):
+    events = [
+        ev(1.0, "n2", "worker", "delivery", "t2", num_delivered=1),
+        ev(1.2, "n2", "worker", "suppressed", "t2", num_delivered=1),
+        ev(1.3, "n2", "worker", "ack", "t2"),
+    ]
+    done = {"t1": "completed", "t2": "pending", "t3": "completed"}
+    history = ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"}))
+    res = checkers.lost_tasks(run(history, events, final_state(7, done)))
+    assert res.verdict is Verdict.INVALID
+    assert "answered 'duplicate' for its delivery on n2 at 1.20 s" in res.summary
+
+
+def test_a_lost_create_response_counts_only_when_the_client_saw_it() -> None:
+    heal = {"point": "lost-create-response", "node": "n1", "process": "api", "fired_at": 1.0}
+    fired = ops((NEMESIS, "info", "heal-lost-create-response", heal, {"phase": "heal"}))
+    spec = {"lab": "lab3", "nemesis": ["lost-create-response"]}
+    seen = run([*_retried_creates(), *fired], [], final_state(10, ALL_DONE))
+    seen.spec.update(spec)
+    res = checkers.scenario_fired(seen)
+    assert res.verdict is Verdict.VALID, res.summary
+    assert "create of t1 on n1 got no answer" in res.summary
+    unseen = run([*ops(*creates({"t1": "ok"})), *fired], [], final_state(2, {"t1": "completed"}))
+    unseen.spec.update(spec)
+    res = checkers.scenario_fired(unseen)
+    assert res.verdict is Verdict.UNKNOWN and "went unanswered" in res.summary
+
+
+# ------------------------------------------------------------------ chaos explore
+
+
+def test_explore_tries_every_traced_transaction_with_every_fault_then_the_points() -> None:
+    probes = explore.probes(Lab3(), {"complete": 2, "create": 1, "unknown": 3})
+    labels = [p.label for p in probes]
+    assert labels[:3] == [
+        "kill api before txn 1 of create",
+        "pause api before txn 1 of create",
+        "kill api before txn 1 of create 2 times",
+    ]
+    assert "kill worker after txn 2 of complete 2 times" in labels
+    assert not any("unknown" in lb for lb in labels)
+    txn_probes = [p for p in probes if p.trigger]
+    assert len(txn_probes) == (1 + 2) * 2 * len(explore.FAULTS)
+    assert [p.point for p in probes if p.point] == list(Lab3.fault_points)
+    # every probe phrase binds to a real point of the workload
+    for p in txn_probes:
+        assert p.trigger is not None
+        bind(parse_trigger(p.trigger), Lab3(), "lab3")
+
+
+def test_a_probe_counts_as_reached_only_by_the_orchestrators_own_ops() -> None:
+    trig = {"phrase": "kill api after txn 1 of create"}
+    fired = ops((NEMESIS, "info", "kill", {"target": "api@n1"}, {"trigger": trig}))
+    probe = explore.Probe(label=trig["phrase"], trigger=trig["phrase"])
+    assert explore._reached(fired, probe)
+    assert not explore._reached(ops(*creates({"t1": "ok"})), probe)
+    point = explore.Probe(label="fault point txn-error-complete", point="txn-error-complete")
+    heal = ops((NEMESIS, "info", "heal-txn-error-complete", {"fired_at": None}, {}))
+    assert not explore._reached(heal, point)
+    heal = ops((NEMESIS, "info", "heal-txn-error-complete", {"fired_at": 2.5}, {}))
+    assert explore._reached(heal, point)
+
+
+def test_each_probe_seed_depends_on_the_explore_seed_and_the_probe_alone() -> None:
+    a = explore.probe_seed(7, "kill api after txn 1 of create")
+    assert a == explore.probe_seed(7, "kill api after txn 1 of create")
+    assert a != explore.probe_seed(8, "kill api after txn 1 of create")
+    assert a != explore.probe_seed(7, "pause api after txn 1 of create")
+
+
+def test_the_trace_reads_the_most_transactions_a_call_made(tmp_path: Path) -> None:
+    from chaos.histories.store import write_json
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_json(run_dir / "spec.json", {"workload": "lab3", "status": "done"})
+    (run_dir / "history.jsonl").write_text("")
+    lines = [
+        {"time": 1.0, "node": "n1", "component": "worker", "kind": "txn", "pid": 1,
+         "data": {"fn": "complete", "n": n, "ok": True}}
+        for n in (1, 2, 1)
+    ] + [{"time": 1.0, "node": "n1", "component": "api", "kind": "txn", "pid": 2,
+          "data": {"fn": "create", "n": True}}]  # fmt: skip
+    (run_dir / "events.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert explore.trace_txns(run_dir) == {"complete": 2}
+    assert AMOUNTS  # the shared fixtures are the lab3 checkers' own
