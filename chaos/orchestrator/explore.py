@@ -8,8 +8,9 @@ crash points instead; this does the same for a lab solution:
    events of chaos.node.store: ``complete`` made transactions 1 and 2);
 2. every point — function, transaction, before/after — is tried with a kill, a pause (the
    workload's default fault duration, past AckWait or the lease), and two kills (a fault that
-   makes a redelivery, then one in the redelivery), each as a trigger, plus each one-shot fault
-   point the workload declares; one run each, seeded from the explore's seed;
+   makes a redelivery, then one in the redelivery; with one task, so both hit it), each as a
+   trigger, plus each one-shot fault point the workload declares; one run each, seeded from the
+   explore's seed;
 3. it stops at the first invalid run unless asked for all, within a budget of runs, and reports
    coverage: which points were reached (the trigger fired) and what each run said.
 
@@ -37,6 +38,9 @@ from chaos.orchestrator.run import RunOutcome, run_test
 
 # trigger faults tried at every transaction point: (label, phrase suffix)
 FAULTS: tuple[tuple[str, str], ...] = (("kill", ""), ("pause", ""), ("kill", " 2 times"))
+# a double kill runs with one task (lab1: one night), so that the second kill lands in the retry of
+# the work the first one interrupted (its redelivery), not in another task's first attempt
+DOUBLE = " 2 times"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,10 +50,14 @@ class Probe:
     label: str
     trigger: str | None = None
     point: str | None = None
+    one_task: bool = False
 
     def apply(self, spec: TestSpec, seed: int) -> TestSpec:
         if self.trigger is not None:
-            return dataclasses.replace(spec, seed=seed, nemesis=(), triggers=(self.trigger,))
+            tasks = 1 if self.one_task else spec.tasks
+            return dataclasses.replace(
+                spec, seed=seed, nemesis=(), triggers=(self.trigger,), tasks=tasks
+            )
         return dataclasses.replace(spec, seed=seed, nemesis=(self.point or "",), triggers=())
 
 
@@ -104,7 +112,7 @@ def probes(wl: Workload, txns: dict[str, int]) -> list[Probe]:
             for moment in ("before", "after"):
                 for fault, rest in FAULTS:
                     phrase = f"{fault} {component} {moment} txn {n} of {fn}{rest}"
-                    out.append(Probe(label=phrase, trigger=phrase))
+                    out.append(Probe(label=phrase, trigger=phrase, one_task=rest == DOUBLE))
     if isinstance(wl, FaultPoints):
         for point in wl.fault_points:
             out.append(Probe(label=f"fault point {point}", point=point))

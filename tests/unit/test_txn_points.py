@@ -172,6 +172,21 @@ def test_a_double_apply_under_two_event_ids_is_blamed_on_the_create() -> None:
     assert "under 2 event ids: its create was not idempotent" in res.summary
 
 
+def test_a_double_apply_names_whether_the_dedup_record_was_compared_or_missing() -> None:
+    history = ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"}))
+    # the dedup record written in both transactions: it was not compared in them
+    both = record(apply("t1", 2), apply("t1", 4), apply("t2", 7), apply("t3", 12))
+    res = checkers.double_apply(run(history, [], final_state(12, ALL_DONE, both)))
+    assert res.verdict is Verdict.INVALID
+    assert "each of those transactions wrote the dedup record" in res.summary
+    # the effect applied with no dedup record in its transaction (written later, apart)
+    apart = record(apply("t1", 2, dedup=False), apply("t1", 4, dedup=False), apply("t2", 7),
+                   apply("t3", 12))  # fmt: skip
+    res = checkers.double_apply(run(history, [], final_state(12, ALL_DONE, apart)))
+    assert res.verdict is Verdict.INVALID
+    assert "revision 5, 6 changed the counter without writing the dedup record" in res.summary
+
+
 def test_a_lost_task_with_no_outbox_entry_in_etcds_record_says_so() -> None:
     rec = record(apply("t1", 2), apply("t3", 7))
     rec["txns"] = [t for t in rec["txns"] if keys.outbox("e-t2") not in (t.get("puts") or {})] + [

@@ -14,7 +14,7 @@ from chaos.checkers.faults import FaultInterval, fault_intervals
 from chaos.checkers.verdict import CheckResult, Verdict, check_safe
 from chaos.histories.ops import Event, Op, OpType, pair_index
 from chaos.histories.store import StoredRun
-from chaos.workloads.lab3 import record
+from chaos.workloads.lab3 import keys, record
 from chaos.workloads.lab3.points import FAULT_POINTS
 
 CHAIN_KINDS = {
@@ -218,12 +218,29 @@ def double_apply(run: StoredRun) -> CheckResult:
         )
         ids = event_ids.get(task_id, [])
         # the cause, when the record shows it: one task published under two event ids passes
-        # every dedup check, so the fault is the create's, not the complete's
-        cause = (
-            f" — under {len(ids)} event ids: its create was not idempotent (see idempotent-create)"
-            if len(ids) > 1
-            else ""
-        )
+        # every dedup check, so the fault is the create's, not the complete's; an apply whose
+        # transaction wrote no dedup record left nothing for the next delivery to find
+        undeduped = [
+            c.revision
+            for c in story.changes
+            if c.revision in revs and not any(k.startswith(keys.DEDUP_PREFIX) for k in c.keys)
+        ]
+        cause = ""
+        if len(ids) > 1:
+            cause = (
+                f" — under {len(ids)} event ids: its create was not idempotent "
+                "(see idempotent-create)"
+            )
+        elif undeduped:
+            cause = (
+                f" — the transaction(s) at revision {', '.join(map(str, undeduped))} changed the "
+                "counter without writing the dedup record, so nothing stopped the next delivery"
+            )
+        else:
+            cause = (
+                " — each of those transactions wrote the dedup record: it was not compared "
+                "inside the transaction (checked before it, or not at all)"
+            )
         sentences.append(
             f"task {task_id}: counter incremented {times} by its amount ({amounts.get(task_id)}) "
             f"— etcd shows the counter changed for it at revisions {', '.join(map(str, revs))}"

@@ -1,0 +1,112 @@
+"""Detection power: how often each configuration catches each shipped buggy solution, and how often
+it raises a false alarm (invalid or unknown) on the reference.
+
+    python3 bench/bench_power.py lab3 --seeds 5 [--pairs] [--out power.json]
+
+Every run is a real ``chaos run`` (Docker, etcd, JetStream) in a subprocess, one at a time; its
+exit code is the verdict (0 valid, 1 invalid, 2 unknown). ``--pairs`` runs each buggy solution only
+under the configuration that is meant to catch it (docs/labs/*.md, "What each configuration
+catches") and the reference under every configuration; without it, every solution runs under every
+configuration. Prints one line per cell as it goes and the table at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+# configuration name -> chaos run arguments; solution -> the configuration meant to catch it
+MATRIX: dict[str, dict[str, list[str]]] = {
+    "lab3": {
+        "pause": ["--nemesis", "pause"],
+        "hold-commit": ["--trigger", "pause worker on delivery until commit"],
+        "lost-create-response": ["--nemesis", "lost-create-response"],
+        "kill-after-create-txn1": ["--trigger", "kill api after txn 1 of create"],
+        "kill-after-complete-txn1": ["--trigger", "kill worker after txn 1 of complete"],
+        "hold-before-complete-txn1": [
+            "--trigger",
+            "pause worker before txn 1 of complete for 1s",
+        ],
+        "txn-error-complete": ["--nemesis", "txn-error-complete"],
+        "double-kill-redelivery": [
+            "--tasks",
+            "1",
+            "--trigger",
+            "kill worker before txn 1 of complete 2 times",
+        ],
+    },
+}
+CATCHES: dict[str, dict[str, str]] = {
+    "lab3": {
+        "check-then-act": "hold-commit",
+        "ack-before-commit": "double-kill-redelivery",
+        "second-txn-dedup": "kill-after-complete-txn1",
+        "non-idempotent-create": "lost-create-response",
+        "outbox-second-txn": "kill-after-create-txn1",
+        "lost-update": "hold-before-complete-txn1",
+        "swallow-errors": "txn-error-complete",
+        "ack-on-redelivery": "double-kill-redelivery",
+    },
+}
+VERDICT = {0: "valid", 1: "invalid", 2: "unknown"}
+
+
+def run_one(lab: str, solution: str, args: list[str], seed: int, store: Path) -> tuple[str, float]:
+    argv = [sys.executable, "-m", "chaos.cli", "run", lab, "--solution", solution]
+    argv += [*args, "--seed", str(seed), "-q", "--store", str(store)]
+    t0 = time.monotonic()
+    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
+    verdict = VERDICT.get(proc.returncode, f"exit {proc.returncode}")
+    return verdict, time.monotonic() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("lab", choices=sorted(MATRIX))
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--first-seed", type=int, default=1)
+    ap.add_argument("--pairs", action="store_true")
+    ap.add_argument("--only", default="", help="Comma-separated solutions (default: all).")
+    ap.add_argument("--out", type=Path, default=None)
+    a = ap.parse_args()
+    configs, catches = MATRIX[a.lab], CATCHES[a.lab]
+    solutions = ["reference", *catches]
+    if a.only:
+        solutions = [s for s in solutions if s in a.only.split(",")]
+    cells: list[tuple[str, str]] = []
+    for sol in solutions:
+        if a.pairs and sol != "reference":
+            cells.append((sol, catches[sol]))
+        else:
+            cells.extend((sol, c) for c in configs)
+    table: dict[str, dict[str, list[str]]] = {}
+    seconds: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="chaos-power-") as tmp:
+        for sol, cfg in cells:
+            for seed in range(a.first_seed, a.first_seed + a.seeds):
+                verdict, took = run_one(a.lab, sol, configs[cfg], seed, Path(tmp))
+                seconds.append(took)
+                table.setdefault(sol, {}).setdefault(cfg, []).append(verdict)
+                cmd = shlex.join(["chaos", "run", a.lab, "--solution", sol, *configs[cfg]])
+                print(f"{verdict:<8} {took:5.1f}s  {cmd} --seed {seed}", flush=True)
+    print(f"\n{len(seconds)} runs, {sum(seconds) / max(1, len(seconds)):.1f} s a run on average")
+    print("\n| solution | configuration | invalid | unknown | valid |\n|---|---|---|---|---|")
+    for sol, row in table.items():
+        for cfg, verdicts in row.items():
+            n = len(verdicts)
+            inv, unk = verdicts.count("invalid"), verdicts.count("unknown")
+            print(f"| {sol} | {cfg} | {inv}/{n} | {unk}/{n} | {verdicts.count('valid')}/{n} |")
+    if a.out:
+        a.out.write_text(json.dumps(table, indent=1))
+
+
+if __name__ == "__main__":
+    main()
