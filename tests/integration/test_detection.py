@@ -68,7 +68,9 @@ def _applied(run: Path, args: list[str]) -> bool:
     if args[0] == "--trigger":
         return any((o.get("trigger") or {}).get("phrase") == args[1] for o in ops)
     return any(
-        o.get("f") == f"heal-{args[1]}" and (o.get("value") or {}).get("fired_at") is not None
+        o.get("f") == f"heal-{args[1]}"
+        and isinstance(o.get("value"), dict)
+        and o["value"].get("fired_at") is not None
         for o in ops
     )
 
