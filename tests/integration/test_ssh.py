@@ -142,7 +142,8 @@ def test_lab3_check_then_act_under_partition_and_trigger_is_invalid_with_evidenc
     for seed in ("3", "4"):
         p = chaos("run", "lab3", "--backend", "ssh", "--nodes", str(nodes), "--nemesis",
                   "partition", "--solution", "check-then-act", "--trigger",
-                  "pause worker on delivery", "--time-limit", "12", "--seed", seed,
+                  "pause worker on delivery until commit for 15s", "--time-limit", "12",
+                  "--seed", seed,
                   store=tmp_path, timeout=600)  # fmt: skip
         if p.returncode == 1:
             break
