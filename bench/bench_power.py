@@ -33,7 +33,7 @@ MATRIX: dict[str, dict[str, list[str]]] = {
         "kill-after-complete-txn1": ["--trigger", "kill worker after txn 1 of complete"],
         "hold-before-complete-txn1": [
             "--trigger",
-            "pause worker before txn 1 of complete for 1s",
+            "pause worker before txn 1 of complete for 0.6s",
         ],
         "txn-error-complete": ["--nemesis", "txn-error-complete"],
         "double-kill-redelivery": [
@@ -57,11 +57,14 @@ CATCHES: dict[str, dict[str, str]] = {
     },
 }
 VERDICT = {0: "valid", 1: "invalid", 2: "unknown"}
+# every run's pace (the grading matrix's defaults): a 1 s AckWait, short work, and a recovery bound
+# that a run which lost a task waits out
+PACE = ["--ack-wait", "1", "--work-seconds", "0.2", "--recovery-timeout", "15"]
 
 
 def run_one(lab: str, solution: str, args: list[str], seed: int, store: Path) -> tuple[str, float]:
     argv = [sys.executable, "-m", "chaos.cli", "run", lab, "--solution", solution]
-    argv += [*args, "--seed", str(seed), "-q", "--store", str(store)]
+    argv += [*PACE, *args, "--seed", str(seed), "-q", "--store", str(store)]
     t0 = time.monotonic()
     proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
     verdict = VERDICT.get(proc.returncode, f"exit {proc.returncode}")
