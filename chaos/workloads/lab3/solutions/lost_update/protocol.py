@@ -3,8 +3,8 @@
 Dedup record, result, completed task and counter commit in one transaction, with the dedup record
 compared — but not the counter's revision. Two workers that read the counter before either commits
 both write "what I read + my amount", and one amount is lost. The standard workload's commits are
-rarely that close; ``--trigger "pause worker before txn 1 of complete for 0.6s"`` (with ``--ack-wait 1``) holds one worker
-between its read and its transaction while the others commit.
+rarely that close; ``--ack-wait 1 --trigger "pause worker before txn 1 of complete for 0.6s"``
+holds one worker between its read and its transaction while the others commit.
 """
 
 from __future__ import annotations
