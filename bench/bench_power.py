@@ -37,8 +37,8 @@ MATRIX: dict[str, dict[str, list[str]]] = {
         ],
         "txn-error-complete": ["--nemesis", "txn-error-complete"],
         "double-kill-redelivery": [
-            "--tasks",
-            "1",
+            "-o",
+            "set_size=1",
             "--trigger",
             "kill worker before txn 1 of complete 2 times",
         ],

@@ -86,10 +86,13 @@ class TxnPoints(Protocol):
 
     ``txn_functions`` maps each function of the solution to the component that runs it
     (lab3: ``{"create": "api", "complete": "worker"}``); ``txn_roles`` maps the extra role words a
-    trigger may use to a component (lab1: ``{"holder": "orders"}``)."""
+    trigger may use to a component (lab1: ``{"holder": "orders"}``); ``one_task`` is the workload
+    options that make a run do one unit of work (lab3: one task; lab1: one night), so that a
+    second fault lands in the retry of the work the first one interrupted."""
 
     txn_functions: Mapping[str, str]
     txn_roles: Mapping[str, str]
+    one_task: Mapping[str, str]
 
 
 def txn_point(component: str, moment: str, n: int, fn: str) -> HoldPoint:

@@ -38,8 +38,9 @@ from chaos.orchestrator.run import RunOutcome, run_test
 
 # trigger faults tried at every transaction point: (label, phrase suffix)
 FAULTS: tuple[tuple[str, str], ...] = (("kill", ""), ("pause", ""), ("kill", " 2 times"))
-# a double kill runs with one task (lab1: one night), so that the second kill lands in the retry of
-# the work the first one interrupted (its redelivery), not in another task's first attempt
+# a double kill runs with one unit of work (the workload's ``one_task`` options: lab3 one task,
+# lab1 one night), so that the second kill lands in the retry of the work the first one
+# interrupted (its redelivery), not in another task's first attempt
 DOUBLE = " 2 times"
 
 
@@ -52,11 +53,11 @@ class Probe:
     point: str | None = None
     one_task: bool = False
 
-    def apply(self, spec: TestSpec, seed: int) -> TestSpec:
+    def apply(self, spec: TestSpec, seed: int, one_task: dict[str, str]) -> TestSpec:
         if self.trigger is not None:
-            tasks = 1 if self.one_task else spec.tasks
+            options = {**spec.options, **one_task} if self.one_task else spec.options
             return dataclasses.replace(
-                spec, seed=seed, nemesis=(), triggers=(self.trigger,), tasks=tasks
+                spec, seed=seed, nemesis=(), triggers=(self.trigger,), options=options
             )
         return dataclasses.replace(spec, seed=seed, nemesis=(self.point or "",), triggers=())
 
@@ -176,7 +177,8 @@ def explore(
     scenarios = set(workload.scenarios) if isinstance(workload, Scenarios) else set()
     for probe in found.probes[: max(0, budget)]:
         seed = probe_seed(spec.seed, probe.label)
-        run_spec = probe.apply(base, seed)
+        one = dict(workload.one_task) if isinstance(workload, TxnPoints) else {}
+        run_spec = probe.apply(base, seed, one)
         if probe.point in scenarios:
             run_spec = dataclasses.replace(run_spec, scenario=probe.point)
         progress(f"try {probe.label} (seed {seed})")

@@ -290,3 +290,32 @@ def test_the_trace_reads_the_most_transactions_a_call_made(tmp_path: Path) -> No
     (run_dir / "events.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     assert explore.trace_txns(run_dir) == {"complete": 2}
     assert AMOUNTS  # the shared fixtures are the lab3 checkers' own
+
+
+def test_lab3_options_are_checked_and_set_size_picks_the_first_tasks_of_the_set() -> None:
+    from chaos.core.spec import TestSpec
+
+    with pytest.raises(ValueError, match="lab3 has no option colour; options: set_size"):
+        Lab3().preflight(TestSpec(workload="lab3", options={"colour": "red"}))
+    with pytest.raises(ValueError, match="set_size=4: expected 1, 2 or 3"):
+        Lab3().preflight(TestSpec(workload="lab3", options={"set_size": "4"}))
+    Lab3().preflight(TestSpec(workload="lab3", options=dict(Lab3.one_task)))
+
+    class Ctx:
+        spec = TestSpec(workload="lab3", options={"set_size": "1"})
+
+    assert Lab3().tasks(Ctx()) == [("t1", 2)]  # type: ignore[arg-type]
+    Ctx.spec = TestSpec(workload="lab3")
+    assert Lab3().tasks(Ctx()) == [("t1", 2), ("t2", 3), ("t3", 5)]  # type: ignore[arg-type]
+
+
+def test_a_double_kill_probe_runs_one_unit_of_work_and_the_others_the_whole_set() -> None:
+    from chaos.core.spec import TestSpec
+
+    base = TestSpec(workload="lab3", options={})
+    double, single = explore.probes(Lab3(), {"complete": 1})[2], explore.probes(Lab3(), {})[0]
+    assert double.one_task and double.trigger and double.trigger.endswith("2 times")
+    assert double.apply(base, 5, dict(Lab3.one_task)).options == {"set_size": "1"}
+    assert single.point == "relay-crash-before-publish"
+    assert single.apply(base, 5, dict(Lab3.one_task)).nemesis == ("relay-crash-before-publish",)
+    assert single.apply(base, 5, dict(Lab3.one_task)).options == {}

@@ -50,6 +50,7 @@ class Lab1:
         fn: "orders" for fn in ("acquire", "extend", "release", "write_change")
     }
     txn_roles: dict[str, str] = {"holder": "orders"}
+    one_task: dict[str, str] = {"nights": "1"}
     default_pause = LOCK_AT_MOST * UNIT + 1.5  # past lockAtMostFor, so another replica takes over
 
     def preflight(self, spec: TestSpec) -> None:

@@ -25,6 +25,7 @@ from chaos.workloads.systems.roles import system_role
 
 API_PORT = 8080
 STANDARD_SET = [("t1", 2), ("t2", 3), ("t3", 5)]
+OPTIONS = {"set_size": "how many tasks of the standard set to create, 1-3 (default 3)"}
 SOLUTIONS_DIR = Path(__file__).parent / "solutions"
 ROLES = ("api", "relay", "worker")
 
@@ -43,6 +44,8 @@ class Lab3:
     # TxnPoints: every transaction of these solution functions is a hold point
     txn_functions: dict[str, str] = {"create": "api", "complete": "worker"}
     txn_roles: dict[str, str] = {}
+    # one unit of work: a run where a second fault lands in the first one's redelivery
+    one_task: dict[str, str] = {"set_size": "1"}
     scenarios = points.SCENARIOS
 
     def pause_target(self, ctx: RunContext) -> Target | None:
@@ -69,6 +72,13 @@ class Lab3:
         solutions.preflight(
             SOLUTIONS_DIR, spec.solution, ["create", "complete"], "docs/labs/lab3.md"
         )
+        unknown = sorted(set(spec.options) - set(OPTIONS))
+        if unknown:
+            known = "; ".join(f"{k}: {v}" for k, v in OPTIONS.items())
+            raise ValueError(f"lab3 has no option {', '.join(unknown)}; options: {known}")
+        raw = spec.options.get("set_size", len(STANDARD_SET))
+        if str(raw) not in {str(n) for n in range(1, len(STANDARD_SET) + 1)}:
+            raise ValueError(f"lab3 option set_size={raw}: expected 1, 2 or 3")
 
     # ------------------------------------------------------------ deploy
 
@@ -144,7 +154,7 @@ class Lab3:
 
     def tasks(self, ctx: RunContext) -> list[tuple[str, int]]:
         if ctx.spec.tasks is None and ctx.spec.rate is None:
-            return list(STANDARD_SET)
+            return list(STANDARD_SET[: int(ctx.spec.options.get("set_size", len(STANDARD_SET)))])
         rng = ctx.rng_for("workload")
         # rate mode: as many as the rate can ask for in the time limit (a list of 10**9 would
         # take minutes and gigabytes to build before the first request)
