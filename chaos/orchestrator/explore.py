@@ -7,10 +7,10 @@ crash points instead; this does the same for a lab solution:
 1. a fault-free run records which transactions each function of the solution makes (the ``txn``
    events of chaos.node.store: ``complete`` made transactions 1 and 2);
 2. every point — function, transaction, before/after — is tried with a kill, a pause (the
-   workload's default fault duration, past AckWait or the lease), and two kills (a fault that
-   makes a redelivery, then one in the redelivery; with one task, so both hit it), each as a
-   trigger, plus each one-shot fault point the workload declares; one run each, seeded from the
-   explore's seed;
+   workload's default fault duration, past AckWait or the lease), two kills (a fault that
+   makes a redelivery, then one in the redelivery; with one task, so both hit it) and a brief
+   pause (0.6 x AckWait: the others go on, a held read goes stale), each as a trigger, plus
+   each one-shot fault point the workload declares; one run each, seeded from the explore's seed;
 3. it stops at the first invalid run unless asked for all, within a budget of runs, and reports
    coverage: which points were reached (the trigger fired) and what each run said.
 
@@ -37,7 +37,15 @@ from chaos.histories.store import load_run
 from chaos.orchestrator.run import RunOutcome, run_test
 
 # trigger faults tried at every transaction point: (label, phrase suffix)
-FAULTS: tuple[tuple[str, str], ...] = (("kill", ""), ("pause", ""), ("kill", " 2 times"))
+FAULTS: tuple[tuple[str, str], ...] = (
+    ("kill", ""),
+    ("pause", ""),
+    ("kill", " 2 times"),
+    # a brief pause (BRIEF x AckWait): the others go on without a redelivery, so a read held
+    # back from its transaction goes stale (a lost update)
+    ("pause", " for {brief}s"),
+)
+BRIEF = 0.6
 # a double kill runs with one unit of work (the workload's ``one_task`` options: lab3 one task,
 # lab1 one night), so that the second kill lands in the retry of the work the first one
 # interrupted (its redelivery), not in another task's first attempt
@@ -101,7 +109,7 @@ def trace_txns(run_dir: Path) -> dict[str, int]:
     return out
 
 
-def probes(wl: Workload, txns: dict[str, int]) -> list[Probe]:
+def probes(wl: Workload, txns: dict[str, int], brief: float = 1.2) -> list[Probe]:
     """Every point of the trace with every fault, then the workload's one-shot fault points."""
     out: list[Probe] = []
     functions = wl.txn_functions if isinstance(wl, TxnPoints) else {}
@@ -112,7 +120,8 @@ def probes(wl: Workload, txns: dict[str, int]) -> list[Probe]:
         for n in range(1, txns[fn] + 1):
             for moment in ("before", "after"):
                 for fault, rest in FAULTS:
-                    phrase = f"{fault} {component} {moment} txn {n} of {fn}{rest}"
+                    tail = rest.format(brief=round(brief, 2))
+                    phrase = f"{fault} {component} {moment} txn {n} of {fn}{tail}"
                     out.append(Probe(label=phrase, trigger=phrase, one_task=rest == DOUBLE))
     if isinstance(wl, FaultPoints):
         for point in wl.fault_points:
@@ -170,7 +179,9 @@ def explore(
     progress("trace: one fault-free run to learn the solution's transactions")
     traced = run_test(base, backend=backend, store=store, workload=workload, command=command)
     txns = trace_txns(traced.run_dir)
-    found = Exploration(trace_run=traced.run_dir, txns=txns, probes=probes(workload, txns))
+    found = Exploration(
+        trace_run=traced.run_dir, txns=txns, probes=probes(workload, txns, BRIEF * spec.ack_wait)
+    )
     found.trace_verdict, found.trace_said = traced.verdict, _said(traced)
     if traced.verdict is Verdict.INVALID and stop_at_first:
         return found

@@ -244,6 +244,7 @@ def test_explore_tries_every_traced_transaction_with_every_fault_then_the_points
         "kill api before txn 1 of create 2 times",
     ]
     assert "kill worker after txn 2 of complete 2 times" in labels
+    assert "pause worker before txn 1 of complete for 1.2s" in labels  # the brief pause
     assert not any("unknown" in lb for lb in labels)
     txn_probes = [p for p in probes if p.trigger]
     assert len(txn_probes) == (1 + 2) * 2 * len(explore.FAULTS)
