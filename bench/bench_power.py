@@ -62,13 +62,25 @@ VERDICT = {0: "valid", 1: "invalid", 2: "unknown"}
 PACE = ["--ack-wait", "1", "--work-seconds", "0.2", "--recovery-timeout", "15"]
 
 
-def run_one(lab: str, solution: str, args: list[str], seed: int, store: Path) -> tuple[str, float]:
+def run_one(
+    lab: str, solution: str, args: list[str], seed: int, store: Path
+) -> tuple[str, float, list[str]]:
+    """One run's verdict, its wall time, and any two checkers of it that contradict each other."""
     argv = [sys.executable, "-m", "chaos.cli", "run", lab, "--solution", solution]
     argv += [*PACE, *args, "--seed", str(seed), "-q", "--store", str(store)]
     t0 = time.monotonic()
     proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
     verdict = VERDICT.get(proc.returncode, f"exit {proc.returncode}")
-    return verdict, time.monotonic() - t0
+    clash: list[str] = []
+    stored = [ln.removeprefix("stored in ").strip() for ln in proc.stdout.splitlines()
+              if ln.startswith("stored in ")]  # fmt: skip
+    if stored and lab == "lab3":
+        from chaos.checkers.verdict import CheckResult
+        from chaos.workloads.lab3.checkers import contradictions
+
+        raw = json.loads((Path(stored[0]) / "results.json").read_text())["results"]
+        clash = contradictions([CheckResult.from_json(r) for r in raw])
+    return verdict, time.monotonic() - t0, clash
 
 
 def main() -> None:
@@ -92,15 +104,18 @@ def main() -> None:
             cells.extend((sol, c) for c in configs)
     table: dict[str, dict[str, list[str]]] = {}
     seconds: list[float] = []
+    clashes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="chaos-power-") as tmp:
         for sol, cfg in cells:
             for seed in range(a.first_seed, a.first_seed + a.seeds):
-                verdict, took = run_one(a.lab, sol, configs[cfg], seed, Path(tmp))
+                verdict, took, clash = run_one(a.lab, sol, configs[cfg], seed, Path(tmp))
                 seconds.append(took)
+                clashes.extend(f"{sol} {cfg} seed {seed}: {c}" for c in clash)
                 table.setdefault(sol, {}).setdefault(cfg, []).append(verdict)
                 cmd = shlex.join(["chaos", "run", a.lab, "--solution", sol, *configs[cfg]])
                 print(f"{verdict:<8} {took:5.1f}s  {cmd} --seed {seed}", flush=True)
     print(f"\n{len(seconds)} runs, {sum(seconds) / max(1, len(seconds)):.1f} s a run on average")
+    print(f"checkers contradicting each other: {len(clashes)}", *clashes, sep="\n  ")
     print("\n| solution | configuration | invalid | unknown | valid |\n|---|---|---|---|---|")
     for sol, row in table.items():
         for cfg, verdicts in row.items():

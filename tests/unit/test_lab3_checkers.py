@@ -189,6 +189,7 @@ def test_a_commit_reported_twice_but_applied_once_is_a_narration_note_not_a_doub
     da = checkers.double_apply(r)
     assert da.verdict is Verdict.VALID, da.summary
     assert "the service reported 2 commit(s) of task t2; etcd shows 1 apply(ies)" in da.summary
+    assert "it must answer 'duplicate'" in da.summary  # the contract it broke, by name
     assert checkers.counter_checker(r).verdict is Verdict.VALID  # no checker contradicts another
 
 

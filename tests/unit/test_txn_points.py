@@ -320,3 +320,27 @@ def test_a_double_kill_probe_runs_one_unit_of_work_and_the_others_the_whole_set(
     assert single.point == "relay-crash-before-publish"
     assert single.apply(base, 5, dict(Lab3.one_task)).nemesis == ("relay-crash-before-publish",)
     assert single.apply(base, 5, dict(Lab3.one_task)).options == {}
+
+
+def test_no_checker_contradicts_another_on_the_shipped_histories_and_a_planted_pair_is_named() -> (
+    None
+):
+    from chaos.checkers.verdict import CheckResult
+
+    history = ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"}))
+    both = record(apply("t1", 2), apply("t1", 4), apply("t2", 7), apply("t3", 12))
+    for r in (
+        run(history, [], final_state(10, ALL_DONE)),
+        run(history, [], final_state(12, ALL_DONE, both)),
+        run(_retried_creates(), [], final_state(10, ALL_DONE)),
+    ):
+        assert checkers.contradictions(checkers.check_all(r)) == []
+    results = checkers.check_all(run(history, [], final_state(12, ALL_DONE, both)))
+    planted = [
+        CheckResult(checker="counter", verdict=Verdict.VALID, summary="counter 12 = ...")
+        if c.checker == "counter"
+        else c
+        for c in results
+    ]
+    (said,) = checkers.contradictions(planted)
+    assert "double-apply found an amount applied twice, yet the counter matches" in said

@@ -316,10 +316,19 @@ def _narration_mismatch(story: record.Applies, commits: dict[str, list[Event]]) 
     for task_id in sorted(set(by_task_reported) | set(story.by_task)):
         said, seen = by_task_reported.get(task_id, 0), len(story.by_task.get(task_id, []))
         if said != seen:
+            # more "committed" answers than applies is the solution's contract broken (a delivery
+            # that applied nothing must answer "duplicate"), not an effect applied twice
+            contract = (
+                " (complete answered 'committed' for a delivery that applied nothing: it must "
+                "answer 'duplicate')"
+                if said > seen
+                else ""
+            )
             out.append(
                 f"the service reported {said} commit(s) of task {task_id}; etcd shows {seen} "
                 f"apply(ies)"
                 + (f" at revision(s) {', '.join(map(str, story.by_task[task_id]))}" if seen else "")
+                + contract
             )
     return out
 
@@ -591,6 +600,31 @@ def scenario_fired(run: StoredRun) -> CheckResult:
         summary="; ".join(f"{e['point']} fired at {e['fired_at']} s: {e['how']}" for e in evidence),
         stats={"points": points},
     )
+
+
+def contradictions(results: list[CheckResult]) -> list[str]:
+    """Pairs of lab3 verdicts on one run that cannot both be true, in words (none expected).
+
+    The checkers read the same record from different sides; where one says an amount reached the
+    counter twice and another that the counter matches the accepted amounts, one of them is wrong
+    — unless a lost task made up for it, which lost-tasks then says."""
+    by = {r.checker: r for r in results}
+    out: list[str] = []
+    da, counter, lost = by.get("double-apply"), by.get("counter"), by.get("lost-tasks")
+    if da and counter and lost:
+        twice = da.verdict is Verdict.INVALID and any("revisions" in a for a in da.anomalies)
+        if twice and counter.verdict is Verdict.VALID and lost.verdict is Verdict.VALID:
+            out.append("double-apply found an amount applied twice, yet the counter matches and "
+                       "no task was lost")  # fmt: skip
+    if (
+        counter
+        and lost
+        and counter.verdict is Verdict.INVALID
+        and lost.verdict is Verdict.VALID
+        and "never completed" in counter.summary
+    ):
+        out.append("counter blames tasks that never completed, yet lost-tasks found none")
+    return out
 
 
 def check_all(run: StoredRun) -> list[CheckResult]:
