@@ -9,7 +9,14 @@ from chaos.cluster import backends
 from chaos.cluster.base import Freezable, Reapable
 from chaos.cluster.docker.reap import HANDLED_OPS
 from chaos.cluster.fake import FakeBackend, FakeCluster
-from chaos.core.capabilities import FaultPoints, HoldPoints, PauseTarget, RoleResolver, Scenarios
+from chaos.core.capabilities import (
+    FaultPoints,
+    HoldPoints,
+    PauseTarget,
+    RoleResolver,
+    Scenarios,
+    TxnPoints,
+)
 from chaos.nemesis import table
 from chaos.nemesis.registry import parse_nemesis
 from chaos.nemesis.trigger import TriggerError, parse_trigger
@@ -31,10 +38,17 @@ def test_nemesis_names_and_trigger_faults_come_from_the_table() -> None:
 def test_workloads_declare_their_capabilities() -> None:
     lab3, lab1 = registry.get("lab3"), registry.get("lab1")
     assert isinstance(lab3, FaultPoints) and isinstance(lab3, Scenarios)
-    assert list(lab3.scenarios) == list(lab3.fault_points)
+    # the seed's three scenarios are fault points; the other points are faults to aim
+    assert list(lab3.scenarios) == list(lab3.fault_points)[:3]
+    assert set(lab3.fault_points) - set(lab3.scenarios) == {
+        "lost-create-response",
+        "txn-error-complete",
+        "txn-error-create",
+    }
     assert not isinstance(lab1, FaultPoints) and not isinstance(lab1, Scenarios)
     for wl in (lab3, lab1):
         assert isinstance(wl, HoldPoints) and isinstance(wl, PauseTarget)
+        assert isinstance(wl, TxnPoints)
     for name in registry.names():
         assert isinstance(registry.get(name), RoleResolver), name
     with pytest.raises(ValueError, match="unknown workload 'lab2'; known: etcd-register"):
