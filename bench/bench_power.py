@@ -40,7 +40,7 @@ MATRIX: dict[str, dict[str, list[str]]] = {
             "-o",
             "set_size=1",
             "--trigger",
-            "kill worker before txn 1 of complete 2 times",
+            "kill worker before txn 1 of complete for 0.2s 2 times",
         ],
     },
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Protocol, runtime_checkable
 
 from chaos.core.context import RunContext
@@ -49,6 +50,17 @@ class Nemesis(Protocol):
     name: str
 
     def run(self, ctx: RunContext) -> None: ...
+
+
+@runtime_checkable
+class ArmsFirst(Protocol):
+    """A nemesis that arms a point of the system when it starts (a fault point, a trigger's hold).
+
+    ``armed`` is set once the first arming is written (or the nemesis gave up); the orchestrator
+    starts the workload's client only then, so that the very first operations (lab3's creates)
+    can reach the point instead of racing past it."""
+
+    armed: threading.Event
 
 
 @runtime_checkable

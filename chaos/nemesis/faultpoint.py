@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -32,8 +33,15 @@ class FaultPointNemesis:
         self.component = component
         self.crashes = crashes
         self.wait = wait
+        self.armed = threading.Event()  # ArmsFirst: the client starts once the point is armed
 
     def run(self, ctx: RunContext) -> None:
+        try:
+            self._run(ctx)
+        finally:
+            self.armed.set()  # never keep the client waiting on a nemesis that failed
+
+    def _run(self, ctx: RunContext) -> None:
         fired: dict[str, Any] = {}
         gen = secrets.token_hex(6)
 
@@ -46,6 +54,7 @@ class FaultPointNemesis:
             return {"point": self.point, **fired}
 
         fid = ctx.faults.start(self.point, apply, undo, intent={"point": self.point})
+        self.armed.set()
         ctx.progress(f"armed fault point {self.point}")
         ev = ctx.events.wait_for(
             # the service's event, confirmed by the claim it made with O_EXCL for this arming

@@ -22,6 +22,7 @@ import dataclasses
 import json
 import re
 import secrets
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -183,8 +184,15 @@ class TriggerNemesis:
         self.name = f"trigger:{trigger.phrase}"
         self.duration = trigger.duration if trigger.duration is not None else default_duration
         self.wait = wait
+        self.armed = threading.Event()  # ArmsFirst: the client starts once the hold is armed
 
     def run(self, ctx: RunContext) -> None:
+        try:
+            self._run(ctx)
+        finally:
+            self.armed.set()  # never keep the client waiting on a trigger that failed
+
+    def _run(self, ctx: RunContext) -> None:
         fired = 0
         while not ctx.stop.is_set() and (self.trigger.times is None or fired < self.trigger.times):
             if not self._once(ctx, fired):
@@ -201,6 +209,7 @@ class TriggerNemesis:
         ctx.write_control(
             name, json.dumps({"armed_at": ctx.now(), "timeout": hold_timeout, "gen": gen})
         )
+        self.armed.set()
         ctx.progress(f"armed {name} for '{tr.phrase}'")
         ev, since = _wait_event(
             ctx,

@@ -40,7 +40,8 @@ from chaos.orchestrator.run import RunOutcome, run_test
 FAULTS: tuple[tuple[str, str], ...] = (
     ("kill", ""),
     ("pause", ""),
-    ("kill", " 2 times"),
+    # the first kill's restart comes at once, so the second can land in the redelivery
+    ("kill", " for 0.2s 2 times"),
     # a brief pause (BRIEF x AckWait): the others go on without a redelivery, so a read held
     # back from its transaction goes stale (a lost update)
     ("pause", " for {brief}s"),
@@ -49,7 +50,7 @@ BRIEF = 0.6
 # a double kill runs with one unit of work (the workload's ``one_task`` options: lab3 one task,
 # lab1 one night), so that the second kill lands in the retry of the work the first one
 # interrupted (its redelivery), not in another task's first attempt
-DOUBLE = " 2 times"
+DOUBLE = " for 0.2s 2 times"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -34,7 +34,7 @@ from chaos.core.supervisor import Supervisor
 from chaos.core.workload import Workload
 from chaos.histories.jsonl import HistoryRecorder
 from chaos.histories.store import load_run, new_run_dir, read_json, write_json
-from chaos.nemesis.base import Nemesis
+from chaos.nemesis.base import ArmsFirst, Nemesis
 from chaos.nemesis.registry import describe, make_nemeses, moves_clocks, refuse_unsupported
 from chaos.report import render
 from chaos.workloads import registry
@@ -42,6 +42,8 @@ from chaos.workloads import registry
 # seconds without a new event before the final reads (see the recovery wait)
 SETTLE = 0.5
 SETTLE_MAX = 3.0
+# how long the client waits for a nemesis that arms a point at its start (ArmsFirst)
+ARM_WAIT = 5.0
 
 
 # The uid the services of the code under test run as on the nodes (``nobody``): the live folder
@@ -260,6 +262,10 @@ def run_test(
                 ]
                 for t in threads:
                     t.start()
+                for n in nemeses:
+                    # a point armed at the start must be armed before the first operation
+                    if isinstance(n, ArmsFirst):
+                        n.armed.wait(ARM_WAIT)
                 wl.run_client(ctx)
                 deadline = time.monotonic() + spec.time_limit
                 if spec.rate is not None or spec.tasks is not None:

@@ -241,9 +241,9 @@ def test_explore_tries_every_traced_transaction_with_every_fault_then_the_points
     assert labels[:3] == [
         "kill api before txn 1 of create",
         "pause api before txn 1 of create",
-        "kill api before txn 1 of create 2 times",
+        "kill api before txn 1 of create for 0.2s 2 times",
     ]
-    assert "kill worker after txn 2 of complete 2 times" in labels
+    assert "kill worker after txn 2 of complete for 0.2s 2 times" in labels
     assert "pause worker before txn 1 of complete for 1.2s" in labels  # the brief pause
     assert not any("unknown" in lb for lb in labels)
     txn_probes = [p for p in probes if p.trigger]

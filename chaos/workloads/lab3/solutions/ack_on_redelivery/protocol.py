@@ -4,7 +4,8 @@ First deliveries are handled right (commit, then ACK). A redelivery — "we have
 must be nearly done" — is ACKed first. A worker that dies between that ACK and its commit loses the
 task: the broker never delivers it again. It takes two faults in one task's life: one that makes a
 redelivery, and one between the redelivery's ACK and its commit —
-``-o set_size=1 --trigger "kill worker before txn 1 of complete 2 times"`` (one task, so that
+``-o set_size=1 --trigger "kill worker before txn 1 of complete for 0.2s 2 times"``
+(one task, and the first kill restarts the worker at once, so that
 the second kill lands in its redelivery).
 """
 
