@@ -44,6 +44,12 @@ CASES: list[tuple[str, list[str], str, str]] = [
         "answered 'duplicate'",
     ),
     (
+        "ack-on-redelivery",
+        ["-o", "set_size=1", "--trigger", "kill worker before txn 1 of complete for 0.2s 2 times"],
+        "lost-tasks",
+        "was ACKed by",
+    ),
+    (
         "lost-update",
         ["--trigger", "pause worker before txn 1 of complete for 0.6s"],
         "counter",
@@ -66,10 +72,11 @@ def _results(run: Path) -> dict[str, dict[str, Any]]:
 def _applied(run: Path, args: list[str]) -> bool:
     """The orchestrator's own record: the trigger fired, or the fault point was claimed."""
     ops = [o for o in read_jsonl(run / "history.jsonl") if o.get("process") == "nemesis"]
-    if args[0] == "--trigger":
-        return any((o.get("trigger") or {}).get("phrase") == args[1] for o in ops)
+    if "--trigger" in args:
+        phrase = args[args.index("--trigger") + 1]
+        return any((o.get("trigger") or {}).get("phrase") == phrase for o in ops)
     return any(
-        o.get("f") == f"heal-{args[1]}"
+        o.get("f") == f"heal-{args[args.index('--nemesis') + 1]}"
         and isinstance(o.get("value"), dict)
         and o["value"].get("fired_at") is not None
         for o in ops
@@ -95,6 +102,8 @@ def test_each_bug_is_caught_where_it_lives_and_the_reference_is_not(tmp_path: Pa
         assert _applied(run, args), f"reference: the fault was never applied\n{out}"
         assert code == 0, f"reference {args}: exit {code}\n{out}"
     # the reference's retried create was answered with the first event id, by etcd's record
-    _, lost_answer_run, _ = outcomes[len(CASES) + 1]
+    _, lost_answer_run, _ = outcomes[
+        len(CASES) + [c[0] for c in CASES].index("non-idempotent-create")
+    ]
     idem = _results(lost_answer_run)["idempotent-create"]
     assert idem["verdict"] == "valid" and idem["stats"]["retried_creates"] == 1, idem
