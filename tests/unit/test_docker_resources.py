@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import docker.errors
+import pytest
+import requests
 
-from chaos.cluster.docker.resources import list_containers
+from chaos.cluster.docker.resources import list_containers, remove_run
 
 
 class _Api:
@@ -28,3 +30,34 @@ class _Client:
 
 def test_a_container_removed_while_listing_is_skipped_not_raised() -> None:
     assert list_containers(_Client(), {"label": ["chaos.project=chaos"]}) == ["container here"]
+
+
+class _Doomed:
+    def __init__(self, name: str, explanation: str) -> None:
+        self.name, self.status, self._explanation = name, "running", explanation
+
+    def remove(self, **kw: Any) -> None:
+        response = requests.Response()
+        response.status_code = 409
+        raise docker.errors.APIError("409", response=response, explanation=self._explanation)
+
+
+def test_a_container_another_process_is_removing_is_skipped_and_other_conflicts_raise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    busy = _Doomed("chaos-r-n1", "removal of container x is already in progress")
+    monkeypatch.setattr(
+        "chaos.cluster.docker.resources.list_containers", lambda client, flt: [busy]
+    )
+
+    class Networks:
+        def list(self, **kw: Any) -> list[Any]:
+            return []
+
+    class Client:
+        networks = Networks()
+
+    assert remove_run(Client(), "r") == []  # type: ignore[arg-type]
+    busy._explanation = "something else is wrong"
+    with pytest.raises(docker.errors.APIError):
+        remove_run(Client(), "r")  # type: ignore[arg-type]

@@ -98,6 +98,10 @@ def remove_run(client: docker.DockerClient, run_id: str | None) -> list[str]:
             removed.append(f"container {c.name}")
         except docker.errors.NotFound:
             pass
+        except docker.errors.APIError as e:
+            # another process (the run's own teardown, a second cleanup) is removing it already
+            if not _in_progress(e):
+                raise
     for n in client.networks.list(filters={"label": flt}):
         try:
             n.remove()
@@ -105,3 +109,7 @@ def remove_run(client: docker.DockerClient, run_id: str | None) -> list[str]:
         except docker.errors.NotFound:
             pass
     return removed
+
+
+def _in_progress(e: docker.errors.APIError) -> bool:
+    return e.status_code == 409 and "already in progress" in str(e.explanation or e)
