@@ -75,9 +75,7 @@ class FreezeFault(TargetedFault):
                 state = _wait_freezer(cluster, n, "THAWED")
                 if state not in ("THAWED", None):
                     raise RuntimeError(f"{n}: the freezer reports {state} after thaw")
-                out.append(
-                    {"node": n, "process": None, "freezer": state, "resumed_at": resumed_at}
-                )
+                out.append({"node": n, "process": None, "freezer": state, "resumed_at": resumed_at})
             return out
 
         return ctx.faults.start(

@@ -79,11 +79,18 @@ def _pause_heal(resumed_at: float | None) -> list[Op]:
     return [
         _nem(0, 1.0, "info", "pause", {"node": "n1"}, fault="pause", phase="start", fault_id=1),
         _nem(
-            1, 1.1, "info", "pause", {"node": "n1", "pid": 7}, fault="pause", phase="start",
+            1,
+            1.1,
+            "info",
+            "pause",
+            {"node": "n1", "pid": 7},
+            fault="pause",
+            phase="start",
             fault_id=1,
-        ),  # fmt: skip
-        _nem(2, 7.80, "info", "heal-pause", [{"node": "n1"}], fault="pause", phase="heal",
-             fault_id=1),  # fmt: skip
+        ),
+        _nem(
+            2, 7.80, "info", "heal-pause", [{"node": "n1"}], fault="pause", phase="heal", fault_id=1
+        ),
         _nem(3, 7.814, "info", "heal-pause", done, fault="pause", phase="heal", fault_id=1),
     ]
 

@@ -311,7 +311,7 @@ def test_pause_without_takeover_is_unknown() -> None:
     history = pause_ops("n1", 1.05, 1.3)  # shorter than the lease: nobody takes over
     r = checkers.unsafe_lease(history, events, final)
     assert r.verdict is Verdict.UNKNOWN
-    assert "no other replica acquired it meanwhile" in r.summary
+    assert "no other replica acquired it while n1 acted on it" in r.summary
 
 
 def test_pause_of_a_replica_without_the_lock_is_unknown() -> None:
