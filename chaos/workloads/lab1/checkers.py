@@ -575,8 +575,8 @@ def stale_writes(
                 kind, before = "token-reused", same
             else:
                 s = (
-                    f"{who} came after {top[3]}: fencing token {token} after {top[1]}; a "
-                    "token must increase with every grant"
+                    f"a token went down: {who} came after {top[3]}: fencing token {token} "
+                    f"after {top[1]}; a token must increase with every grant"
                 )
                 kind, before = "token-decreased", top
             sentences.append(s)
@@ -925,8 +925,12 @@ def _timeline(
         f"{_t(stop.start)}"
         + (f"; its lease expired at {_t(expires)}" if expires is not None else "")
     )
+    # told in order of time: b's first write only when it came before a resumed
+    early_write = b_write is not None and b_write.time <= stop.end
     took_s = f"{b.node} acquired it (token {b.token}) at {_t(b.acquired)}" + (
-        f" and wrote {b_write.data.get('order')} at {_t(b_write.time)}" if b_write else ""
+        f" and wrote {b_write.data.get('order')} at {_t(b_write.time)}"
+        if b_write is not None and early_write
+        else ""
     )
     resumed_s = f"{a.node} resumed at {_t(stop.end)}"
     if b.acquired > stop.end:
@@ -1083,6 +1087,7 @@ def _wall_offset(events: Sequence[Event]) -> float | None:
         if e.kind == "lock-acquired"
         and _float(e.data.get("until")) is not None
         and _float(e.data.get("ttl")) is not None
+        and _float(e.data.get("locked_at")) is not None
     )
     return diffs[len(diffs) // 2] if diffs else None
 
@@ -1177,7 +1182,8 @@ def lease_exclusivity(
             if other is None:
                 continue
             s = (
-                f"{g.node} renewed its lease (token {g.token}) at {_t(r.time)} although "
+                f"a renewal after losing the lock: {g.node} renewed its lease (token {g.token}) "
+                f"at {_t(r.time)} although "
                 f"{other.node} had acquired the lock (token {other.token}) at "
                 f"{_t(other.acquired)}: the renewal did not check that {g.node} still held it, "
                 f"and {g.node} went on acting as the holder"
