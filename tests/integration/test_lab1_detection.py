@@ -20,8 +20,14 @@ pytestmark = pytest.mark.integration
 
 # the configuration that makes each bug fire (docs/labs/lab1.md, "What each configuration catches")
 CONFIGS: dict[str, tuple[str, ...]] = {
-    # stop a replica between acquire's read of the lock and its write
-    "acquire-without-cas": ("--trigger", "pause orders before acquire-commit for 1s"),
+    # stop the first replica to acquire between its read of the lock and its write, long enough
+    # for the others (started up to a second later on a loaded machine) to take the lock
+    "acquire-without-cas": (
+        "--trigger",
+        "pause orders before acquire-commit for 2s",
+        "-o",
+        "nights=6",
+    ),
     # resume the paused holder just after its lease expired, as the next replica takes over
     "off-by-one-night": (
         "--trigger",

@@ -5,7 +5,7 @@ write is unconditional: ``INSERT``/``UPDATE shedlock ... WHERE name = :name`` wi
 lock_until <= :now``. Two replicas that both read the expired record both write it, and both
 believe they hold the lock — with the same token, since each computed it from the record it read.
 A replica stopped between its read and its write (``--trigger "pause orders before
-acquire-commit for 1s"``) overwrites whoever took the lock meanwhile. ``lease-exclusivity`` names
+acquire-commit for 2s" -o nights=6``) overwrites whoever took the lock meanwhile. ``lease-exclusivity`` names
 the two grants whose leases overlap; ``stale-writes`` the token granted twice.
 """
 
