@@ -288,16 +288,16 @@ def lock_grants(
             )
             continue
         ident = me
-        node, token, locked_at = str(v.get("locked_by")), _int(v.get("token")), v.get("locked_at")
+        node, token = str(v.get("locked_by")), _int(v.get("token"))
+        locked_at = _float(v.get("locked_at"))
         ev = next(
             (
                 e
                 for e in acquired
                 if e.node == node
                 and _int(e.data.get("token")) == token
-                and _float(e.data.get("locked_at")) is not None
-                and _float(locked_at) is not None
-                and abs(float(e.data["locked_at"]) - float(locked_at)) < 1e-6
+                and locked_at is not None
+                and abs((_float(e.data.get("locked_at")) or float("inf")) - locked_at) < 1e-6
             ),
             None,
         )
@@ -307,7 +307,7 @@ def lock_grants(
                 last_rev=int(v["rev"]),
                 node=node,
                 token=token,
-                locked_at=_float(locked_at),
+                locked_at=locked_at,
                 until=_float(v.get("lock_until")),
                 time=ev.time if ev is not None else None,
             )
@@ -1197,14 +1197,14 @@ def lease_exclusivity(
                     "summary": s,
                 }
             )
-    stats = {
-        "grants": len(lock) if lock is not None else None,
+    stats: dict[str, Any] = {
+        "grants": len(lock),
         "renewals": renewals,
         "overlaps": sum(1 for x in anomalies if x["kind"] == "leases-overlap"),
+        "from": source,
     }
     if anomalies:
         return _invalid(name, sentences, anomalies, stats)
-    stats["from"] = source
     tail = f"; {renewals} renewal(s), each by the holder" if renewals else ""
     return CheckResult(
         checker=name,
