@@ -107,6 +107,9 @@ def test_off_by_one_night_applies_the_night_twice_the_resumed_holder_first(store
     assert [a["rev"] for a in apps] == sorted(a["rev"] for a in apps)
     assert apps[0]["node"] == paused and apps[1]["token"] > apps[0]["token"]
     assert f"after {paused} was paused" in nda["summary"]
+    # the pause ends at the SIGCONT, recorded right before it was sent
+    heal = [o for o in run.history if o.extra.get("phase") == "heal" and isinstance(o.value, dict)]
+    assert heal and heal[-1].value["resumed_at"] <= heal[-1].time
     ul = res["unsafe-lease"]
     assert ul["verdict"] == "invalid" and "the change was applied twice" in ul["summary"]
     assert "no other replica acquired it" not in ul["summary"]
