@@ -214,8 +214,9 @@ def _options(items: tuple[str, ...]) -> dict[str, str]:
     "--solution",
     default="reference",
     show_default=True,
-    help="A built-in solution (reference, starter, check-then-act, ack-before-commit) "
-    "or a path to a folder with protocol.py.",
+    help="A built-in solution (lab3: reference, starter, check-then-act, ack-before-commit; "
+    "lab1: reference, starter, no-fencing, check-lease-before-write, acquire-without-cas, "
+    "off-by-one-night, token-reuse, renew-without-check) or a path to a folder with protocol.py.",
 )
 @click.option(
     "--seed", type=int, default=None, help="Fixes every random choice; printed if omitted."

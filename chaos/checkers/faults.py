@@ -9,7 +9,12 @@ both tell the same story. The rules (docs/history-format.md, *Nemesis ops*):
   Producers write the request as ``invoke`` (Jepsen) or already as ``info`` (chaos's ledger);
   adjacency pairs both.
 * The interval runs from the start's completion (the fault is in effect) to the heal's completion
-  (it is certainly over); without a completion, the request's time stands in.
+  (it is certainly over); without a completion, the request's time stands in. A heal whose
+  completion records ``resumed_at`` (run seconds, taken right before the SIGCONT or the thaw; per
+  target) ends the interval there instead: the process could run again from that instant, and the
+  completion is recorded only after the nemesis checked its state — a resumed process may write in
+  between (issue 11: a write at 7.8136 s looked as if it happened during a pause "healed" at
+  7.814 s). Histories without it keep the completion's time.
 * A heal that names no ``fault_id`` is a heal-all: it ends every fault still in effect. That is
   what Jepsen's nemeses mean by ``:stop`` / ``:heal``, the histories that carry no fault ids. (The
   checkers used to ignore such a heal, which left a healed fault "never healed" and made a lab1
@@ -204,6 +209,26 @@ def _interval(req: NemesisOp, comp: NemesisOp | None, end: float | None) -> Faul
     )
 
 
+def _resumed_at(op: NemesisOp) -> float | None:
+    """The earliest ``resumed_at`` a heal's completion records (its value, or its targets')."""
+    value = op.value
+    found = [
+        float(t["resumed_at"])
+        for t in _targets(value)
+        if isinstance(t.get("resumed_at"), int | float) and not isinstance(t["resumed_at"], bool)
+    ]
+    return min(found) if found else None
+
+
+def _heal_end(req: NemesisOp, done: NemesisOp) -> float:
+    """When a heal took effect: its ``resumed_at`` if recorded (never before its request, never
+    after its completion), else the completion's time."""
+    resumed = _resumed_at(done)
+    if resumed is None:
+        return done.time
+    return min(max(resumed, req.time), done.time)
+
+
 def fault_intervals(history: Iterable[NemesisOp]) -> list[FaultInterval]:
     """Every fault of the history, in order of start (rules in the module's docstring)."""
     starts: dict[str, tuple[NemesisOp, NemesisOp | None]] = {}
@@ -216,10 +241,11 @@ def fault_intervals(history: Iterable[NemesisOp]) -> list[FaultInterval]:
             starts[key or f"@{req.index}"] = (req, comp)
         elif key is not None:
             if key in starts:
-                out.append(_interval(*starts.pop(key), done.time))
+                out.append(_interval(*starts.pop(key), _heal_end(req, done)))
         else:
             # a heal-all: it ends every fault still in effect
-            out.extend(_interval(*starts.pop(k), done.time) for k in list(starts))
+            end = _heal_end(req, done)
+            out.extend(_interval(*starts.pop(k), end) for k in list(starts))
     out.extend(_interval(req, comp, None) for req, comp in starts.values())
     out.sort(key=lambda f: f.start)
     return out

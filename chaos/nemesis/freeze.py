@@ -70,11 +70,12 @@ class FreezeFault(TargetedFault):
         def undo() -> list[dict[str, Any]]:
             out = []
             for n in nodes:
+                resumed_at = round(ctx.now(), 6)  # right before the thaw (see pause)
                 cluster.thaw(n)
                 state = _wait_freezer(cluster, n, "THAWED")
                 if state not in ("THAWED", None):
                     raise RuntimeError(f"{n}: the freezer reports {state} after thaw")
-                out.append({"node": n, "process": None, "freezer": state})
+                out.append({"node": n, "process": None, "freezer": state, "resumed_at": resumed_at})
             return out
 
         return ctx.faults.start(

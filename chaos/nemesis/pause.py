@@ -77,13 +77,25 @@ class PauseFault(TargetedFault):
         def undo() -> list[dict[str, Any]]:
             out = []
             for t in procs:
+                # the instant the process may run again, taken right before the signal: the
+                # heal op is recorded only after the state check, and a resumed process can
+                # write in between (checkers end the pause here, chaos.checkers.faults)
+                resumed_at = round(ctx.now(), 6)
                 pid = ctx.cluster.signal(t.node, t.process or "", signal.SIGCONT)
                 if pid is None:
                     continue
                 state = _wait_state(ctx, t, lambda s: s != "T", 1.0)
                 if state == "T":
                     raise RuntimeError(f"{t.process} on {t.node} (pid {pid}) still stopped")
-                out.append({**t.to_json(), "pid": pid, "signal": "SIGCONT", "state": state})
+                out.append(
+                    {
+                        **t.to_json(),
+                        "pid": pid,
+                        "signal": "SIGCONT",
+                        "state": state,
+                        "resumed_at": resumed_at,
+                    }
+                )
             return out
 
         return ctx.faults.start(

@@ -70,3 +70,51 @@ def test_a_heal_by_id_ends_only_its_fault_and_an_unhealed_one_stays_open() -> No
     assert (pause.start, pause.end) == (1.0, 3.5)
     assert (kill.start, kill.end) == (2.0, None) and "never healed" in kill.describe()
     assert [(b.end, b.open) for b in fault_bands(h, end_time=9.0)] == [(3.5, False), (9.0, True)]
+
+
+def _pause_heal(resumed_at: float | None) -> list[Op]:
+    done: dict[str, Any] = {"node": "n1", "process": "orders", "pid": 7, "signal": "SIGCONT"}
+    if resumed_at is not None:
+        done["resumed_at"] = resumed_at
+    return [
+        _nem(0, 1.0, "info", "pause", {"node": "n1"}, fault="pause", phase="start", fault_id=1),
+        _nem(
+            1,
+            1.1,
+            "info",
+            "pause",
+            {"node": "n1", "pid": 7},
+            fault="pause",
+            phase="start",
+            fault_id=1,
+        ),
+        _nem(
+            2, 7.80, "info", "heal-pause", [{"node": "n1"}], fault="pause", phase="heal", fault_id=1
+        ),
+        _nem(3, 7.814, "info", "heal-pause", done, fault="pause", phase="heal", fault_id=1),
+    ]
+
+
+def test_a_pause_ends_when_the_process_was_resumed_not_when_the_heal_was_recorded() -> None:
+    # issue 11: the resumed holder wrote at 7.8136 s, before the heal's completion (7.814 s)
+    (pause,) = fault_intervals(_pause_heal(7.8101))
+    assert (pause.start, pause.end) == (1.1, 7.8101)
+    (stop,) = stops_of(_pause_heal(7.8101))
+    assert stop.end is not None and stop.end < 7.8136
+    # older histories (no resumed_at) keep the completion's time
+    (old,) = fault_intervals(_pause_heal(None))
+    assert old.end == 7.814
+    # a resumed_at outside the heal's request..completion is clamped into it
+    (odd,) = fault_intervals(_pause_heal(99.0))
+    assert odd.end == 7.814
+
+
+def test_a_thaw_with_several_targets_ends_at_the_earliest_resume() -> None:
+    h = _pause_heal(None)
+    h[3] = _nem(
+        3, 7.9, "info", "heal-freeze",
+        {"targets": [{"node": "n1", "resumed_at": 7.85}, {"node": "n2", "resumed_at": 7.82}]},
+        fault="pause", phase="heal", fault_id=1,
+    )  # fmt: skip
+    (f,) = fault_intervals(h)
+    assert f.end == 7.82

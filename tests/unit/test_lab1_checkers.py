@@ -4,6 +4,7 @@ named reason."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 from chaos.checkers.verdict import Verdict
@@ -311,7 +312,7 @@ def test_pause_without_takeover_is_unknown() -> None:
     history = pause_ops("n1", 1.05, 1.3)  # shorter than the lease: nobody takes over
     r = checkers.unsafe_lease(history, events, final)
     assert r.verdict is Verdict.UNKNOWN
-    assert "no other replica acquired it meanwhile" in r.summary
+    assert "no other replica acquired it while n1 acted on it" in r.summary
 
 
 def test_pause_of_a_replica_without_the_lock_is_unknown() -> None:
@@ -368,3 +369,230 @@ def test_a_balance_chaos_computes_wrong_is_invalid_whatever_the_log_says() -> No
     assert f"{extra} more than the 2 nights' changes: a change was applied twice" in r.summary
     _, _, ok = calm_run()
     assert checkers.every_night(history, events, ok).verdict is Verdict.VALID
+
+
+# ---------------------------------------------------------------- issue 11: the true cause
+
+
+def lock_version(rev: int, node: str, token: int, locked_at: float, until: float) -> dict[str, Any]:
+    return {
+        "name": "reconciliation",
+        "locked_by": node,
+        "token": token,
+        "locked_at": locked_at,
+        "lock_until": until,
+        "rev": rev,
+    }
+
+
+def calm_lock_history() -> list[dict[str, Any]]:
+    # n1 takes token 1 at 100.0 (lease to 103.0) and releases it at 100.3; n2 takes token 2 at
+    # 100.5 and releases at 100.8
+    return [
+        lock_version(3, "n1", 1, 100.0, 103.0),
+        lock_version(9, "n1", 1, 100.0, 100.3),
+        lock_version(10, "n2", 2, 100.5, 103.5),
+        lock_version(16, "n2", 2, 100.5, 100.8),
+    ]
+
+
+def test_lease_exclusivity_is_valid_when_each_grant_begins_after_the_last_lease() -> None:
+    history, events, final = calm_run()
+    final["lock_history"] = calm_lock_history()
+    r = checkers.lease_exclusivity(history, events, final)
+    assert r.verdict is Verdict.VALID
+    assert "each of 2 grants began after every earlier lease's lock_until" in r.summary
+    assert "by the lock record's own times" in r.summary
+
+
+def test_lease_exclusivity_names_both_grants_of_an_acquire_without_compare() -> None:
+    # n2 read the expired record before n1's grant of token 2, was stopped, and then wrote its
+    # own grant unconditionally over n1's live lease, with the token it computed (2 again)
+    history, events, final = calm_run()
+    final["lock_history"] = [
+        *calm_lock_history()[:3],
+        lock_version(12, "n3", 2, 100.4, 103.4),
+    ]
+    r = checkers.lease_exclusivity(history, events, final)
+    assert r.verdict is Verdict.INVALID
+    assert r.summary.startswith(
+        "Two grants held the lock at once: n3's grant of token 2 (rev 12) was locked at "
+        "100.400 on the record's clock, 3.10 s before the lease of n2's grant of token 2 "
+        "(rev 10) ended (103.500 on the record's clock), by the lock record's own times"
+    )
+    (a,) = r.anomalies
+    assert [(g["node"], g["rev"]) for g in a["grants"]] == [("n2", 10), ("n3", 12)]
+    # and stale-writes names the token granted twice, in the record's order
+    s = checkers.stale_writes(history, events, final)
+    assert s.verdict is Verdict.INVALID
+    assert "two grants got fencing token 2: n2's grant of token 2 (rev 10" in s.summary.lower()
+
+
+def test_lease_exclusivity_without_the_record_history_uses_the_reported_grants() -> None:
+    history, _, final = calm_run()
+    events = [
+        ev(1.0, "n1", "lock-acquired", token=1, night=1, ttl=3.0, until=103.0, locked_at=100.0),
+        ev(1.2, "n2", "lock-acquired", token=2, night=2, ttl=3.0, until=103.2, locked_at=100.2),
+    ]
+    r = checkers.lease_exclusivity(history, events, final)
+    assert r.verdict is Verdict.INVALID and "by the times the grants reported" in r.summary
+    assert "≈1.20 s" in r.summary  # placed in the run through the grants' until - ttl
+    released = ev(1.1, "n1", "lock-released", token=1, night=1, until=100.15)
+    ok = [events[0], released, events[1]]
+    assert checkers.lease_exclusivity(history, ok, final).verdict is Verdict.VALID
+
+
+def test_a_renewal_after_another_replica_took_the_lock_is_invalid() -> None:
+    history, events, final = paused_run(fenced=True)
+    renewed = ev(4.02, "n1", "lock-renewed", token=1, night=1)
+    r = checkers.lease_exclusivity(history, sorted([*events, renewed], key=lambda e: e.time), final)
+    assert r.verdict is Verdict.INVALID
+    assert r.summary.startswith(
+        "A renewal after losing the lock: n1 renewed its lease (token 1) at 4.02 s although n2 "
+        "had acquired the lock (token 2) at 2.50 s"
+    )
+    # the holder's own renewal, before anyone else acquired: fine
+    own = ev(1.05, "n1", "lock-renewed", token=1, night=1)
+    r = checkers.lease_exclusivity(history, sorted([*events, own], key=lambda e: e.time), final)
+    assert r.verdict is Verdict.VALID and "1 renewal(s), each by the holder" in r.summary
+
+
+def test_a_token_granted_again_to_the_same_replica_is_invalid() -> None:
+    # issue 11: one replica took every later night and kept its token; the old rule looked only
+    # at grants of different replicas
+    events = job("n1", 1, 1, 1.0, ["o1", "o2"]) + job("n1", 1, 2, 2.0, ["o1", "o2"])
+    final = final_of(
+        [("o1", 1, 1, "n1"), ("o2", 1, 1, "n1"), ("o1", 2, 1, "n1"), ("o2", 2, 1, "n1")], [1, 2], 2
+    )
+    r = checkers.stale_writes([], events, final)
+    assert r.verdict is Verdict.INVALID
+    assert r.summary.startswith(
+        "Two grants got fencing token 1: n1 at 1.00 s and n1 at 2.00 s; a token must increase "
+        "with every grant, also a re-grant to the same replica"
+    )
+    # in the lock record's order, when the record's history was read
+    final["lock_history"] = [
+        lock_version(3, "n1", 1, 100.0, 103.0),
+        lock_version(9, "n1", 1, 100.0, 100.3),
+        lock_version(10, "n1", 1, 100.5, 103.5),
+    ]
+    r = checkers.stale_writes([], events, final)
+    assert r.verdict is Verdict.INVALID and r.stats["grants_from"] == "lock record"
+    assert "(rev 3" in r.summary and "(rev 10" in r.summary
+
+
+def test_a_token_lower_than_an_earlier_grant_is_invalid() -> None:
+    _, events, final = calm_run()
+    history = calm_lock_history()
+    history[2]["token"] = history[3]["token"] = 3
+    final["lock_history"] = [*history, lock_version(20, "n3", 2, 101.0, 104.0)]
+    r = checkers.stale_writes([], events, final)
+    assert r.verdict is Verdict.INVALID and r.anomalies[0]["kind"] == "token-decreased"
+    assert r.summary.startswith(
+        "A token went down: n3's grant of token 2 (rev 20) came after n2's grant of token 3"
+    )
+    final["lock_history"] = calm_lock_history()
+    assert checkers.stale_writes([], events, final).verdict is Verdict.VALID
+
+
+def off_by_one_run() -> tuple[list[Op], list[Event], dict[str, Any]]:
+    """issue 11's off-by-one night guard: n1 (token 1) is paused 1.1 to 2.4 s; its lease ends at
+    2.2 s; n2 takes the lock (token 2) at 2.5 s, after n1 resumed; n1 writes o1 at 2.45 s, first
+    in the store, then n2 applies o1 of night 1 again (the guard let the same night run)."""
+    history = pause_ops("n1", 1.1, 2.4)
+    events = [
+        ev(1.0, "n1", "lock-acquired", token=1, night=1, ttl=1.2, until=101.2, locked_at=100.0),
+        ev(1.01, "n1", "job-start", token=1, night=1, orders=["o1"]),
+        ev(2.45, "n1", "write", order="o1", night=1, token=1, outcome="applied"),
+        ev(2.5, "n2", "lock-acquired", token=2, night=1, ttl=1.2, until=102.7, locked_at=101.5),
+        ev(2.51, "n2", "job-start", token=2, night=1, orders=["o1"]),
+        ev(2.55, "n1", "job-end", token=1, night=1, outcome="done"),
+        ev(2.6, "n2", "write", order="o1", night=1, token=2, outcome="applied"),
+        ev(2.7, "n2", "job-end", token=2, night=1, outcome="done"),
+    ]
+    final = final_of([("o1", 1, 1, "n1"), ("o1", 1, 2, "n2")], [1], 1, orders=("o1",))
+    final["lock_history"] = [
+        lock_version(3, "n1", 1, 100.0, 101.2),
+        lock_version(11, "n2", 2, 101.5, 102.7),
+    ]
+    return history, events, final
+
+
+def test_unsafe_lease_tells_a_takeover_after_the_resume_in_the_stores_order() -> None:
+    history, events, final = off_by_one_run()
+    r = checkers.unsafe_lease(history, events, final)
+    assert r.verdict is Verdict.INVALID
+    assert "no other replica acquired it" not in r.summary
+    # in order of time: n1 resumed before n2 took over; n1's write came first in the store
+    assert r.summary == (
+        "Unsafe lease: n1 acquired the lock (token 1) at 1.00 s and was stopped at 1.10 s; its "
+        "lease expired at 2.20 s; n1 resumed at 2.40 s, its lease already expired; n2 acquired "
+        "it (token 2) at 2.50 s; its write of o1 of night 1 with token 1 at 2.45 s was APPLIED "
+        "first, and n2 applied it again with token 2 at 2.60 s: the change was applied twice."
+    )
+
+
+def test_stale_writes_does_not_claim_nobody_wrote_after_losing_the_lease() -> None:
+    history, events, final = off_by_one_run()
+    final["lock_history"] = [
+        lock_version(3, "n1", 1, 100.0, 101.2),
+        lock_version(9, "n2", 2, 101.5, 102.7),  # n2's grant before n1's write (rev 10)
+    ]
+    r = checkers.stale_writes(history, events, final)
+    assert r.verdict is Verdict.VALID
+    assert "no replica wrote after losing its lease" not in r.summary
+    assert (
+        "n1 wrote o1 of night 1 with token 1 at 2.45 s after losing the lock to n2 (token 2)"
+        in r.summary
+    )
+    d = checkers.no_double_apply(history, events, final)
+    assert "and had lost the lock to n2 (token 2)" in d.summary
+
+
+def test_no_double_apply_names_the_pause_that_ended_at_the_sigcont() -> None:
+    # issue 11: the write at 7.8136 s came after the SIGCONT (7.8101 s) but before the heal's
+    # completion (7.814 s)
+    history = pause_ops("n1", 1.1, 7.814)
+    history[-2] = dataclasses.replace(history[-2], time=7.80)  # the heal's request
+    heal = history[-1]
+    history[-1] = Op(
+        index=heal.index,
+        time=heal.time,
+        process=heal.process,
+        type=heal.type,
+        f=heal.f,
+        value={**heal.value, "signal": "SIGCONT", "resumed_at": 7.8101},
+        extra=heal.extra,
+    )
+    events = [
+        ev(1.0, "n1", "lock-acquired", token=1, night=1, ttl=1.2, until=1e9),
+        *job("n2", 2, 1, 2.5, ["o1"]),
+        ev(7.8136, "n1", "write", order="o1", night=1, token=1, outcome="applied"),
+    ]
+    final = final_of([("o1", 1, 2, "n2"), ("o1", 1, 1, "n1")], [1], 1, orders=("o1",))
+    r = checkers.no_double_apply(history, sorted(events, key=lambda e: e.time), final)
+    assert "after n1 was paused (1.10 s to 7.81 s)" in r.summary
+    u = checkers.unsafe_lease(history, sorted(events, key=lambda e: e.time), final)
+    assert u.verdict is Verdict.INVALID and "survived" not in u.summary
+
+
+def test_a_stop_while_acquiring_is_not_a_paused_holder() -> None:
+    _, events, final = calm_run()
+    history = pause_ops("n3", 1.05, 1.3)
+    history = [
+        Op(
+            index=o.index,
+            time=o.time,
+            process=o.process,
+            type=o.type,
+            f=o.f,
+            value=o.value,
+            extra={**o.extra, "trigger": {"kind": "acquire-commit", "node": "n3"}}
+            if o.extra.get("phase") == "start"
+            else o.extra,
+        )
+        for o in history
+    ]
+    r = checkers.unsafe_lease(history, events, final)
+    assert r.verdict is Verdict.VALID
+    assert r.summary.startswith("n3 was stopped while acquiring the lock (1.05 s to 1.30 s)")

@@ -8,6 +8,13 @@
 - ``overlapping_holders``  two replicas inside the job body at once — evidence, always valid
 - ``unsafe_lease``         the unsafe-lease timeline (A acquires → A stopped → lease expires →
                            B acquires and writes → A resumes and writes), told step by step
+- ``lease_exclusivity``    no two grants' leases overlap by the lock record's own times
+                           (``locked_at`` / ``lock_until`` of every version of the record, in
+                           etcd's order of writes), and no holder renews after another took over
+- ``night_reruns``         a night's job run twice (lockAtLeastFor), early takeovers (clocks)
+
+Narratives follow the store's order of writes (etcd revisions: of the applied records, and of the
+lock record's versions), never the order of event times, which are stamped after the fact.
 
 The final state (see chaos.workloads.lab1.final_state) is the authority on what was applied: a write
 whose outcome the service never learnt (an etcd timeout) is still in it. Events give the times.
@@ -45,7 +52,8 @@ class Stop:
     node: str
     pid: int | None
     start: float
-    end: float | None  # None: never resumed
+    end: float | None  # None: never resumed (the instant it resumed: resumed_at, see faults)
+    trigger: str | None = None  # the hold point that fired it (``acquire-commit``, ...)
 
     def hits(self, node: str, pid: int | None) -> bool:
         return node == self.node and (self.pid is None or pid is None or pid == self.pid)
@@ -152,7 +160,8 @@ def _int(x: Any) -> int | None:
 
 
 def stops_of(history: Sequence[Op]) -> list[Stop]:
-    """Pause/freeze intervals: from the start's completion to the heal's completion."""
+    """Pause/freeze intervals: from the start's completion to the resume (the heal's
+    ``resumed_at`` when recorded, else its completion)."""
     out = []
     for f in fault_intervals(list(history)):
         if f.fault not in STOP_FAULTS:
@@ -167,6 +176,7 @@ def stops_of(history: Sequence[Op]) -> list[Stop]:
                         pid=_int(t.get("pid")),
                         start=f.start,
                         end=f.end,
+                        trigger=str(f.trigger.get("kind")) if f.trigger else None,
                     )
                 )
     return sorted(out, key=lambda s: s.start)
@@ -187,7 +197,15 @@ def grants_of(events: Sequence[Event]) -> list[Grant]:
             and e.time >= a.time
             and _int(e.data.get("token")) == token
             and e.kind
-            in ("lock-acquired", "job-start", "write", "job-end", "lock-released", "renewal-failed")
+            in (
+                "lock-acquired",
+                "job-start",
+                "write",
+                "job-end",
+                "lock-released",
+                "renewal-failed",
+                "lock-renewed",
+            )
         )
         ttl = a.data.get("ttl")
         out.append(
@@ -202,6 +220,115 @@ def grants_of(events: Sequence[Event]) -> list[Grant]:
             )
         )
     return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LockGrant:
+    """One grant as the lock record itself shows it: the version that took the lock (a new
+    ``locked_by`` / ``locked_at`` / ``token``) and the versions of the same grant after it
+    (release, renewal). Times are the record's own (the holder's clock, or the store's)."""
+
+    rev: int  # the etcd revision that wrote the grant
+    last_rev: int  # the last version of this grant before the next grant
+    node: str
+    token: int | None
+    locked_at: float | None
+    until: float | None  # lock_until as the grant's last version left it
+    time: float | None  # the run time of its lock-acquired event, when one matches
+
+    def name(self) -> str:
+        where = [f"rev {self.rev}"] if self.rev else []
+        if self.time is not None:
+            where.append(f"at {_t(self.time)}")
+        return f"{self.node}'s grant of token {self.token}" + (
+            f" ({', '.join(where)})" if where else ""
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rev": self.rev,
+            "last_rev": self.last_rev,
+            "node": self.node,
+            "token": self.token,
+            "locked_at": self.locked_at,
+            "lock_until": self.until,
+            "time": _r(self.time),
+        }
+
+
+def _float(x: Any) -> float | None:
+    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
+
+
+def lock_grants(
+    final: Mapping[str, Any] | None, events: Sequence[Event] = ()
+) -> list[LockGrant] | None:
+    """The grants of the lock record's history (``final["lock_history"]``), in etcd's order of
+    writes; None when the final state has no such history (runs stored before issue 11)."""
+    if not final or not isinstance(final.get("lock_history"), list):
+        return None
+    acquired = [e for e in events if e.kind == "lock-acquired"]
+    out: list[LockGrant] = []
+    ident: tuple[Any, ...] | None = None
+    for v in sorted(
+        (v for v in final["lock_history"] if isinstance(v, dict) and _int(v.get("rev"))),
+        key=lambda v: int(v["rev"]),
+    ):
+        me = (v.get("locked_by"), v.get("locked_at"), v.get("token"))
+        if ident is not None and me == ident and out:
+            g = out[-1]
+            out[-1] = LockGrant(
+                rev=g.rev,
+                last_rev=int(v["rev"]),
+                node=g.node,
+                token=g.token,
+                locked_at=g.locked_at,
+                until=_float(v.get("lock_until")),
+                time=g.time,
+            )
+            continue
+        ident = me
+        node, token = str(v.get("locked_by")), _int(v.get("token"))
+        locked_at = _float(v.get("locked_at"))
+        ev = next(
+            (
+                e
+                for e in acquired
+                if e.node == node
+                and _int(e.data.get("token")) == token
+                and locked_at is not None
+                and abs((_float(e.data.get("locked_at")) or float("inf")) - locked_at) < 1e-6
+            ),
+            None,
+        )
+        out.append(
+            LockGrant(
+                rev=int(v["rev"]),
+                last_rev=int(v["rev"]),
+                node=node,
+                token=token,
+                locked_at=locked_at,
+                until=_float(v.get("lock_until")),
+                time=ev.time if ev is not None else None,
+            )
+        )
+    return out
+
+
+def _lost_lock(
+    a: Application, lock: Sequence[LockGrant] | None
+) -> tuple[LockGrant, LockGrant] | None:
+    """When ``a`` was written after its writer's grant had been superseded in the lock record:
+    (the writer's grant, the grant that superseded it), by etcd revisions."""
+    if not lock or a.rev is None:
+        return None
+    rev = a.rev
+    mine = [g for g in lock if g.node == a.node and g.token == a.token and g.rev < rev]
+    if not mine:
+        return None
+    g = mine[-1]
+    later = next((x for x in lock if x.rev > g.rev and x.rev < rev), None)
+    return (g, later) if later is not None else None
 
 
 def _has_final(final: Mapping[str, Any] | None) -> bool:
@@ -274,11 +401,19 @@ def _paused_before(a: Application, grants: Sequence[Grant], stops: Sequence[Stop
     return None
 
 
-def _describe_app(a: Application, grants: Sequence[Grant], stops: Sequence[Stop]) -> str:
+def _describe_app(
+    a: Application,
+    grants: Sequence[Grant],
+    stops: Sequence[Stop],
+    lock: Sequence[LockGrant] | None = None,
+) -> str:
     s = f"by {a.node} with token {a.token} at {_t(a.time)}"
     p = _paused_before(a, grants, stops)
     if p is not None:
         s += f" after {a.node} was paused ({p.span()})"
+    lost = _lost_lock(a, lock)
+    if lost is not None:
+        s += f" and had lost the lock to {lost[1].node} (token {lost[1].token})"
     return s
 
 
@@ -316,6 +451,7 @@ def no_double_apply(
     name = "no-double-apply"
     apps = applications(events, final)
     grants, stops = grants_of(events), stops_of(history)
+    lock = lock_grants(final, events)
     by_key: dict[tuple[str, int], list[Application]] = defaultdict(list)
     for a in apps:
         by_key[(a.order, a.night)].append(a)
@@ -326,7 +462,8 @@ def no_double_apply(
             continue
         group = sorted(group, key=_store_order)
         times = {1: "once", 2: "twice", 3: "three times"}.get(len(group), f"{len(group)} times")
-        desc = ", and ".join(_describe_app(a, grants, stops) for a in group)
+        # in the store's order of writes (revisions), first application first
+        desc = ", and ".join(_describe_app(a, grants, stops, lock) for a in group)
         sentence = f"order {order} of night {night} was applied {times}: {desc}"
         sentences.append(sentence)
         anomaly: dict[str, Any] = {
@@ -414,38 +551,79 @@ def stale_writes(
                 )
             if newest is None or a.token >= newest.token:
                 newest = a
-    # two grants with one token: the store could not tell their writes apart
-    seen: dict[int, Grant] = {}
-    for g in grants_of(events):
-        other = seen.get(g.token)
-        if other is not None and (other.node, other.pid) != (g.node, g.pid):
-            s = (
-                f"two grants got fencing token {g.token}: {other.node} at "
-                f"{_t(other.acquired)} and {g.node} at {_t(g.acquired)}; tokens must only "
-                "increase"
-            )
+    # tokens must increase with every grant, in the order of grants (the lock record's order of
+    # writes when it was read; the events' otherwise) — a re-grant to the same process included
+    lock = lock_grants(final, events)
+    granted: list[tuple[str, int, float | None, str]] = []  # (node, token, time, name)
+    if lock:
+        granted = [(g.node, g.token, g.time, g.name()) for g in lock if g.token is not None]
+    else:
+        for g in sorted(grants_of(events), key=lambda g: g.acquired):
+            granted.append((g.node, g.token, g.acquired, f"{g.node} at {_t(g.acquired)}"))
+    top: tuple[str, int, float | None, str] | None = None
+    by_token: dict[int, tuple[str, int, float | None, str]] = {}
+    for grant in granted:
+        node, token, t, who = grant
+        if top is not None and token <= top[1]:
+            same = by_token.get(token)
+            if same is not None:
+                s = (
+                    f"two grants got fencing token {token}: {same[3]} and {who}; a token must "
+                    "increase with every grant"
+                    + (", also a re-grant to the same replica" if same[0] == node else "")
+                )
+                kind, before = "token-reused", same
+            else:
+                s = (
+                    f"a token went down: {who} came after {top[3]}: fencing token {token} "
+                    f"after {top[1]}; a token must increase with every grant"
+                )
+                kind, before = "token-decreased", top
             sentences.append(s)
             anomalies.append(
                 {
-                    "kind": "token-reused",
-                    "token": g.token,
-                    "grants": [other.to_json(), g.to_json()],
+                    "kind": kind,
+                    "token": token,
+                    "grants": [
+                        {"node": before[0], "token": before[1], "time": _r(before[2])},
+                        {"node": node, "token": token, "time": _r(t)},
+                    ],
                     "summary": s,
                 }
             )
-        seen.setdefault(g.token, g)
+        by_token.setdefault(token, grant)
+        if top is None or token > top[1]:
+            top = grant
     stats = {
         "rejected": len(rejected),
         "rejected_writes": rejected_json,
         "accepted_stale": sum(1 for a in anomalies if a["kind"] == "stale-write-accepted"),
+        "grants": len(granted),
+        "grants_from": "lock record" if lock else "events",
     }
     if anomalies:
         return _invalid(name, sentences, anomalies, stats)
+    late = _late_writes(events, final, lock)
+    stats["applied_after_losing_the_lock"] = len(late)
+    late_tail = ""
+    if late:
+        a, (_mine, newer) = late[0]
+        more = f" (and {len(late) - 1} more)" if len(late) > 1 else ""
+        late_tail = (
+            f"; {a.node} wrote {a.order} of night {a.night} with token {a.token} at "
+            f"{_t(a.time)} after losing the lock to {newer.node} (token {newer.token}){more}, "
+            "accepted because no newer token had written that order yet"
+        )
     if not rejected:
+        head = (
+            "No stale write was rejected"
+            if late
+            else "No stale write was attempted: no replica wrote after losing its lease"
+        )
         return CheckResult(
             checker=name,
             verdict=Verdict.VALID,
-            summary="No stale write was attempted: no replica wrote after losing its lease.",
+            summary=head + late_tail + ".",
             stats=stats,
         )
     listed = "; ".join(
@@ -459,9 +637,22 @@ def stale_writes(
         checker=name,
         verdict=Verdict.VALID,
         summary=f"{n} stale write{'s were' if n != 1 else ' was'} rejected by the fencing "
-        f"token: {listed}{more}.",
+        f"token: {listed}{more}{late_tail}.",
         stats=stats,
     )
+
+
+def _late_writes(
+    events: Sequence[Event], final: Mapping[str, Any] | None, lock: Sequence[LockGrant] | None
+) -> list[tuple[Application, tuple[LockGrant, LockGrant]]]:
+    """Applications the store accepted after their writer's grant was superseded in the lock
+    record (by revisions): fencing lets them through while no newer token wrote that order."""
+    out = []
+    for a in sorted(applications(events, final), key=_store_order):
+        lost = _lost_lock(a, lock)
+        if lost is not None:
+            out.append((a, lost))
+    return out
 
 
 def every_night(
@@ -664,7 +855,11 @@ def _timeline(
         + (f" for night {a.night}" if a.night is not None else "")
     )
     steps.append(f"{_t(stop.start)} — the nemesis stopped {a.node} ({stop.fault})")
+    # a takeover counts while a still acted on its grant: during the stop, or after it resumed
+    # with a lease that expired while it was stopped (it cannot know, and acts on)
     until = stop.end if stop.end is not None else float("inf")
+    if stop.end is not None and a.events and a.expires is not None and a.expires <= stop.end:
+        until = max(until, a.events[-1].time)
     b = next(
         (
             g
@@ -679,7 +874,7 @@ def _timeline(
         story["outcome"] = "no-takeover"
         story["summary"] = (
             f"{a.node} was stopped ({stop.span()}) while holding the lock "
-            f"(token {a.token}), but no other replica acquired it meanwhile"
+            f"(token {a.token}), but no other replica acquired it while {a.node} acted on it"
         )
         return story
     expires = a.expires
@@ -710,7 +905,11 @@ def _timeline(
             f"token {b.token} at {_t(b.acquired)}; {a.node} was never resumed"
         )
         return story
-    steps.append(f"{_t(stop.end)} — {a.node} resumed, still believing it held the lock")
+    resumed = f"{_t(stop.end)} — {a.node} resumed, still believing it held the lock"
+    if b.acquired > stop.end:
+        steps.insert(len(steps) - 1, resumed)  # it resumed before the takeover: tell it so
+    else:
+        steps.append(resumed)
     after = a.writes(stop.end)
     story["holder_writes_after_resume"] = [
         {
@@ -725,10 +924,19 @@ def _timeline(
         f"{a.node} acquired the lock (token {a.token}) at {_t(a.acquired)} and was stopped at "
         f"{_t(stop.start)}"
         + (f"; its lease expired at {_t(expires)}" if expires is not None else "")
-        + f"; {b.node} acquired it (token {b.token}) at {_t(b.acquired)}"
-        + (f" and wrote {b_write.data.get('order')} at {_t(b_write.time)}" if b_write else "")
-        + f"; {a.node} resumed at {_t(stop.end)}"
     )
+    # told in order of time: b's first write only when it came before a resumed
+    early_write = b_write is not None and b_write.time <= stop.end
+    took_s = f"{b.node} acquired it (token {b.token}) at {_t(b.acquired)}" + (
+        f" and wrote {b_write.data.get('order')} at {_t(b_write.time)}"
+        if b_write is not None and early_write
+        else ""
+    )
+    resumed_s = f"{a.node} resumed at {_t(stop.end)}"
+    if b.acquired > stop.end:
+        head += f"; {resumed_s}, its lease already expired; {took_s}"
+    else:
+        head += f"; {took_s}; {resumed_s}"
     damage = None
     for w in after:
         if w.data.get("outcome") != APPLIED:
@@ -747,13 +955,20 @@ def _timeline(
         ]
         if others:
             o = sorted(others, key=_store_order)[0]
-            damage = (
-                "applied-twice",
-                w,
-                f"its write of {order} of night {night} with token "
-                f"{a.token} at {_t(w.time)} was APPLIED although {o.node} had applied it "
-                f"with token {o.token} at {_t(o.time)}: the change was applied twice",
-            )
+            if mine is not None and _store_order(mine) < _store_order(o):
+                # the store's order of writes: the resumed holder got there first
+                text = (
+                    f"its write of {order} of night {night} with token {a.token} at "
+                    f"{_t(w.time)} was APPLIED first, and {o.node} applied it again with token "
+                    f"{o.token} at {_t(o.time)}: the change was applied twice"
+                )
+            else:
+                text = (
+                    f"its write of {order} of night {night} with token "
+                    f"{a.token} at {_t(w.time)} was APPLIED although {o.node} had applied it "
+                    f"with token {o.token} at {_t(o.time)}: the change was applied twice"
+                )
+            damage = ("applied-twice", w, text)
             break
         if newer_before:
             o = newer_before[0]
@@ -801,6 +1016,8 @@ def unsafe_lease(
     stops = stops_of(history)
     grants = grants_of(events)
     apps = applications(events, final)
+    acquiring = [s for s in stops if s.trigger == "acquire-commit"]
+    stops = [s for s in stops if s.trigger != "acquire-commit"]
     stories = [s for stop in stops if (s := _timeline(stop, grants, apps)) is not None]
     complete = [s for s in stories if s["outcome"] not in ("no-takeover", "not-resumed")]
     bad = [s for s in complete if s["outcome"] in ("applied-twice", "stale-applied")]
@@ -831,6 +1048,16 @@ def unsafe_lease(
             anomalies=stories,
             stats=stats,
         )
+    if acquiring and not stops:
+        a = acquiring[0]
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.VALID,
+            summary=f"{a.node} was stopped while acquiring the lock ({a.span()}), between its "
+            "read of the record and its write, not while holding it: the paused-holder "
+            "timeline does not apply (lease-exclusivity judges what its write did).",
+            stats={**stats, "stops_while_acquiring": len(acquiring)},
+        )
     if stops:
         return CheckResult(
             checker=name,
@@ -843,6 +1070,147 @@ def unsafe_lease(
         checker=name,
         verdict=Verdict.VALID,
         summary="No replica was paused, so the unsafe-lease timeline could not occur in this run.",
+        stats=stats,
+    )
+
+
+# ---------------------------------------------------------------- lease exclusivity (issue 11)
+
+
+def _wall_offset(events: Sequence[Event]) -> float | None:
+    """Run time minus the record's clock, from the grants' events (``until - ttl`` is the
+    holder's clock when it reported the grant): the median, to place the record's times in the
+    run for a reader. None without such events."""
+    diffs = sorted(
+        e.time - (float(e.data["until"]) - float(e.data["ttl"]))
+        for e in events
+        if e.kind == "lock-acquired"
+        and _float(e.data.get("until")) is not None
+        and _float(e.data.get("ttl")) is not None
+        and _float(e.data.get("locked_at")) is not None
+    )
+    return diffs[len(diffs) // 2] if diffs else None
+
+
+def _grants_as_reported(events: Sequence[Event]) -> list[LockGrant]:
+    """The grants as their events report the record (``locked_at``, ``until``; a release's
+    ``until`` ends the lease), in order of time: for runs without the record's history."""
+    out = []
+    for g in sorted(grants_of(events), key=lambda g: g.acquired):
+        first = g.first("lock-acquired")
+        released = g.first("lock-released")
+        until = _float(released.data.get("until")) if released is not None else None
+        if until is None and first is not None:
+            until = _float(first.data.get("until"))
+        out.append(
+            LockGrant(
+                rev=0,
+                last_rev=0,
+                node=g.node,
+                token=g.token,
+                locked_at=_float(first.data.get("locked_at")) if first is not None else None,
+                until=until,
+                time=g.acquired,
+            )
+        )
+    return out
+
+
+def lease_exclusivity(
+    history: Sequence[Op], events: Sequence[Event], final: Mapping[str, Any] | None
+) -> CheckResult:
+    """No grant's lease may begin before an earlier grant's lease ended, by the lock record's own
+    times: every version of the record, in etcd's order of writes. A later grant written with a
+    ``locked_at`` before the ``lock_until`` an earlier grant had left is two holders at once (an
+    acquire that did not compare what it read). And a holder that renewed its lease after
+    another replica had taken the lock did not check that it still held it."""
+    name = "lease-exclusivity"
+    lock = lock_grants(final, events)
+    source = "the lock record's own times"
+    if lock is None:
+        # a run stored before the record's history was read: the grants' own reports of it
+        lock, source = _grants_as_reported(events), "the times the grants reported"
+    offset = _wall_offset(events)
+
+    def at(x: float) -> str:
+        return f"≈{_t(x + offset)}" if offset is not None else f"{x:.3f} on the record's clock"
+
+    anomalies: list[dict[str, Any]] = []
+    sentences: list[str] = []
+    for j, b in enumerate(lock or []):
+        if b.locked_at is None:
+            continue
+        # the latest earlier grant whose lease b cut into: the one b overwrote, usually
+        a = next(
+            (
+                a
+                for a in reversed((lock or [])[:j])
+                if a.until is not None and b.locked_at < a.until - 1e-6
+            ),
+            None,
+        )
+        if a is None or a.until is None:
+            continue
+        overlap = a.until - b.locked_at
+        s = (
+            f"two grants held the lock at once: {b.name()} was locked at {at(b.locked_at)}, "
+            f"{overlap:.2f} s before the lease of {a.name()} ended ({at(a.until)}), by {source}"
+        )
+        sentences.append(s)
+        anomalies.append(
+            {
+                "kind": "leases-overlap",
+                "grants": [a.to_json(), b.to_json()],
+                "overlap": round(overlap, 6),
+                "summary": s,
+            }
+        )
+    # renewals: a holder that renewed after another replica acquired the lock
+    grants = grants_of(events)
+    renewals = 0
+    for g in grants:
+        for r in (e for e in g.events if e.kind == "lock-renewed"):
+            renewals += 1
+            other = next(
+                (
+                    o
+                    for o in grants
+                    if (o.node, o.pid) != (g.node, g.pid) and g.acquired < o.acquired < r.time
+                ),
+                None,
+            )
+            if other is None:
+                continue
+            s = (
+                f"a renewal after losing the lock: {g.node} renewed its lease (token {g.token}) "
+                f"at {_t(r.time)} although "
+                f"{other.node} had acquired the lock (token {other.token}) at "
+                f"{_t(other.acquired)}: the renewal did not check that {g.node} still held it, "
+                f"and {g.node} went on acting as the holder"
+            )
+            sentences.append(s)
+            anomalies.append(
+                {
+                    "kind": "renewed-after-losing",
+                    "grants": [g.to_json(), other.to_json()],
+                    "renewed": _r(r.time),
+                    "summary": s,
+                }
+            )
+    stats: dict[str, Any] = {
+        "grants": len(lock),
+        "renewals": renewals,
+        "overlaps": sum(1 for x in anomalies if x["kind"] == "leases-overlap"),
+        "from": source,
+    }
+    if anomalies:
+        return _invalid(name, sentences, anomalies, stats)
+    tail = f"; {renewals} renewal(s), each by the holder" if renewals else ""
+    return CheckResult(
+        checker=name,
+        verdict=Verdict.VALID,
+        summary=f"No two leases overlapped: each of {len(lock)} grants began after every "
+        f"earlier lease's lock_until, by {source}{tail}.",
         stats=stats,
     )
 
@@ -1053,6 +1421,7 @@ CHECKERS: dict[
     "overlapping-holders": overlapping_holders,
     "unsafe-lease": unsafe_lease_with_clocks,
     "night-reruns": night_reruns,
+    "lease-exclusivity": lease_exclusivity,
 }
 
 

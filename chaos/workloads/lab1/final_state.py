@@ -9,9 +9,14 @@ Shape (``final.json``)::
                        "applied": [{"night": 1, "token": 1, "node": "n1", "amount": 4,
                                     "at": ..., "rev": 12}, ...]}},
      "nights": {"1": {"night": 1, "node": "n1", "token": 1, "at": ...}, ...},
-     "nights_done": [1, 2, 3, 4, 5, 6]}
+     "nights_done": [1, 2, 3, 4, 5, 6],
+     "lock_history": [{"rev": 14, "name": "reconciliation", "lock_until": ..., "locked_at": ...,
+                       "locked_by": "n1", "token": 1}, ...]}
 
 ``rev`` is the etcd revision that wrote the entry: the order in which the store applied changes.
+``lock_history`` is every version of the lock record, oldest first, read back through etcd's MVCC
+revisions (the record's own times and tokens, in the store's order of writes: what
+``lease-exclusivity`` judges); it stops early, without failing the read, if etcd compacted them.
 """
 
 from __future__ import annotations
@@ -64,6 +69,8 @@ def read_final(etcd_endpoints: list[str], *, timeout: float = 5.0) -> dict[str, 
             orders[order_id]["applied"].append({**entry, "rev": int(meta.create_revision)})
         for row in orders.values():
             row["applied"].sort(key=lambda e: e["rev"])
+        lock_name = str(config.get("lock", keys.JOB))
+        history = lock_history(client, keys.lock(lock_name))
         nights = {}
         for k, v, _ in _scan(client, keys.NIGHTS_PREFIX):
             nights[str(int(k.removeprefix(keys.NIGHTS_PREFIX)))] = v
@@ -74,9 +81,35 @@ def read_final(etcd_endpoints: list[str], *, timeout: float = 5.0) -> dict[str, 
             "orders": dict(sorted(orders.items(), key=lambda kv: _order_key(kv[0]))),
             "nights": dict(sorted(nights.items(), key=lambda kv: int(kv[0]))),
             "nights_done": sorted(int(n) for n in nights),
+            "lock_history": history,
         }
     finally:
         client.close()
+
+
+MAX_LOCK_VERSIONS = 10_000
+
+
+def lock_history(client: Any, key: str) -> list[dict[str, Any]]:
+    """Every version of ``key``, oldest first, each with its mod revision as ``rev``: the current
+    one, then the one before it (read at its mod revision minus one), back to its creation."""
+    out: list[dict[str, Any]] = []
+    value, meta = client.get(key)
+    while value is not None and meta is not None and len(out) < MAX_LOCK_VERSIONS:
+        rev = int(meta.mod_revision)
+        try:
+            record = json.loads(value)
+        except ValueError:
+            record = {"raw": value.decode(errors="replace")}
+        out.append({**(record if isinstance(record, dict) else {"value": record}), "rev": rev})
+        if int(meta.version) <= 1 or rev <= 1:
+            break
+        try:
+            value, meta = client.get(key, revision=rev - 1)
+        except Exception:
+            break  # compacted: the versions read so far are still the record's
+    out.reverse()
+    return out
 
 
 def _order_key(order_id: str) -> tuple[int, str]:

@@ -9,6 +9,9 @@ _WRITE = HoldPoint("orders", "write", "lab1: the job about to write one order's 
 _WRITE_COMMIT = HoldPoint(
     "orders", "write-commit", "lab1: between a solution's reads and its write transaction"
 )
+_ACQUIRE_COMMIT = HoldPoint(
+    "orders", "acquire-commit", "lab1: between acquire's read of the lock and its write"
+)
 
 # (role, moment, event kind) -> the hold point a trigger phrase arms
 HOLD_POINTS: dict[tuple[str, str, str], HoldPoint] = {
@@ -19,4 +22,6 @@ HOLD_POINTS: dict[tuple[str, str, str], HoldPoint] = {
     ("orders", "before", "write"): _WRITE,
     ("holder", "before", "write-commit"): _WRITE_COMMIT,
     ("orders", "before", "write-commit"): _WRITE_COMMIT,
+    # nobody holds the lock yet at this point: the replica trying to take it is "orders"
+    ("orders", "before", "acquire-commit"): _ACQUIRE_COMMIT,
 }

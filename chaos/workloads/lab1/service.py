@@ -28,7 +28,8 @@ job's duration, then ``write_change``. A night is marked done only when every or
 so the next night starts only after this one. The job gives up at the first stale write (it lost
 the lock) and when a renewal fails. Fault holds (see chaos.node.runtime) sit after the grant
 (``lock-acquired``), before each write (``write``) and between a solution's reads and its
-transaction (``write-commit``).
+transaction (``write-commit``), and between acquire's read of the lock and its write
+(``acquire-commit``). A successful renewal is reported as ``lock-renewed``.
 
 Cron mode (``CHAOS_LAB1_CRON`` > 0) is ShedLock's own setting, for EX05: each replica's scheduler
 fires night n when *its own wall clock* reads ``epoch + (n-1) * night`` (a ``@Scheduled(cron)``
@@ -150,6 +151,24 @@ class JobAborted(Exception):
     pass
 
 
+class AcquireStore:
+    """The store as ``acquire`` sees it: the same store, with the ``acquire-commit`` fault hold
+    right before each of its transactions — between acquire's read of the lock record and its
+    write, where an acquire without a compare-and-swap loses (``pause orders before
+    acquire-commit``). Unarmed, the hold costs one file lookup."""
+
+    def __init__(self, store: Store, hold: Any) -> None:
+        self._store = store
+        self._hold = hold
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def txn(self, compare: Any, success: Any, failure: Any = ()) -> tuple[bool, list[Any]]:
+        self._hold()
+        return self._store.txn(compare, success, failure)
+
+
 class Service:
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or Settings.from_env()
@@ -165,6 +184,7 @@ class Service:
             self.etcd, node=self.ident.node, clock=self.clock, before_write=self._before_write
         )
         self.store.set_txn_hooks(self.hooks)
+        self.acquire_store = AcquireStore(self.store, lambda: self.hooks.hold("acquire-commit"))
         s = self.settings
         self.lock = Lock(
             name=keys.JOB,
@@ -281,7 +301,7 @@ class Service:
         now = self.store_now()
         offset = round(self.clock.now() - now, 4)
         try:
-            token = self._call("acquire", self.protocol.acquire, self.store, self.lock, now)
+            token = self._call("acquire", self.protocol.acquire, self.acquire_store, self.lock, now)
         except JobAborted:
             return
         if token is None:
@@ -323,7 +343,7 @@ class Service:
             return
         now = self.clock.now()
         try:
-            token = self._call("acquire", self.protocol.acquire, self.store, self.lock, now)
+            token = self._call("acquire", self.protocol.acquire, self.acquire_store, self.lock, now)
         except JobAborted:
             return
         if token is None:
@@ -411,6 +431,8 @@ class Service:
                     self.events.emit("renewal-failed", token=token, night=night)
                     return "aborted", "renewal-failed"
                 renewed_at = time.monotonic()
+                # what the solution claims: it still holds the lock (lease-exclusivity checks it)
+                self.events.emit("lock-renewed", token=token, night=night)
             time.sleep(share)  # the work of reconciling this order
             self.hooks.hold("write")
             change = Change(

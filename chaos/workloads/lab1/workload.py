@@ -32,7 +32,7 @@ UNIT = 0.1  # seconds per lab unit: lockAtMostFor 30 units = 3 s
 LOCK_AT_MOST = 30
 NIGHTS = 4
 CRON_LEAD = 3.0  # seconds from deploy to the first night in cron mode
-KNOWN_OPTIONS = ("nights", "lock_at_least", "lock_at_most", "cron", "job")
+KNOWN_OPTIONS = ("nights", "lock_at_least", "lock_at_most", "cron", "job", "renew")
 
 
 def solution_path(solution: str) -> Path:
@@ -85,7 +85,9 @@ class Lab1:
 
     def option_env(self, ctx: RunContext) -> dict[str, str]:
         """``-o lock_at_least=U`` (units), ``-o cron=U`` (night length in units: cron mode, see
-        chaos.workloads.lab1.service), ``-o lock_at_most=U``, ``-o job=U`` (a night's job)."""
+        chaos.workloads.lab1.service), ``-o lock_at_most=U``, ``-o job=U`` (a night's job),
+        ``-o renew=U`` (renew the lease through the solution's ``extend`` once U units passed
+        since the grant or the last renewal; 0: never, the default)."""
         opts = ctx.spec.options
         out: dict[str, str] = {}
         for key, var in (
@@ -93,6 +95,7 @@ class Lab1:
             ("lock_at_most", "CHAOS_LAB1_LOCK_AT_MOST"),
             ("cron", "CHAOS_LAB1_CRON"),
             ("job", "CHAOS_LAB1_JOB"),
+            ("renew", "CHAOS_LAB1_RENEW"),
         ):
             if key in opts:
                 value = float(opts[key])
