@@ -8,6 +8,7 @@ detection rates of docs/labs/lab1.md are measured by the ``slow`` test at the en
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,20 @@ def _run(
     return p.returncode, run, {r["checker"]: r for r in results}
 
 
+Outcome = tuple[int, Any, dict[str, dict[str, Any]]]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Outcome]:
+    """Every buggy solution and the reference under each configuration, three runs at a time
+    (each has its own containers and network): (solution, configuration) -> outcome."""
+    store = tmp_path_factory.mktemp("lab1-detection")
+    jobs = [(sol, sol) for sol in CONFIGS] + [("reference", sol) for sol in CONFIGS]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        done = list(pool.map(lambda j: _run(j[0], store, config=j[1]), jobs))
+    return dict(zip(jobs, done, strict=True))
+
+
 def _paused_node(run: Any) -> str:
     fired = [o for o in run.history if o.extra.get("trigger") and o.extra.get("phase") == "start"]
     assert fired, "the trigger must have fired"
@@ -71,16 +86,18 @@ def _paused_node(run: Any) -> str:
 
 
 @pytest.mark.parametrize("solution", sorted(CONFIGS))
-def test_the_reference_is_valid_under_each_configuration(store: Path, solution: str) -> None:
-    rc, run, res = _run("reference", store, config=solution)
+def test_the_reference_is_valid_under_each_configuration(
+    runs: dict[tuple[str, str], Outcome], solution: str
+) -> None:
+    rc, run, res = runs[("reference", solution)]
     assert rc == 0, {k: r["summary"] for k, r in res.items() if r["verdict"] != "valid"}
     if solution == "renew-without-check":
         # the reference's renewal failed on resume, and it stopped acting
         assert any(e.kind == "renewal-failed" for e in run.events)
 
 
-def test_acquire_without_cas_two_grants_at_once(store: Path) -> None:
-    rc, run, res = _run("acquire-without-cas", store)
+def test_acquire_without_cas_two_grants_at_once(runs: dict[tuple[str, str], Outcome]) -> None:
+    rc, run, res = runs[("acquire-without-cas", "acquire-without-cas")]
     assert rc == 1
     stopped = _paused_node(run)
     le = res["lease-exclusivity"]
@@ -96,8 +113,10 @@ def test_acquire_without_cas_two_grants_at_once(store: Path) -> None:
     assert res["unsafe-lease"]["verdict"] == "valid"  # nobody was paused while holding
 
 
-def test_off_by_one_night_applies_the_night_twice_the_resumed_holder_first(store: Path) -> None:
-    rc, run, res = _run("off-by-one-night", store)
+def test_off_by_one_night_applies_the_night_twice_the_resumed_holder_first(
+    runs: dict[tuple[str, str], Outcome],
+) -> None:
+    rc, run, res = runs[("off-by-one-night", "off-by-one-night")]
     assert rc == 1
     paused = _paused_node(run)
     nda = res["no-double-apply"]
@@ -117,8 +136,8 @@ def test_off_by_one_night_applies_the_night_twice_the_resumed_holder_first(store
     assert res["lease-exclusivity"]["verdict"] == "valid"  # the lock itself was fine
 
 
-def test_token_reuse_names_the_token_granted_twice(store: Path) -> None:
-    rc, _, res = _run("token-reuse", store)
+def test_token_reuse_names_the_token_granted_twice(runs: dict[tuple[str, str], Outcome]) -> None:
+    rc, _, res = runs[("token-reuse", "token-reuse")]
     assert rc == 1
     sw = res["stale-writes"]
     assert sw["verdict"] == "invalid"
@@ -126,8 +145,10 @@ def test_token_reuse_names_the_token_granted_twice(store: Path) -> None:
     assert "also a re-grant to the same replica" in sw["summary"]
 
 
-def test_renew_without_check_renews_after_losing_the_lock(store: Path) -> None:
-    rc, run, res = _run("renew-without-check", store)
+def test_renew_without_check_renews_after_losing_the_lock(
+    runs: dict[tuple[str, str], Outcome],
+) -> None:
+    rc, run, res = runs[("renew-without-check", "renew-without-check")]
     assert rc == 1
     paused = _paused_node(run)
     le = res["lease-exclusivity"]
