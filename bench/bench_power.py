@@ -39,6 +39,8 @@ MATRIX: dict[str, dict[str, list[str]]] = {
         "double-kill-redelivery": [
             "-o",
             "set_size=1",
+            "--ack-wait",
+            "2",
             "--trigger",
             "kill worker before txn 1 of complete for 0.2s 2 times",
         ],

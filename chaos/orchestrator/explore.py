@@ -51,6 +51,7 @@ BRIEF = 0.6
 # lab1 one night), so that the second kill lands in the retry of the work the first one
 # interrupted (its redelivery), not in another task's first attempt
 DOUBLE = " for 0.2s 2 times"
+DOUBLE_ACK_WAIT = 2.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,11 +64,19 @@ class Probe:
     one_task: bool = False
 
     def apply(self, spec: TestSpec, seed: int, one_task: dict[str, str]) -> TestSpec:
-        if self.trigger is not None:
-            options = {**spec.options, **one_task} if self.one_task else spec.options
+        if self.trigger is not None and self.one_task:
+            # the second kill must be armed again before the redelivery reaches the point:
+            # the first kill's restart takes up to a second, so AckWait must outlast it
             return dataclasses.replace(
-                spec, seed=seed, nemesis=(), triggers=(self.trigger,), options=options
+                spec,
+                seed=seed,
+                nemesis=(),
+                triggers=(self.trigger,),
+                options={**spec.options, **one_task},
+                ack_wait=max(spec.ack_wait, DOUBLE_ACK_WAIT),
             )
+        if self.trigger is not None:
+            return dataclasses.replace(spec, seed=seed, nemesis=(), triggers=(self.trigger,))
         return dataclasses.replace(spec, seed=seed, nemesis=(self.point or "",), triggers=())
 
 

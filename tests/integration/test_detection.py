@@ -45,7 +45,15 @@ CASES: list[tuple[str, list[str], str, str]] = [
     ),
     (
         "ack-on-redelivery",
-        ["-o", "set_size=1", "--trigger", "kill worker before txn 1 of complete for 0.2s 2 times"],
+        # AckWait outlasts the first kill's restart, so the second kill is armed in time
+        [
+            "-o",
+            "set_size=1",
+            "--ack-wait",
+            "2",
+            "--trigger",
+            "kill worker before txn 1 of complete for 0.2s 2 times",
+        ],
         "lost-tasks",
         "was ACKed by",
     ),
@@ -61,7 +69,7 @@ REFERENCE = [args for _, args, _, _ in CASES]
 
 
 def _run(solution: str, args: list[str], store: Path, seed: int = 3) -> tuple[int, Path, str]:
-    p = chaos("run", "lab3", "--solution", solution, *args, "--seed", str(seed), *FAST, store=store)
+    p = chaos("run", "lab3", "--solution", solution, *FAST, *args, "--seed", str(seed), store=store)
     return p.returncode, run_dir_from(p), p.stdout + p.stderr
 
 
