@@ -652,9 +652,7 @@ def sandbox_down(name: str) -> None:
 
 
 @main.command("grade")
-@click.argument(
-    "submissions", required=False, type=click.Path(path_type=Path, file_okay=False)
-)
+@click.argument("submissions", required=False, type=click.Path(path_type=Path, file_okay=False))
 @click.option("--lab", default=None, help="The workload graded (lab3, lab1).")
 @click.option(
     "--matrix",

@@ -43,7 +43,9 @@ def gradable(lab: str) -> Gradable:
 def request_of(args: GradeArgs, say: Callable[[str], None]) -> GradeRequest:
     if args.resume is not None:
         if args.submissions is not None or args.lab or args.matrix_file:
-            raise ValueError("--resume takes the grade's own settings: give no submissions, --lab, --matrix")
+            raise ValueError(
+                "--resume takes the grade's own settings: give no submissions, --lab, --matrix"
+            )
         try:
             manifest = ledger.Ledger(args.resume).read_manifest()
             req = GradeRequest.from_json(manifest, args.resume)
@@ -80,7 +82,7 @@ def run_grade(args: GradeArgs, say: Callable[[str], None]) -> GradeOutcome:
     wl = gradable(req.lab)
     parallel = args.parallel or dispatch.default_parallel()
     where = args.scheduler or f"this machine, {parallel} run(s) at a time"
-    say(f"grading {req.lab}: {len(req.matrix.configs)} configuration(s) × {req.repeats} on {where}")
+    say(f"grading {req.lab}: {len(req.matrix.configs)} configuration(s) x {req.repeats} on {where}")
     return grade(
         req,
         controls=wl.grade_controls,

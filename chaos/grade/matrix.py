@@ -151,7 +151,7 @@ class _Reader:
     def mapping(self, node: yaml.Node, where: str) -> list[tuple[str, yaml.Node, yaml.Node]]:
         if not isinstance(node, yaml.MappingNode):
             raise self.fail(node, where, "expected a mapping (key: value lines)")
-        out = []
+        out: list[tuple[str, yaml.Node, yaml.Node]] = []
         seen: set[str] = set()
         for k, v in node.value:
             if not isinstance(k, yaml.ScalarNode):
@@ -242,14 +242,14 @@ def parse(text: str, path: Path) -> Matrix:
         fields = {k: (kn, v) for k, kn, v in r.mapping(item, where)}
         for k, (kn, _) in fields.items():
             if k not in ("name", "weight", "run"):
-                raise r.fail(kn, f"{where}.{k}", "unknown field; a configuration has name, weight, run")
+                raise r.fail(
+                    kn, f"{where}.{k}", "unknown field; a configuration has name, weight, run"
+                )
         if "name" not in fields:
             raise r.fail(item, f"{where}.name", "missing")
         name = r.scalar(fields["name"][1], f"{where}.name")
         if not isinstance(name, str) or not NAME.match(name):
-            raise r.fail(
-                fields["name"][1], f"{where}.name", "letters, digits, - _ . (at most 64)"
-            )
+            raise r.fail(fields["name"][1], f"{where}.name", "letters, digits, - _ . (at most 64)")
         if name in {c.name for c in configs}:
             raise r.fail(fields["name"][1], f"{where}.name", f"{name!r} is used twice")
         weight = 1.0

@@ -15,8 +15,8 @@ from typing import Any
 
 from chaos.grade.stats import Interval, Tally
 from chaos.grade.table import Cell, ClassTable, Row
-from chaos.histories.store import write_json
 from chaos.histories.files import write_atomic
+from chaos.histories.store import write_json
 
 HTML_NAME = "report.html"
 CSV_NAME = "grades.csv"
@@ -158,7 +158,7 @@ document.querySelectorAll('table.sortable').forEach(function(t){
 
 
 def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.0f}%"
+    return "&ndash;" if x is None else f"{100 * x:.0f}%"
 
 
 def _link(out: Path | None, run_dir: str | None) -> str | None:
@@ -175,7 +175,7 @@ def _cell_html(cell: Cell, out: Path | None) -> str:
     if cell.env_only:
         return f'<td class="c env" data-v="-1" title="{E(f"{t.env_errors} run(s) failed for an environment reason; not graded")}">environment error</td>'
     if not t.runs:
-        return '<td class="c none" data-v="-2">–</td>'
+        return '<td class="c none" data-v="-2">&ndash;</td>'
     klass = "pass" if t.passes == t.runs else "fail" if t.passes == 0 else "mixed"
     i = t.pass_interval()
     shown = cell.shown
@@ -193,14 +193,12 @@ def _cell_html(cell: Cell, out: Path | None) -> str:
     inner = f'<a href="{E(href)}">{text}</a>' if href else text
     return (
         f'<td class="c {klass}" data-v="{t.pass_rate:.4f}" title="{E(chr(10).join(tip))}">'
-        f'{inner}<span class="iv">{i.low:.2f}–{i.high:.2f}</span></td>'
+        f'{inner}<span class="iv">{i.low:.2f}&ndash;{i.high:.2f}</span></td>'
     )
 
 
 def _row_html(r: Row, out: Path | None) -> str:
-    kind = {"reference": "control: reference", "buggy": "control: buggy"}.get(
-        r.submission.kind, ""
-    )
+    kind = {"reference": "control: reference", "buggy": "control: buggy"}.get(r.submission.kind, "")
     score = "" if r.score is None else f"{100 * r.score:.0f}%"
     note = ""
     if r.reason:
@@ -219,7 +217,7 @@ def _row_html(r: Row, out: Path | None) -> str:
 
 def _tally_html(t: Tally | None, *, detect: bool) -> str:
     if t is None or not t.runs:
-        return '<td class="c none">–</td>'
+        return '<td class="c none">&ndash;</td>'
     rate, iv = (
         (t.detection_rate, t.detection_interval()) if detect else (t.pass_rate, t.pass_interval())
     )
@@ -228,7 +226,7 @@ def _tally_html(t: Tally | None, *, detect: bool) -> str:
     label = f"{t.fails}/{t.runs}"
     return (
         f'<td class="c {klass}" data-v="{rate or 0:.4f}">{label} ({_pct(t.detection_rate)})'
-        f'<span class="iv">{iv.low:.2f}–{iv.high:.2f}</span></td>'
+        f'<span class="iv">{iv.low:.2f}&ndash;{iv.high:.2f}</span></td>'
     )
 
 
@@ -249,14 +247,19 @@ def to_html(table: ClassTable, meta: Mapping[str, Any], out: Path | None = None)
         + "</tr>"
         for p in table.power
     )
-    anomalies = "".join(
-        f"<tr><td>{E(a.checker)}</td><td data-v='{a.students}'>{a.students}</td>"
-        f"<td data-v='{a.runs}'>{a.runs}</td><td>{E(a.example)}</td></tr>"
-        for a in table.anomalies
-    ) or '<tr><td colspan="4" class="none">no anomaly in any student run</td></tr>'
+    anomalies = (
+        "".join(
+            f"<tr><td>{E(a.checker)}</td><td data-v='{a.students}'>{a.students}</td>"
+            f"<td data-v='{a.runs}'>{a.runs}</td><td>{E(a.example)}</td></tr>"
+            for a in table.anomalies
+        )
+        or '<tr><td colspan="4" class="none">no anomaly in any student run</td></tr>'
+    )
     counts = ", ".join(f"{n} {s}" for s, n in sorted(table.counts.items())) or "no runs yet"
     flaky = sum(1 for r in students if r.flaky)
-    weights = ", ".join(f"{E(str(c['name']))} ×{c['weight']:g}" for c in meta.get("configs", []))
+    weights = ", ".join(
+        f"{E(str(c['name']))} &times;{c['weight']:g}" for c in meta.get("configs", [])
+    )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <title>chaos grade: {E(str(meta.get("lab", "")))}</title><style>{STYLE}</style></head><body>

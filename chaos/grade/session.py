@@ -1,4 +1,4 @@
-"""A whole grading: the class and its controls × the matrix × repeats, run on Dask, recorded as
+"""A whole grading: the class and its controls x the matrix x repeats, run on Dask, recorded as
 runs finish, reported at the end (also when interrupted: the report then shows what finished).
 
     grade(request, controls=...)   the job; ``--resume`` is the same call on a request read back
@@ -131,7 +131,7 @@ class Eta:
         left = (self.total - self.done) * elapsed / self.done
         what = r.status + (f" ({r.anomaly or r.message})" if r.anomaly or r.message else "")
         self.say(
-            f"[{self.done}/{self.total}] {r.student} × {r.config} r{r.repeat}: "
+            f"[{self.done}/{self.total}] {r.student} x {r.config} r{r.repeat}: "
             f"{what[:120]} in {r.seconds:.0f} s; ETA {_clock(left)}"
         )
 
@@ -179,7 +179,9 @@ def grade(
                 result = result.with_(run_dir=rel)
             workers[result.worker] = workers.get(result.worker, 0) + 1
         else:
-            why = str(got) if isinstance(got, RunEnvironmentError) else f"{type(got).__name__}: {got}"
+            why = (
+                str(got) if isinstance(got, RunEnvironmentError) else f"{type(got).__name__}: {got}"
+            )
             result = RunResult(
                 student=job.student,
                 config=job.config,

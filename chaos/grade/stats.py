@@ -35,8 +35,10 @@ def wilson(successes: int, n: int, z: float = Z95) -> Interval:
     denom = 1 + z2 / n
     centre = (p + z2 / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
-    # clamp the float dust at the ends (5/5 must give exactly 1.0 as its upper bound)
-    return Interval(max(0.0, centre - half), min(1.0, centre + half))
+    # at 0/n and n/n the bound is exactly 0 or 1; floats leave dust there (5.6e-17)
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return Interval(low, high)
 
 
 @dataclass(frozen=True, slots=True)

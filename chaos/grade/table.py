@@ -1,4 +1,4 @@
-"""The class table: finished runs folded into rows (submissions) × columns (configurations),
+"""The class table: finished runs folded into rows (submissions) x columns (configurations),
 the power of each configuration on the control rows, and the most common anomalies.
 
 Pure functions of the ledger's records: the report is rebuilt the same way from a resumed or an
@@ -87,9 +87,7 @@ def _cell(results: Sequence[RunResult]) -> Cell:
 def _reason(sub: Submission, results: Sequence[RunResult]) -> str | None:
     if sub.problem:
         return sub.problem
-    messages = Counter(
-        r.message for r in results if r.graded and r.status != "valid" and r.message
-    )
+    messages = Counter(r.message for r in results if r.graded and r.status != "valid" and r.message)
     graded = sum(r.graded for r in results)
     if not messages:
         return None
@@ -142,9 +140,7 @@ def _power(rows: Sequence[Row], configs: Sequence[str]) -> list[Power]:
             Power(
                 config=c,
                 false_alarms=ref[0] if ref else None,
-                detections={
-                    r.name: r.cells[c].tally for r in rows if r.submission.kind == "buggy"
-                },
+                detections={r.name: r.cells[c].tally for r in rows if r.submission.kind == "buggy"},
             )
         )
     return out

@@ -20,8 +20,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import re
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -211,7 +211,7 @@ def run_one(job: RunJob) -> Finished:
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_own_session_dying_with_parent,  # noqa: PLW1509 - see its docstring
+                preexec_fn=_own_session_dying_with_parent,  # see its docstring
             )
             with _lock:
                 _children.add(proc)
@@ -320,4 +320,3 @@ def unpack(archive: bytes, dest: Path) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             with z.open(info) as src, open(target, "wb") as fh:
                 fh.write(src.read())
-
