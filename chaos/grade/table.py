@@ -165,5 +165,6 @@ def _anomalies(
                 example[checker] = r.anomaly
     return [
         Anomaly(checker=c, runs=n, students=len(who[c]), example=example.get(c, ""))
-        for c, n in sorted(runs.items(), key=lambda kv: (-len(who[kv[0]]), -kv[1], kv[0]))[:top]
+        # ties stay in the order first seen: a run lists its strongest finding first
+        for c, n in sorted(runs.items(), key=lambda kv: (-len(who[kv[0]]), -kv[1]))[:top]
     ]
