@@ -215,13 +215,13 @@ def _row_html(r: Row, out: Path | None) -> str:
     )
 
 
-def _tally_html(t: Tally | None, *, detect: bool) -> str:
+def _tally_html(t: Tally | None, *, false_alarms: bool) -> str:
+    """A power cell: how often the runs failed the control. Green is what a useful configuration
+    does: never fail the reference, fail a buggy solution at least half the time."""
     if t is None or not t.runs:
         return '<td class="c none">&ndash;</td>'
-    rate, iv = (
-        (t.detection_rate, t.detection_interval()) if detect else (t.pass_rate, t.pass_interval())
-    )
-    good = (rate or 0) >= 0.5 if detect else (t.fails == 0)
+    rate, iv = t.detection_rate, t.detection_interval()
+    good = t.fails == 0 if false_alarms else (rate or 0) >= 0.5
     klass = "pass" if good else "fail"
     label = f"{t.fails}/{t.runs}"
     return (
@@ -242,8 +242,8 @@ def to_html(table: ClassTable, meta: Mapping[str, Any], out: Path | None = None)
     )
     power_rows = "".join(
         f"<tr><td>{E(p.config)}</td>"
-        + (_tally_html(p.false_alarms, detect=True) if has_ref else "")
-        + "".join(_tally_html(p.detections.get(b), detect=True) for b in buggy)
+        + (_tally_html(p.false_alarms, false_alarms=True) if has_ref else "")
+        + "".join(_tally_html(p.detections.get(b), false_alarms=False) for b in buggy)
         + "</tr>"
         for p in table.power
     )

@@ -148,6 +148,11 @@ def test_reports(tmp_path: Path) -> None:
     assert "environment error" in page and "no protocol.py" in page
     assert "&lt;" not in DOUBLE and "=carol" in page
     assert "reference: false alarms" in page and "control:no-dedup: caught" in page
+    power = page[page.index('id="power"') :]
+    # no false alarm is good news (green); a bug caught 1 time in 3 is not enough (red)
+    assert '<td>pause</td><td class="c pass" data-v="0.0000">0/3 (0%)' in power
+    assert '<td>quiet</td><td class="c pass" data-v="0.0000">0/3 (0%)' in power
+    assert '<td class="c fail" data-v="0.3333">1/3 (33%)' in power
 
     rows = list(csv.DictReader(io.StringIO(paths["csv"].read_text())))
     by = {r["name"]: r for r in rows}
