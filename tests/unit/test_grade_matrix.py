@@ -90,7 +90,7 @@ def test_errors_name_file_line_and_field(text: str, expected: str) -> None:
 
 
 def test_an_unreadable_file_is_named(tmp_path: Path) -> None:
-    with pytest.raises(MatrixError, match="missing.yaml: cannot read"):
+    with pytest.raises(MatrixError, match=r"missing\.yaml: cannot read"):
         matrix.load(tmp_path / "missing.yaml")
 
 
