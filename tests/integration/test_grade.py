@@ -23,7 +23,7 @@ configs:
   - name: on-delivery
     run:
       trigger: ["pause worker on delivery"]
-      time-limit: 10
+      time-limit: 6
       recovery-timeout: 20
 """
 
