@@ -52,7 +52,7 @@ def connect(scheduler: str | None, parallel: int) -> Iterator[Any]:
         threads_per_worker=parallel,
         processes=False,
         resources={RESOURCE: parallel},
-        dashboard_address=None,
+        dashboard_address=":0",  # a free port: never clash with another grade's dashboard
     )
     try:
         client = Client(cluster)

@@ -134,3 +134,50 @@ def _processes_naming(text: str) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+def test_environment_failures_are_retried_and_never_graded(tmp_path: Path) -> None:
+    subs = make_class(tmp_path / "subs", "envy", "flo")
+    one = matrix.parse(
+        "defaults: {backend: fake, ack-wait: 0.7, time-limit: 2}\nconfigs:\n  - name: quiet\n",
+        tmp_path / "g.yaml",
+    )
+    req = GradeRequest(
+        lab="memory-lab3", submissions=subs, matrix=one, repeats=1, seed=1,
+        out=tmp_path / "out", chaos=CHAOS, retries=2,
+    )  # fmt: skip
+    got = grade(req, controls={}, parallel=2)
+    rows = {r.name: r for r in got.table.rows}
+    envy = rows["envy"].cells["quiet"]
+    # never graded as the student's failure: no run counted, shown as an environment error
+    assert envy.env_only and envy.tally.runs == 0 and envy.tally.env_errors == 1
+    assert rows["envy"].score is None
+    line = next(x for x in _lines(req.out) if x["student"] == "envy")
+    assert line["status"] == "env-error" and line["attempts"] == 3
+    assert "no Docker engine answers" in str(line["message"])
+    assert "environment error" in (req.out / "report.html").read_text()
+    # failed once, retried, then graded as usual
+    flo = rows["flo"].cells["quiet"]
+    assert (flo.tally.passes, flo.tally.runs, flo.tally.env_errors) == (1, 1, 0)
+
+    # a resume tries the environment failure again (it is not a result), and nothing else
+    (subs / "envy" / "protocol.py").write_text("DEDUP = True\n")
+    again = grade(req, controls={}, parallel=2)
+    assert again.ran == 1 and again.skipped == 1
+    rows = {r.name: r for r in again.table.rows}
+    assert rows["envy"].cells["quiet"].tally.runs == 1
+
+
+def test_a_hanging_run_is_stopped_at_its_timeout(tmp_path: Path) -> None:
+    from chaos.grade.task import RunJob, run_one
+
+    subs = make_class(tmp_path / "subs", "hank")
+    job = RunJob(
+        student="hank", config="quiet", repeat=1, seed=1, lab="memory-lab3",
+        solution=str(subs / "hank"), options=("--backend", "fake"), timeout=4.0, chaos=CHAOS,
+    )  # fmt: skip
+    t0 = time.monotonic()
+    got = run_one(job)
+    assert got.result.status == "timeout" and "no verdict after 4 s" in (got.result.message or "")
+    assert time.monotonic() - t0 < 30  # SIGTERM was enough: the run stopped itself
+    assert not _processes_naming(str(subs))
