@@ -258,7 +258,10 @@ def parse(text: str, path: Path) -> Matrix:
             if weight <= 0:
                 raise r.fail(fields["weight"][1], f"{where}.weight", "must be above 0")
         run = r.options(fields["run"][1], f"{where}.run") if "run" in fields else {}
-        configs.append(Config(name=name, weight=weight, options={**defaults, **run}))
+        options = {**defaults, **run}
+        if "option" in defaults and "option" in run:  # -o pairs add up; the configuration's win
+            options["option"] = {**defaults["option"], **run["option"]}
+        configs.append(Config(name=name, weight=weight, options=options))
     return Matrix(configs=tuple(configs), source=str(path))
 
 

@@ -27,13 +27,17 @@ configs:
       time_limit: 10
       schedule: plans/s.yaml
   - name: quiet
+  - name: more
+    run: {option: {cron: 10, lock_at_least: 3}}
 """
 
 
 def test_a_matrix_parses_with_defaults_and_weights(tmp_path: Path) -> None:
     m = parse(GOOD, tmp_path / "grade.yaml")
-    assert m.names() == ["pause", "on-delivery", "quiet"]
-    pause, delivery, quiet = m.configs
+    assert m.names() == ["pause", "on-delivery", "quiet", "more"]
+    pause, delivery, quiet, more = m.configs
+    # -o pairs of the defaults and the configuration add up, the configuration's winning
+    assert more.options["option"] == {"lock_at_least": 3, "cron": 10}
     assert pause.weight == 2.0 and quiet.weight == 1.0
     assert pause.argv() == ["--time-limit", "20", "-o", "lock_at_least=2", "--nemesis", "pause"]
     assert delivery.argv() == [
