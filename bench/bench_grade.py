@@ -108,18 +108,23 @@ def _container_sampler(
     in its path (this benchmark's runs only), from the Docker API's stats."""
     import docker
 
-    client = docker.from_env()
+    client = docker.from_env().api
     while not stop.is_set():
-        for c in client.containers.list(filters={"label": "chaos.project=chaos"}):
-            if marker not in c.labels.get("chaos.live", ""):
+        try:  # a container may go between the listing and its stats: skip it this round
+            listed = client.containers(filters={"label": "chaos.project=chaos"})
+        except Exception:
+            listed = []
+        for c in listed:
+            if marker not in (c.get("Labels") or {}).get("chaos.live", ""):
                 continue
+            name = c["Names"][0]
             try:
-                s = c.stats(stream=False)
+                s = client.stats(c["Id"], stream=False)
             except Exception:
                 continue
             mem = int(s.get("memory_stats", {}).get("usage", 0))
-            peaks[c.name] = max(peaks.get(c.name, 0), mem)
-            cpu[c.name] = s.get("cpu_stats", {}).get("cpu_usage", {}).get("total_usage", 0) / 1e9
+            peaks[name] = max(peaks.get(name, 0), mem)
+            cpu[name] = s.get("cpu_stats", {}).get("cpu_usage", {}).get("total_usage", 0) / 1e9
         stop.wait(1.0)
 
 
