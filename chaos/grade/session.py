@@ -23,6 +23,7 @@ from chaos.grade.task import (
     RunEnvironmentError,
     RunJob,
     RunResult,
+    pack_submission,
     stop_all,
     unpack,
 )
@@ -94,6 +95,7 @@ def plan(
     """Every run still to do, repeat-major: the first repeat of every cell comes before any second
     one, so an interrupted grade has a first look at the whole table."""
     jobs = []
+    packed: dict[str, bytes] = {}
     for k in range(1, request.repeats + 1):
         for row in rows:
             if row.problem:
@@ -102,6 +104,8 @@ def plan(
                 key = f"{row.name}/{c.name}/{k}"
                 if key in done and done[key].graded:
                     continue
+                if not row.is_control and row.name not in packed:
+                    packed[row.name] = pack_submission(Path(row.solution))
                 jobs.append(
                     RunJob(
                         student=row.name,
@@ -111,6 +115,7 @@ def plan(
                         lab=request.lab,
                         solution=row.solution,
                         options=tuple(c.argv()),
+                        submission=None if row.is_control else packed[row.name],
                         timeout=request.run_timeout or c.time_bound() + RUN_MARGIN,
                         chaos=request.chaos,
                     )

@@ -10,8 +10,8 @@ Why a subprocess rather than calling ``run_test`` in the worker's thread:
 - a solution that wedges or crashes the run cannot take the Dask worker with it, and a hang is
   bounded by a time-out that kills the run's whole process group.
 
-The run folder goes back as zip bytes in the task's result, so workers need not share a
-filesystem with the grading machine. This module is imported by workers: it must stay importable
+The submission goes to the worker as zip bytes in the job, and the run folder comes back as zip
+bytes in the task's result, so workers need not share a filesystem with the grading machine. This module is imported by workers: it must stay importable
 at top level, and its records must pickle.
 """
 
@@ -66,6 +66,9 @@ class RunJob:
     lab: str
     solution: str
     options: tuple[str, ...] = ()
+    # the submission's folder, zipped, so that workers need not see the grader's disk (None: a
+    # built-in solution, which every worker has)
+    submission: bytes | None = field(default=None, repr=False)
     timeout: float = 600.0
     chaos: tuple[str, ...] | None = None
 
@@ -73,7 +76,7 @@ class RunJob:
     def key(self) -> str:
         return f"{self.student}/{self.config}/{self.repeat}"
 
-    def run_argv(self) -> list[str]:
+    def run_argv(self, solution: str | None = None) -> list[str]:
         return [
             "run",
             self.lab,
@@ -81,11 +84,11 @@ class RunJob:
             "--seed",
             str(self.seed),
             "--solution",
-            self.solution,
+            solution or self.solution,
         ]
 
     def command(self) -> str:
-        """What re-runs this cell alone, as a user types it."""
+        """What re-runs this cell alone, as a user types it on the grading machine."""
         import shlex
 
         return "chaos " + shlex.join(self.run_argv())
@@ -215,7 +218,12 @@ def run_one(job: RunJob) -> Finished:
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="chaos-grade-") as tmp:
         store = Path(tmp) / "store"
-        argv = [*prefix, *job.run_argv(), "--store", str(store), "-q"]
+        solution = None
+        if job.submission is not None:
+            # the worker's own copy, under the student's folder name
+            solution = str(Path(tmp) / "submission" / Path(job.solution).name)
+            unpack(job.submission, Path(solution))
+        argv = [*prefix, *job.run_argv(solution), "--store", str(store), "-q"]
         out_path = Path(tmp) / "output.txt"
         with open(out_path, "wb") as out:
             proc = subprocess.Popen(
@@ -309,15 +317,20 @@ def _findings(run_dir: Path | None) -> tuple[tuple[str, ...], str | None]:
     return tuple(str(r.get("checker")) for r in bad), first
 
 
-def _zip(run_dir: Path) -> bytes:
+def _zip(run_dir: Path, skip: tuple[str, ...] = SKIP) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         for p in sorted(run_dir.rglob("*")):
             rel = p.relative_to(run_dir)
-            if rel.parts[0] in SKIP or p.is_symlink() or not p.is_file():
+            if set(rel.parts) & set(skip) or p.is_symlink() or not p.is_file():
                 continue
             z.write(p, rel.as_posix())
     return buf.getvalue()
+
+
+def pack_submission(folder: Path) -> bytes:
+    """A student's folder for the workers: its files (no links, caches or VCS folders)."""
+    return _zip(folder, ("__pycache__", ".git"))
 
 
 def unpack(archive: bytes, dest: Path) -> None:

@@ -108,8 +108,8 @@ def test_ctrl_c_stops_cleanly_and_resume_goes_on(tmp_path: Path) -> None:
     assert 2 <= len(first) < 6
     assert (out / "report.html").is_file()  # the partial report
 
-    # no run of the grade was left running: every process that names this test's folders is gone
-    assert not _processes_naming(str(tmp_path))
+    # no run of the grade was left running
+    assert not _processes_naming("tests.fixtures.grade_cli\0run\0memory-lab3")
 
     done = subprocess.run(
         [*cmd, "--resume", str(out), *common], cwd=REPO, env=env, capture_output=True, text=True, timeout=180,
@@ -181,3 +181,21 @@ def test_a_hanging_run_is_stopped_at_its_timeout(tmp_path: Path) -> None:
     assert got.result.status == "timeout" and "no verdict after 4 s" in (got.result.message or "")
     assert time.monotonic() - t0 < 30  # SIGTERM was enough: the run stopped itself
     assert not _processes_naming(str(subs))
+
+
+def test_a_submission_travels_with_its_job(tmp_path: Path) -> None:
+    """Workers need not see the grader's disk: the job carries the student's folder."""
+    from chaos.grade.task import RunJob, pack_submission, run_one
+
+    subs = make_class(tmp_path / "subs", "bob")
+    (subs / "bob" / "__pycache__").mkdir()
+    (subs / "bob" / "__pycache__" / "x.pyc").write_bytes(b"junk")
+    job = RunJob(
+        student="bob", config="pause", repeat=1, seed=3, lab="memory-lab3",
+        solution="/nowhere/on/this/worker/bob", submission=pack_submission(subs / "bob"),
+        options=tuple(matrix.load(MATRIX).get("pause").argv()), timeout=120, chaos=CHAOS,
+    )  # fmt: skip
+    got = run_one(job).result
+    # bob's DEDUP = False reached the run: the planted double apply was found
+    assert got.status == "invalid" and "double-apply" in got.checkers, got
+    assert got.command.endswith("--solution /nowhere/on/this/worker/bob")
