@@ -137,7 +137,9 @@ def _processes_naming(text: str) -> list[int]:
 
 
 def test_environment_failures_are_retried_and_never_graded(tmp_path: Path) -> None:
-    subs = make_class(tmp_path / "subs", "envy", "flo")
+    subs = make_class(tmp_path / "subs", "envy")
+    (subs / "flo").mkdir()
+    (subs / "flo" / "protocol.py").write_text(f'ENV_BROKEN_ONCE = "{tmp_path / "flo-failed"}"\n')
     one = matrix.parse(
         "defaults: {backend: fake, ack-wait: 0.7, time-limit: 2}\nconfigs:\n  - name: quiet\n",
         tmp_path / "g.yaml",
@@ -159,6 +161,7 @@ def test_environment_failures_are_retried_and_never_graded(tmp_path: Path) -> No
     # failed once, retried, then graded as usual
     flo = rows["flo"].cells["quiet"]
     assert (flo.tally.passes, flo.tally.runs, flo.tally.env_errors) == (1, 1, 0)
+    assert (tmp_path / "flo-failed").exists()  # it did fail once
 
     # a resume tries the environment failure again (it is not a result), and nothing else
     (subs / "envy" / "protocol.py").write_text("DEDUP = True\n")
