@@ -21,6 +21,8 @@ from tests.integration.conftest import REPO, leftovers
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REPEATS = int(os.environ.get("CHAOS_GRADE_REPEATS", "3"))
+# concurrent runs (default: what chaos grade picks for this machine)
+PARALLEL = os.environ.get("CHAOS_GRADE_PARALLEL")
 
 
 def test_acceptance_grade_of_every_shipped_solution(
@@ -39,11 +41,15 @@ def test_acceptance_grade_of_every_shipped_solution(
     t0 = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "chaos.cli", "grade", str(subs), "--lab", "lab3",
-         "--repeats", str(REPEATS), "--seed", "2026", "--out", str(out)],
+         "--repeats", str(REPEATS), "--seed", "2026", "--out", str(out),
+         *(["--parallel", PARALLEL] if PARALLEL else [])],
         cwd=REPO, capture_output=True, text=True, timeout=4 * 3600,
     )  # fmt: skip
     took = time.monotonic() - t0
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    shutil.copytree(
+        out, Path(os.environ.get("CHAOS_GRADE_KEEP", tmp_path / "kept")), dirs_exist_ok=True
+    )
     doc = json.loads((out / "grades.json").read_text())
     rows = {r["name"]: r for r in doc["rows"]}
     print(f"\n{len(doc['configs'])} configurations x {REPEATS}: {doc['counts']} in {took:.0f} s")
