@@ -161,8 +161,9 @@ def _anomalies(
         for i, checker in enumerate(r.checkers):
             runs[checker] += 1
             who.setdefault(checker, set()).add(r.student)
-            if i == 0 and r.anomaly and checker not in example:
-                example[checker] = r.anomaly
+            sentence = r.summaries[i] if i < len(r.summaries) else r.anomaly if i == 0 else None
+            if sentence and checker not in example:
+                example[checker] = sentence
     return [
         Anomaly(checker=c, runs=n, students=len(who[c]), example=example.get(c, ""))
         # ties stay in the order first seen: a run lists its strongest finding first

@@ -111,6 +111,7 @@ class RunResult:
     exit_code: int | None = None
     checkers: tuple[str, ...] = ()  # the checkers that did not say valid
     anomaly: str | None = None  # the first of their sentences
+    summaries: tuple[str, ...] = ()  # each of those checkers' sentence, in the same order
     message: str | None = None  # why a run that has no verdict has none
     seconds: float = 0.0
     worker: str = ""
@@ -132,13 +133,15 @@ class RunResult:
 
     def to_json(self) -> dict[str, Any]:
         return {f: getattr(self, f) for f in self.__dataclass_fields__} | {
-            "checkers": list(self.checkers)
+            "checkers": list(self.checkers),
+            "summaries": list(self.summaries),
         }
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> RunResult:
         known = {k: v for k, v in d.items() if k in RunResult.__dataclass_fields__}
         known["checkers"] = tuple(known.get("checkers") or ())
+        known["summaries"] = tuple(known.get("summaries") or ())
         return RunResult(**known)
 
     def with_(self, **changes: Any) -> RunResult:
@@ -284,8 +287,13 @@ def _classify(
     if code == EXIT_USAGE:
         return base.with_(status="rejected", message=_reason(said) or "refused by chaos run")
     if code in EXIT_VERDICT:
-        checkers, anomaly = _findings(run_dir)
-        return base.with_(status=EXIT_VERDICT[code], checkers=checkers, anomaly=anomaly)
+        checkers, summaries = _findings(run_dir)
+        return base.with_(
+            status=EXIT_VERDICT[code],
+            checkers=checkers,
+            summaries=summaries,
+            anomaly=summaries[0] if summaries else None,
+        )
     return base.with_(status="error", message=_reason(said) or f"chaos run exited {code}")
 
 
@@ -303,18 +311,21 @@ def _run_dir(store: Path) -> Path | None:
     return sorted(found)[-1] if found else None
 
 
-def _findings(run_dir: Path | None) -> tuple[tuple[str, ...], str | None]:
+def _findings(run_dir: Path | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The checkers that did not say valid, and their sentences (invalid first: the sentence
+    shown for a run is its strongest finding)."""
     if run_dir is None:
-        return (), None
+        return (), ()
     try:
         doc = json.loads((run_dir / "results.json").read_text())
         bad = [r for r in doc.get("results", []) if r.get("verdict") != "valid"]
     except (OSError, ValueError, AttributeError):
-        return (), None
-    # invalid before unknown: the sentence shown is the strongest finding
+        return (), ()
     bad.sort(key=lambda r: r.get("verdict") != "invalid")
-    first = str(bad[0].get("summary", ""))[:400] if bad else None
-    return tuple(str(r.get("checker")) for r in bad), first
+    return (
+        tuple(str(r.get("checker")) for r in bad),
+        tuple(str(r.get("summary", ""))[:400] for r in bad),
+    )
 
 
 def _zip(run_dir: Path, skip: tuple[str, ...] = SKIP) -> bytes:

@@ -24,6 +24,7 @@ ROWS = [
     Submission(name="dave", solution="/s/dave", problem="no protocol.py"),
 ]
 DOUBLE = "task t1: counter incremented twice by its amount (2)"
+COUNTER = "the counter is 12 but the 3 accepted tasks add up to 10"
 
 
 def _r(student: str, config: str, k: int, status: str, **kw: object) -> RunResult:
@@ -39,7 +40,15 @@ def _r(student: str, config: str, k: int, status: str, **kw: object) -> RunResul
 
 
 def _bad(student: str, config: str, k: int) -> RunResult:
-    return _r(student, config, k, "invalid", checkers=("double-apply", "counter"), anomaly=DOUBLE)
+    return _r(
+        student,
+        config,
+        k,
+        "invalid",
+        checkers=("double-apply", "counter"),
+        anomaly=DOUBLE,
+        summaries=(DOUBLE, COUNTER),
+    )
 
 
 RESULTS = [
@@ -117,7 +126,7 @@ def test_common_anomalies_count_students_not_controls() -> None:
     (first, second) = _table().anomalies
     assert (first.checker, first.students, first.runs) == ("double-apply", 1, 2)
     assert first.example == DOUBLE
-    assert second.checker == "counter"
+    assert (second.checker, second.example) == ("counter", COUNTER)
 
 
 def test_reports(tmp_path: Path) -> None:
