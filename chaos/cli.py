@@ -753,6 +753,99 @@ def sandbox_down(name: str) -> None:
         click.echo(f"no sandbox {name}")
 
 
+@main.command("grade")
+@click.argument("submissions", required=False, type=click.Path(path_type=Path, file_okay=False))
+@click.option("--lab", default=None, help="The workload graded (lab3, lab1).")
+@click.option(
+    "--matrix",
+    "matrix_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="The configurations (grade.yaml; default: the lab's own). See docs/grading.md.",
+)
+@click.option("--repeats", type=click.IntRange(1, 1000), default=3, show_default=True)
+@click.option("--seed", type=int, default=None, help="The grade's seed; printed if omitted.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Output folder (default: grades/<date>-<lab>).",
+)
+@click.option(
+    "--scheduler",
+    default=None,
+    metavar="ADDRESS",
+    help="A Dask scheduler (tcp://host:8786) whose workers run the runs; default: this machine.",
+)
+@click.option(
+    "--parallel",
+    type=click.IntRange(1, 256),
+    default=None,
+    help="Concurrent runs on this machine (default: from its cores and memory).",
+)
+@click.option(
+    "--run-timeout",
+    type=float,
+    default=None,
+    help="Seconds before a run is stopped (default: its time limit + recovery timeout + 180).",
+)
+@click.option(
+    "--resume",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    default=None,
+    help="Go on with an interrupted grade in this folder; nothing finished is run again.",
+)
+@click.option(
+    "--chaos-command",
+    default=None,
+    help="How workers start chaos, if not `python3 -m chaos.cli` (e.g. a venv's bin/chaos).",
+)
+@click.option("-q", "--quiet", is_flag=True)
+def grade_command(
+    submissions: Path | None,
+    lab: str | None,
+    matrix_file: Path | None,
+    repeats: int,
+    seed: int | None,
+    out: Path | None,
+    scheduler: str | None,
+    parallel: int | None,
+    run_timeout: float | None,
+    resume: Path | None,
+    chaos_command: str | None,
+    quiet: bool,
+) -> None:
+    """Grade every submission (a folder per student with its protocol.py) under a matrix of
+    configurations, repeated, with the lab's shipped solutions as control rows."""
+    from chaos.grade.cli import GradeArgs, run_grade
+
+    try:
+        outcome = run_grade(
+            GradeArgs(
+                submissions=submissions,
+                lab=lab,
+                matrix_file=matrix_file,
+                repeats=repeats,
+                seed=seed,
+                out=out,
+                scheduler=scheduler,
+                parallel=parallel,
+                run_timeout=run_timeout,
+                resume=resume,
+                chaos_command=tuple(shlex.split(chaos_command)) if chaos_command else None,
+            ),
+            say=_progress(quiet),
+        )
+    except ValueError as e:
+        fail(clean(str(e)))
+    except OSError as e:
+        fail(f"{clean(str(e))}", EXIT_ENV)
+    for name, path in outcome.reports.items():
+        click.echo(f"{name}: {path}")
+    if outcome.interrupted:
+        sys.exit(EXIT_INTERRUPTED)
+
+
 @main.command("ls")
 @store_option
 def ls(store: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from chaos.checkers.verdict import CheckResult
@@ -148,3 +149,16 @@ class ReportSections(Protocol):
     results only (see :mod:`chaos.report.contrib`)."""
 
     def report_sections(self) -> Sequence[SectionContributor]: ...
+
+
+@runtime_checkable
+class Gradable(Protocol):
+    """The workload can be graded (``chaos grade``): a default matrix of configurations and the
+    shipped solutions that serve as control rows.
+
+    ``grade_matrix`` is the path of its default ``grade.yaml`` (see docs/grading.md);
+    ``grade_controls`` maps a built-in solution's name to ``"reference"`` (a correct solution: its
+    failures are false alarms) or ``"buggy"`` (a planted bug: its passes are misses)."""
+
+    grade_matrix: Path
+    grade_controls: Mapping[str, str]

@@ -41,9 +41,16 @@ def solution_path(solution: str) -> Path:
 
 class Lab1:
     """lab1 as a workload. Capabilities: SolutionMounts, HoldPoints, PauseTarget (the lock
-    holder), RoleResolver (``holder`` and the systems' roles)."""
+    holder), Gradable, RoleResolver (``holder`` and the systems' roles)."""
 
     name = "lab1"
+    # chaos grade: the default matrix, and the shipped solutions graded as control rows
+    grade_matrix = Path(__file__).parent / "grade.yaml"
+    grade_controls = {
+        "reference": "reference",
+        "no-fencing": "buggy",
+        "check-lease-before-write": "buggy",
+    }
     hold_points = points.HOLD_POINTS
     # TxnPoints: every transaction of these solution functions is a hold point
     txn_functions: dict[str, str] = {

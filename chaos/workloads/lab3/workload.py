@@ -36,9 +36,17 @@ def solution_path(solution: str) -> Path:
 
 class Lab3:
     """lab3 as a workload. Capabilities: SolutionMounts, FaultPoints (the seed's three scenarios),
-    HoldPoints, PauseTarget (the busy worker), RoleResolver (the systems' roles), Scenarios."""
+    HoldPoints, PauseTarget (the busy worker), RoleResolver (the systems' roles), Scenarios, Gradable."""
 
     name = "lab3"
+    # chaos grade: the default matrix, and the shipped solutions graded as control rows
+    grade_matrix = Path(__file__).parent / "grade.yaml"
+    grade_controls = {
+        "reference": "reference",
+        "check-then-act": "buggy",
+        "ack-before-commit": "buggy",
+        "second-txn-dedup": "buggy",
+    }
     fault_points = points.FAULT_POINTS
     hold_points = points.HOLD_POINTS
     # TxnPoints: every transaction of these solution functions is a hold point

@@ -1,0 +1,92 @@
+"""What ``chaos grade`` does between its options and :func:`chaos.grade.session.grade`: find the
+lab, its matrix and controls, the out folder, the seed, or read them back for ``--resume``.
+
+Kept out of chaos/cli.py so that the command there stays a list of options."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from chaos.core.capabilities import Gradable
+from chaos.grade import dispatch, ledger, matrix, seeds
+from chaos.grade.session import GradeOutcome, GradeRequest, grade
+from chaos.workloads import registry
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GradeArgs:
+    submissions: Path | None
+    lab: str | None
+    matrix_file: Path | None = None
+    repeats: int = 3
+    seed: int | None = None
+    out: Path | None = None
+    scheduler: str | None = None
+    parallel: int | None = None
+    run_timeout: float | None = None
+    resume: Path | None = None
+    chaos_command: tuple[str, ...] | None = None
+
+
+def gradable(lab: str) -> Gradable:
+    """The lab's workload, if it can be graded (ValueError naming those that can)."""
+    wl = registry.get(lab)
+    if not isinstance(wl, Gradable):
+        can = [n for n in registry.names() if isinstance(registry.get(n), Gradable)]
+        raise ValueError(f"{lab} cannot be graded (no grade matrix); gradable: {', '.join(can)}")
+    return wl
+
+
+def request_of(args: GradeArgs, say: Callable[[str], None]) -> GradeRequest:
+    if args.resume is not None:
+        if args.submissions is not None or args.lab or args.matrix_file:
+            raise ValueError(
+                "--resume takes the grade's own settings: give no submissions, --lab, --matrix"
+            )
+        try:
+            manifest = ledger.Ledger(args.resume).read_manifest()
+            req = GradeRequest.from_json(manifest, args.resume)
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"{args.resume / ledger.MANIFEST}: unreadable ({e})") from None
+        say(f"resuming {args.resume} (seed {req.seed})")
+        return req
+    if args.submissions is None or not args.lab:
+        raise ValueError("give a submissions folder and --lab (or --resume DIR)")
+    wl = gradable(args.lab)
+    m = matrix.load(args.matrix_file or wl.grade_matrix)
+    seed = args.seed if args.seed is not None else seeds.new_grade_seed()
+    if args.seed is None:
+        say(f"grade seed {seed} (--seed {seed} grades the same way again)")
+    out = args.out or Path("grades") / f"{time.strftime('%Y-%m-%d')}-{args.lab}"
+    if (out / ledger.LEDGER).exists() or (out / ledger.MANIFEST).exists():
+        raise ValueError(f"{out} holds a grade already: --resume {out}, or choose --out")
+    return GradeRequest(
+        lab=args.lab,
+        submissions=args.submissions,
+        matrix=m,
+        repeats=args.repeats,
+        seed=seed,
+        out=out,
+        run_timeout=args.run_timeout,
+        chaos=args.chaos_command,
+    )
+
+
+def run_grade(args: GradeArgs, say: Callable[[str], None]) -> GradeOutcome:
+    req = request_of(args, say)
+    if args.chaos_command and args.resume is not None:
+        req = GradeRequest.from_json({**req.to_json(), "chaos": list(args.chaos_command)}, req.out)
+    wl = gradable(req.lab)
+    parallel = args.parallel or dispatch.default_parallel()
+    where = args.scheduler or f"this machine, {parallel} run(s) at a time"
+    say(f"grading {req.lab}: {len(req.matrix.configs)} configuration(s) x {req.repeats} on {where}")
+    return grade(
+        req,
+        controls=wl.grade_controls,
+        scheduler=args.scheduler,
+        parallel=parallel,
+        progress=say,
+    )

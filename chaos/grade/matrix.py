@@ -1,0 +1,273 @@
+"""The grade matrix: the configurations every submission is run under (``grade.yaml``).
+
+    defaults:                 # optional: `chaos run` options every configuration starts from
+      time-limit: 20
+    configs:
+      - name: pause           # a column of the class table: letters, digits, - _ .
+        weight: 2             # optional, default 1: its share of a student's score
+        run:                  # the `chaos run` options it sets (long names, without --)
+          nemesis: pause
+      - name: crash-before-ack
+        run: {nemesis: worker-crash-before-ack, option: {KEY: VALUE}}
+
+Option names are ``chaos run``'s long options; a repeatable one (``trigger``) takes a list,
+``option`` takes a mapping (each pair becomes ``-o KEY=VALUE``), ``schedule`` a path relative to
+the matrix file. Options that belong to the grading itself (seed, solution, store, ...) are
+refused. Every error names the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# `chaos run`'s options a configuration may set, with the type of their value. A unit test holds
+# this table against the run command's own options, so that a new option of `chaos run` cannot
+# silently be missing here.
+OPTIONS: dict[str, type] = {
+    "nemesis": str,
+    "trigger": list,
+    "schedule": Path,
+    "tasks": int,
+    "rate": float,
+    "time-limit": float,
+    "concurrency": int,
+    "recovery-timeout": float,
+    "ack-wait": float,
+    "pause-duration": float,
+    "nemesis-interval": float,
+    "nemesis-jitter": float,
+    "fault-duration": float,
+    "work-seconds": float,
+    "nodes": int,
+    "option": dict,
+    "backend": str,
+}
+# ... and those the grading sets itself, with why
+REFUSED: dict[str, str] = {
+    "seed": "every run's seed derives from the grade's --seed",
+    "solution": "the solution is the submission being graded",
+    "store": "runs are stored in the grade's out folder",
+    "scenarios": "one configuration is one run: name a scenario with nemesis: <fault point>",
+    "lab-report": "one configuration is one run",
+    "report": "the grade writes its own report",
+    "quiet": "the grade's runs are always quiet",
+}
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# `chaos run`'s defaults, for a run's time bound when a configuration leaves them out
+DEFAULT_TIME_LIMIT = 30.0
+DEFAULT_RECOVERY = 40.0
+
+
+class MatrixError(ValueError):
+    """A malformed matrix: ``FILE:LINE: FIELD: what is wrong``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """One configuration: a column of the class table."""
+
+    name: str
+    weight: float = 1.0
+    # option name -> value, after defaults; JSON-able (paths as strings)
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def argv(self) -> list[str]:
+        """The `chaos run` options, in the order written."""
+        out: list[str] = []
+        for key, value in self.options.items():
+            if key == "option":
+                for k, v in value.items():
+                    out += ["-o", f"{k}={_scalar(v)}"]
+            elif key == "trigger":
+                for t in value:
+                    out += ["--trigger", str(t)]
+            else:
+                out += [f"--{key}", _scalar(value)]
+        return out
+
+    def time_bound(self) -> float:
+        """Seconds a run of this configuration may take by its own bounds (workload + recovery),
+        without bring-up, teardown and checking."""
+        return float(self.options.get("time-limit", DEFAULT_TIME_LIMIT)) + float(
+            self.options.get("recovery-timeout", DEFAULT_RECOVERY)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "weight": self.weight, "run": dict(self.options)}
+
+
+@dataclass(frozen=True, slots=True)
+class Matrix:
+    configs: tuple[Config, ...]
+    source: str = ""
+
+    def names(self) -> list[str]:
+        return [c.name for c in self.configs]
+
+    def get(self, name: str) -> Config:
+        for c in self.configs:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "configs": [c.to_json() for c in self.configs]}
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> Matrix:
+        return Matrix(
+            configs=tuple(
+                Config(name=c["name"], weight=float(c["weight"]), options=dict(c["run"]))
+                for c in d["configs"]
+            ),
+            source=str(d.get("source", "")),
+        )
+
+
+def _scalar(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+class _Reader:
+    """Turns YAML nodes into values, remembering where each came from for the error message."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, node: yaml.Node | None, where: str, what: str) -> MatrixError:
+        line = node.start_mark.line + 1 if node is not None else 1
+        return MatrixError(f"{self.path}:{line}: {where}: {what}")
+
+    def mapping(self, node: yaml.Node, where: str) -> list[tuple[str, yaml.Node, yaml.Node]]:
+        if not isinstance(node, yaml.MappingNode):
+            raise self.fail(node, where, "expected a mapping (key: value lines)")
+        out: list[tuple[str, yaml.Node, yaml.Node]] = []
+        seen: set[str] = set()
+        for k, v in node.value:
+            if not isinstance(k, yaml.ScalarNode):
+                raise self.fail(k, where, "keys must be plain names")
+            if k.value in seen:
+                raise self.fail(k, f"{where}.{k.value}" if where else k.value, "given twice")
+            seen.add(k.value)
+            out.append((k.value, k, v))
+        return out
+
+    def scalar(self, node: yaml.Node, where: str) -> Any:
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.fail(node, where, "expected a single value")
+        return yaml.safe_load(yaml.serialize(node))
+
+    def typed(self, node: yaml.Node, where: str, kind: type) -> Any:
+        if kind is list:
+            items = node.value if isinstance(node, yaml.SequenceNode) else [node]
+            return [str(self.scalar(n, f"{where}[{i}]")) for i, n in enumerate(items)]
+        if kind is dict:
+            out = {}
+            for key, _, v in self.mapping(node, where):
+                val = self.scalar(v, f"{where}.{key}")
+                if val is None or isinstance(val, list | dict):
+                    raise self.fail(v, f"{where}.{key}", "expected a value")
+                out[key] = val
+            return out
+        value = self.scalar(node, where)
+        if kind is str:
+            if isinstance(value, list | dict) or value is None:
+                raise self.fail(node, where, "expected text")
+            return str(value)
+        if kind is Path:
+            if not isinstance(value, str) or not value:
+                raise self.fail(node, where, "expected a file path")
+            p = Path(value)
+            return str(p if p.is_absolute() else (self.path.parent / p).resolve())
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fail(node, where, f"expected {'an integer' if kind is int else 'a number'}")
+        if kind is int and not isinstance(value, int):
+            raise self.fail(node, where, "expected an integer")
+        if value < 0:
+            raise self.fail(node, where, "must not be negative")
+        return kind(value)
+
+    def options(self, node: yaml.Node, where: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for raw, knode, v in self.mapping(node, where):
+            key = raw.replace("_", "-").removeprefix("--")
+            here = f"{where}.{raw}"
+            if key in REFUSED:
+                raise self.fail(knode, here, f"not allowed in a matrix: {REFUSED[key]}")
+            if key not in OPTIONS:
+                raise self.fail(
+                    knode, here, f"not a `chaos run` option; known: {', '.join(sorted(OPTIONS))}"
+                )
+            out[key] = self.typed(v, here, OPTIONS[key])
+        return out
+
+
+def parse(text: str, path: Path) -> Matrix:
+    """Parse a matrix; MatrixError names file, line and field of the first problem."""
+    r = _Reader(path)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        raise MatrixError(f"{path}:{line}: not valid YAML: {getattr(e, 'problem', e)}") from None
+    if root is None:
+        raise MatrixError(f"{path}:1: configs: missing (the file is empty)")
+    defaults: dict[str, Any] = {}
+    configs_node: yaml.Node | None = None
+    for key, knode, v in r.mapping(root, ""):
+        if key == "defaults":
+            defaults = r.options(v, "defaults")
+        elif key == "configs":
+            configs_node = v
+        else:
+            raise r.fail(knode, key, "unknown key; a matrix has `configs` and optional `defaults`")
+    if configs_node is None:
+        raise r.fail(root, "configs", "missing: the list of configurations")
+    if not isinstance(configs_node, yaml.SequenceNode) or not configs_node.value:
+        raise r.fail(configs_node, "configs", "expected a non-empty list of configurations")
+    configs: list[Config] = []
+    for i, item in enumerate(configs_node.value):
+        where = f"configs[{i}]"
+        fields = {k: (kn, v) for k, kn, v in r.mapping(item, where)}
+        for k, (kn, _) in fields.items():
+            if k not in ("name", "weight", "run"):
+                raise r.fail(
+                    kn, f"{where}.{k}", "unknown field; a configuration has name, weight, run"
+                )
+        if "name" not in fields:
+            raise r.fail(item, f"{where}.name", "missing")
+        name = r.scalar(fields["name"][1], f"{where}.name")
+        if not isinstance(name, str) or not NAME.match(name):
+            raise r.fail(fields["name"][1], f"{where}.name", "letters, digits, - _ . (at most 64)")
+        if name in {c.name for c in configs}:
+            raise r.fail(fields["name"][1], f"{where}.name", f"{name!r} is used twice")
+        weight = 1.0
+        if "weight" in fields:
+            weight = r.typed(fields["weight"][1], f"{where}.weight", float)
+            if weight <= 0:
+                raise r.fail(fields["weight"][1], f"{where}.weight", "must be above 0")
+        run = r.options(fields["run"][1], f"{where}.run") if "run" in fields else {}
+        options = {**defaults, **run}
+        if "option" in defaults and "option" in run:  # -o pairs add up; the configuration's win
+            options["option"] = {**defaults["option"], **run["option"]}
+        configs.append(Config(name=name, weight=weight, options=options))
+    return Matrix(configs=tuple(configs), source=str(path))
+
+
+def load(path: Path) -> Matrix:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise MatrixError(f"{path}: cannot read: {e}") from None
+    return parse(text, path)

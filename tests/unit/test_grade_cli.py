@@ -1,0 +1,53 @@
+"""`chaos grade`'s refusals: each one exit 3 with a message naming what is wrong, before any run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from chaos.cli import main
+from chaos.grade import ledger
+
+
+def _grade(*args: str) -> tuple[int, str]:
+    r = CliRunner().invoke(main, ["grade", *args])
+    return r.exit_code, r.output
+
+
+@pytest.fixture
+def subs(tmp_path: Path) -> Path:
+    (tmp_path / "subs" / "alice").mkdir(parents=True)
+    (tmp_path / "subs" / "alice" / "protocol.py").write_text("x = 1\n")
+    return tmp_path / "subs"
+
+
+def test_a_malformed_matrix_is_named_by_file_line_and_field(tmp_path: Path, subs: Path) -> None:
+    bad = tmp_path / "grade.yaml"
+    bad.write_text("configs:\n  - name: a\n    run:\n      nemsis: pause\n")
+    code, out = _grade(
+        str(subs), "--lab", "lab3", "--matrix", str(bad), "--out", str(tmp_path / "o")
+    )
+    assert code == 3
+    assert f"{bad}:4: configs[0].run.nemsis: not a `chaos run` option" in out
+    assert not (tmp_path / "o").exists()  # refused before anything was written
+
+
+def test_a_lab_without_a_matrix_is_refused(tmp_path: Path, subs: Path) -> None:
+    code, out = _grade(str(subs), "--lab", "etcd-register", "--out", str(tmp_path / "o"))
+    assert code == 3 and "etcd-register cannot be graded" in out and "lab3" in out
+
+
+def test_an_existing_grade_is_resumed_not_overwritten(tmp_path: Path, subs: Path) -> None:
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / ledger.LEDGER).write_text("")
+    code, said = _grade(str(subs), "--lab", "lab3", "--out", str(out))
+    assert code == 3 and f"--resume {out}" in said
+    code, said = _grade("--resume", str(tmp_path))
+    assert code == 3 and "not a grade's out folder" in said
+    code, said = _grade("--resume", str(out), "--lab", "lab3")
+    assert code == 3 and "--resume takes the grade's own settings" in said
+    code, said = _grade()
+    assert code == 3 and "give a submissions folder and --lab" in said
