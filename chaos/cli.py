@@ -753,6 +753,14 @@ def sandbox_down(name: str) -> None:
         click.echo(f"no sandbox {name}")
 
 
+def _control_names(value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if value.strip() == "none":
+        return ()
+    return tuple(n.strip() for n in value.split(",") if n.strip())
+
+
 @main.command("grade")
 @click.argument("submissions", required=False, type=click.Path(path_type=Path, file_okay=False))
 @click.option("--lab", default=None, help="The workload graded (lab3, lab1).")
@@ -800,6 +808,13 @@ def sandbox_down(name: str) -> None:
     default=None,
     help="How workers start chaos, if not `python3 -m chaos.cli` (e.g. a venv's bin/chaos).",
 )
+@click.option(
+    "--controls",
+    default=None,
+    metavar="NAMES",
+    help="Only these shipped solutions as control rows, comma-separated (default: all of them; "
+    "'none' for no control rows).",
+)
 @click.option("-q", "--quiet", is_flag=True)
 def grade_command(
     submissions: Path | None,
@@ -813,6 +828,7 @@ def grade_command(
     run_timeout: float | None,
     resume: Path | None,
     chaos_command: str | None,
+    controls: str | None,
     quiet: bool,
 ) -> None:
     """Grade every submission (a folder per student with its protocol.py) under a matrix of
@@ -833,6 +849,7 @@ def grade_command(
                 run_timeout=run_timeout,
                 resume=resume,
                 chaos_command=tuple(shlex.split(chaos_command)) if chaos_command else None,
+                controls=_control_names(controls),
             ),
             say=_progress(quiet),
         )

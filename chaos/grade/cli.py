@@ -29,6 +29,7 @@ class GradeArgs:
     run_timeout: float | None = None
     resume: Path | None = None
     chaos_command: tuple[str, ...] | None = None
+    controls: tuple[str, ...] | None = None  # None: all the lab's shipped solutions
 
 
 def gradable(lab: str) -> Gradable:
@@ -72,7 +73,21 @@ def request_of(args: GradeArgs, say: Callable[[str], None]) -> GradeRequest:
         out=out,
         run_timeout=args.run_timeout,
         chaos=args.chaos_command,
+        controls=_controls(args.controls, wl),
     )
+
+
+def _controls(names: tuple[str, ...] | None, wl: Gradable) -> tuple[str, ...] | None:
+    """The control rows asked for, each one the lab ships (ValueError naming those it has)."""
+    if names is None:
+        return None
+    unknown = sorted(set(names) - set(wl.grade_controls))
+    if unknown:
+        raise ValueError(
+            f"--controls: no shipped solution {', '.join(unknown)}; "
+            f"the lab's: {', '.join(wl.grade_controls)}"
+        )
+    return tuple(names)
 
 
 def run_grade(args: GradeArgs, say: Callable[[str], None]) -> GradeOutcome:

@@ -43,6 +43,8 @@ class GradeRequest:
     run_timeout: float | None = None  # None: each configuration's time bound + RUN_MARGIN
     retries: int = 2  # of a run that failed for an environment reason
     chaos: tuple[str, ...] | None = None  # how workers call chaos (None: python -m chaos.cli)
+    # the control rows graded (None: every shipped solution the lab names)
+    controls: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +57,7 @@ class GradeRequest:
             "run_timeout": self.run_timeout,
             "retries": self.retries,
             "chaos": list(self.chaos) if self.chaos else None,
+            "controls": list(self.controls) if self.controls is not None else None,
         }
 
     @staticmethod
@@ -69,6 +72,7 @@ class GradeRequest:
             run_timeout=d.get("run_timeout"),
             retries=int(d.get("retries", 2)),
             chaos=tuple(d["chaos"]) if d.get("chaos") else None,
+            controls=tuple(d["controls"]) if d.get("controls") is not None else None,
         )
 
 
@@ -86,7 +90,10 @@ class GradeOutcome:
 def rows_of(request: GradeRequest, controls: Mapping[str, str]) -> list[Submission]:
     """The class and the control rows; a student folder named like a control cannot clash (the
     controls' names carry a prefix no folder name is given by discover)."""
-    return submissions.controls(controls) + submissions.discover(request.submissions)
+    chosen = {
+        n: k for n, k in controls.items() if request.controls is None or n in request.controls
+    }
+    return submissions.controls(chosen) + submissions.discover(request.submissions)
 
 
 def plan(

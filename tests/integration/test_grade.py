@@ -52,7 +52,8 @@ def test_a_tiny_class_on_docker(tmp_path: Path, engine: docker.DockerClient) -> 
     proc = subprocess.run(
         [sys.executable, "-m", "chaos.cli", "grade", str(subs), "--lab", "lab3",
          "--matrix", str(tmp_path / "grade.yaml"), "--repeats", "1", "--seed", "7",
-         "--out", str(out), "--parallel", "2"],
+         "--out", str(out), "--parallel", "2",
+         "--controls", "reference,check-then-act,ack-before-commit,second-txn-dedup"],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -51,3 +51,27 @@ def test_an_existing_grade_is_resumed_not_overwritten(tmp_path: Path, subs: Path
     assert code == 3 and "--resume takes the grade's own settings" in said
     code, said = _grade()
     assert code == 3 and "give a submissions folder and --lab" in said
+
+
+def test_controls_are_all_the_labs_unless_chosen_and_a_resume_keeps_the_choice(
+    tmp_path: Path, subs: Path
+) -> None:
+    from chaos.grade.cli import GradeArgs, request_of
+    from chaos.grade.session import GradeRequest, rows_of
+    from chaos.workloads.lab3.workload import Lab3
+
+    def rows(controls: tuple[str, ...] | None) -> list[str]:
+        args = GradeArgs(
+            submissions=subs, lab="lab3", seed=1, out=tmp_path / "o", controls=controls
+        )
+        req = request_of(args, lambda m: None)
+        again = GradeRequest.from_json(req.to_json(), req.out)  # what --resume reads back
+        assert again.controls == req.controls
+        return [r.name for r in rows_of(again, Lab3.grade_controls) if r.is_control]
+
+    assert rows(None) == [f"control:{n}" for n in Lab3.grade_controls]
+    assert rows(("reference", "lost-update")) == ["control:reference", "control:lost-update"]
+    assert rows(()) == []
+    code, out = _grade(str(subs), "--lab", "lab3", "--controls", "reference,nonesuch",
+                       "--out", str(tmp_path / "x"))  # fmt: skip
+    assert code == 3 and "--controls: no shipped solution nonesuch" in out

@@ -50,6 +50,10 @@ class Lab1:
         "reference": "reference",
         "no-fencing": "buggy",
         "check-lease-before-write": "buggy",
+        "acquire-without-cas": "buggy",
+        "off-by-one-night": "buggy",
+        "token-reuse": "buggy",
+        "renew-without-check": "buggy",
     }
     hold_points = points.HOLD_POINTS
     # TxnPoints: every transaction of these solution functions is a hold point

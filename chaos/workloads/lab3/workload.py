@@ -46,6 +46,11 @@ class Lab3:
         "check-then-act": "buggy",
         "ack-before-commit": "buggy",
         "second-txn-dedup": "buggy",
+        "non-idempotent-create": "buggy",
+        "outbox-second-txn": "buggy",
+        "lost-update": "buggy",
+        "swallow-errors": "buggy",
+        "ack-on-redelivery": "buggy",
     }
     fault_points = points.FAULT_POINTS
     hold_points = points.HOLD_POINTS
