@@ -6,12 +6,13 @@ Exit codes: 0 valid, 1 invalid, 2 unknown, 3 bad usage or bad input, 4 environme
 
 from __future__ import annotations
 
+import contextlib
 import random
 import shlex
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -86,6 +87,24 @@ def store_option(f: Any) -> Any:
         show_default=True,
         help="Folder that holds the stored runs.",
     )(f)
+
+
+@contextlib.contextmanager
+def run_errors() -> Iterator[None]:
+    """How a command that runs a cluster ends on an error: a spec or solution that cannot work
+    (3), an environment that cannot (4), Ctrl-C (130), anything else an internal error (5)."""
+    from chaos.cluster.base import ClusterError
+
+    try:
+        yield
+    except ValueError as e:
+        fail(str(e), EXIT_USAGE)
+    except ClusterError as e:
+        fail(str(e), EXIT_ENV)
+    except KeyboardInterrupt:
+        fail("interrupted", EXIT_INTERRUPTED)
+    except Exception as e:
+        internal_error(e)
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
@@ -333,7 +352,6 @@ def run(
     """Run WORKLOAD (lab3, lab1, etcd-register, jetstream-queue) on a fresh cluster and check it."""
     from chaos.checkers.verdict import combine
     from chaos.cluster import backends
-    from chaos.cluster.base import ClusterError
     from chaos.core.capabilities import Scenarios
     from chaos.core.spec import TestSpec
     from chaos.orchestrator.run import run_test
@@ -388,7 +406,7 @@ def run(
         specs = [TestSpec(**base, nemesis=faults)]  # type: ignore[arg-type]
     click.echo(f"seed {seed}", err=True)
     outcomes = []
-    try:
+    with run_errors():
         for spec in specs:
             if len(specs) > 1:
                 say(f"scenario {spec.scenario}")
@@ -397,14 +415,6 @@ def run(
                     spec, backend=backend, store=store, progress=say, command=command, workload=wl
                 )
             )
-    except ValueError as e:
-        fail(str(e), EXIT_USAGE)
-    except ClusterError as e:
-        fail(str(e), EXIT_ENV)
-    except KeyboardInterrupt:
-        fail("interrupted", EXIT_INTERRUPTED)
-    except Exception as e:
-        internal_error(e)
     for o in outcomes:
         if len(outcomes) > 1:
             click.echo(f"{o.run_dir.name}:")
@@ -499,7 +509,6 @@ def explore(
     was invalid, 2 when a point was never reached or a run was unknown, 0 otherwise."""
     from chaos.checkers.verdict import Verdict
     from chaos.cluster import backends
-    from chaos.cluster.base import ClusterError
     from chaos.core.spec import TestSpec
     from chaos.histories.store import write_json
     from chaos.orchestrator.explore import explore as run_explore
@@ -525,7 +534,7 @@ def explore(
         options=_options(options),
     )
     command = "chaos " + shlex.join(sys.argv[1:])
-    try:
+    with run_errors():
         found = run_explore(
             spec,
             backend=backend,
@@ -536,14 +545,6 @@ def explore(
             progress=_progress(quiet),
             command=command,
         )
-    except ValueError as e:
-        fail(str(e), EXIT_USAGE)
-    except ClusterError as e:
-        fail(str(e), EXIT_ENV)
-    except KeyboardInterrupt:
-        fail("interrupted", EXIT_INTERRUPTED)
-    except Exception as e:
-        internal_error(e)
     for line in summary_lines(found):
         click.echo(clean(line))
     if json_path is not None:
