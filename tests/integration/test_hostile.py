@@ -48,7 +48,8 @@ CASES: dict[str, tuple[list[str], set[int], str]] = {
     # the kernel may end the worker (tasks never complete) or, thrashing, etcd beside it (the
     # final reads fail): either way not valid, and the reason is said
     "memory": ([], {1, 2}, "never completed|final reads failed"),
-    "spin": ([], {1, 2}, "never completed"),
+    # a spin inside a one-CPU node may starve etcd beside it too: the final reads then fail
+    "spin": ([], {1, 2}, "never completed|final reads failed"),
     "hang": ([], {1, 2}, "never completed"),
     "escape": ([], {0}, ""),
 }
