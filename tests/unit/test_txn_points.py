@@ -344,3 +344,20 @@ def test_no_checker_contradicts_another_on_the_shipped_histories_and_a_planted_p
     ]
     (said,) = checkers.contradictions(planted)
     assert "double-apply found an amount applied twice, yet the counter matches" in said
+
+
+def test_a_txn_error_counts_only_by_what_the_broker_or_the_client_saw() -> None:
+    spec = {"lab": "lab3", "nemesis": ["txn-error-complete"]}
+    heal = {"point": "txn-error-complete", "node": "n1", "process": "worker", "fired_at": 1.0}
+    fired = ops((NEMESIS, "info", "heal-txn-error-complete", heal, {"phase": "heal"}))
+    history = [*ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"})), *fired]
+    final = final_state(10, ALL_DONE)
+    final["consumer"] = {"delivered_consumer_seq": 4, "delivered_stream_seq": 3}
+    seen = run(history, [], final)
+    seen.spec.update(spec)
+    assert checkers.scenario_fired(seen).verdict is Verdict.VALID
+    final = final_state(10, ALL_DONE)
+    final["consumer"] = {"delivered_consumer_seq": 3, "delivered_stream_seq": 3}
+    claimed_only = run(history, [], final)  # a claim alone, and the broker never redelivered
+    claimed_only.spec.update(spec)
+    assert checkers.scenario_fired(claimed_only).verdict is Verdict.UNKNOWN

@@ -541,11 +541,24 @@ def _proof(point: str, fired: dict[str, Any], run: StoredRun) -> tuple[bool, str
                         f"({t.get('error')}) and was retried on {op.extra.get('node')}"
                     )
         return False, f"no create sent to {fired.get('node')} went unanswered in the history"
-    if point.startswith("txn-error-"):
-        # nothing outside the process sees an error raised inside it; the claim, created
-        # exclusively for this arming, shows which process took it (the run's own check)
-        ok = fired.get("node") is not None
-        return ok, f"claimed by {fired.get('process')} on {fired.get('node')}"
+    if point == "txn-error-complete":
+        # the claim is the service user's to make (a solution could make it and skip the
+        # error); what the broker did is not: a failed commit is not ACKed, so it redelivers
+        consumer = final.get("consumer") or {}
+        made = int(consumer.get("delivered_consumer_seq") or 0)
+        messages = int(consumer.get("delivered_stream_seq") or 0)
+        return made > messages, (
+            f"the broker made {made} deliveries of {messages} message(s) after the failed "
+            f"commit on {fired.get('node')}"
+        )
+    if point == "txn-error-create":
+        # the orchestrator's own client: a create answered with a server error, then retried
+        for op in run.history:
+            tries = op.extra.get("retried") if op.f == "create" else None
+            for t in tries if isinstance(tries, list) else []:
+                if isinstance(t, dict) and str(t.get("error", "")).startswith("HTTP 5"):
+                    return True, f"the client's create on {t.get('node')} got {t.get('error')}"
+        return False, "no create in the history got a server error"
     return False, f"no way to confirm {point} is known"
 
 
