@@ -1,9 +1,9 @@
 """Detection power: how often each configuration catches each shipped buggy solution, and how often
 it raises a false alarm (invalid or unknown) on the reference.
 
-    python3 bench/bench_power.py lab3 --seeds 5 [--pairs] [--out power.json]
+    python3 bench/bench_power.py lab3|lab1 --seeds 5 [--pairs] [--parallel 2] [--out power.json]
 
-Every run is a real ``chaos run`` (Docker, etcd, JetStream) in a subprocess, one at a time; its
+Every run is a real ``chaos run`` (Docker, etcd, JetStream) in a subprocess, ``--parallel`` at a time; its
 exit code is the verdict (0 valid, 1 invalid, 2 unknown). ``--pairs`` runs each buggy solution only
 under the configuration that is meant to catch it (docs/labs/*.md, "What each configuration
 catches") and the reference under every configuration; without it, every solution runs under every
@@ -15,10 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,6 +47,35 @@ MATRIX: dict[str, dict[str, list[str]]] = {
             "kill worker before txn 1 of complete for 0.2s 2 times",
         ],
     },
+    # lab1's grade matrix (chaos/workloads/lab1/grade.yaml)
+    "lab1": {
+        "pause": ["--nemesis", "pause"],
+        "holder-stopped-after-grant": ["--trigger", "pause holder after lock-acquired for 6s"],
+        "stopped-before-write-commit": ["--trigger", "pause holder before write-commit for 5s"],
+        "acquire-race": [
+            "--trigger",
+            "pause orders before acquire-commit for 2s",
+            "-o",
+            "nights=6",
+        ],
+        "resume-at-expiry": [
+            "--trigger",
+            "pause holder before write for 2.7s",
+            "-o",
+            "job=20",
+            "-o",
+            "nights=2",
+        ],
+        "one-replica": ["--nodes", "1", "-o", "nights=3"],
+        "renewal": [
+            "--trigger",
+            "pause holder on lock-acquired for 5s",
+            "-o",
+            "renew=2",
+            "-o",
+            "nights=2",
+        ],
+    },
 }
 CATCHES: dict[str, dict[str, str]] = {
     "lab3": {
@@ -57,11 +88,22 @@ CATCHES: dict[str, dict[str, str]] = {
         "swallow-errors": "txn-error-complete",
         "ack-on-redelivery": "double-kill-redelivery",
     },
+    "lab1": {
+        "no-fencing": "holder-stopped-after-grant",
+        "check-lease-before-write": "stopped-before-write-commit",
+        "acquire-without-cas": "acquire-race",
+        "off-by-one-night": "resume-at-expiry",
+        "token-reuse": "one-replica",
+        "renew-without-check": "renewal",
+    },
 }
 VERDICT = {0: "valid", 1: "invalid", 2: "unknown"}
 # every run's pace (the grading matrix's defaults): a 1 s AckWait, short work, and a recovery bound
 # that a run which lost a task waits out
-PACE = ["--ack-wait", "1", "--work-seconds", "0.2", "--recovery-timeout", "15"]
+PACE = {
+    "lab3": ["--ack-wait", "1", "--work-seconds", "0.2", "--recovery-timeout", "15"],
+    "lab1": [],
+}
 
 
 def run_one(
@@ -69,7 +111,7 @@ def run_one(
 ) -> tuple[str, float, list[str]]:
     """One run's verdict, its wall time, and any two checkers of it that contradict each other."""
     argv = [sys.executable, "-m", "chaos.cli", "run", lab, "--solution", solution]
-    argv += [*PACE, *args, "--seed", str(seed), "-q", "--store", str(store)]
+    argv += [*PACE[lab], *args, "--seed", str(seed), "-q", "--no-html", "--store", str(store)]
     t0 = time.monotonic()
     proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
     verdict = VERDICT.get(proc.returncode, f"exit {proc.returncode}")
@@ -82,6 +124,8 @@ def run_one(
 
         raw = json.loads((Path(stored[0]) / "results.json").read_text())["results"]
         clash = contradictions([CheckResult.from_json(r) for r in raw])
+    for folder in stored:  # keep the store small over hundreds of runs; the verdict is read
+        shutil.rmtree(folder, ignore_errors=True)
     return verdict, time.monotonic() - t0, clash
 
 
@@ -93,6 +137,7 @@ def main() -> None:
     ap.add_argument("--pairs", action="store_true")
     ap.add_argument("--only", default="", help="Comma-separated solutions (default: all).")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--parallel", type=int, default=1, help="Runs at once (default 1).")
     a = ap.parse_args()
     configs, catches = MATRIX[a.lab], CATCHES[a.lab]
     solutions = ["reference", *catches]
@@ -107,10 +152,15 @@ def main() -> None:
     table: dict[str, dict[str, list[str]]] = {}
     seconds: list[float] = []
     clashes: list[str] = []
+    jobs = [(s, c, seed) for s, c in cells for seed in range(a.first_seed, a.first_seed + a.seeds)]
     with tempfile.TemporaryDirectory(prefix="chaos-power-") as tmp:
-        for sol, cfg in cells:
-            for seed in range(a.first_seed, a.first_seed + a.seeds):
-                verdict, took, clash = run_one(a.lab, sol, configs[cfg], seed, Path(tmp))
+
+        def one(job: tuple[str, str, int]) -> tuple[str, str, int, str, float, list[str]]:
+            sol, cfg, seed = job
+            return (sol, cfg, seed, *run_one(a.lab, sol, configs[cfg], seed, Path(tmp)))
+
+        with ThreadPoolExecutor(max(1, a.parallel)) as pool:
+            for sol, cfg, seed, verdict, took, clash in pool.map(one, jobs):
                 seconds.append(took)
                 clashes.extend(f"{sol} {cfg} seed {seed}: {c}" for c in clash)
                 table.setdefault(sol, {}).setdefault(cfg, []).append(verdict)
