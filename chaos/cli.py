@@ -320,6 +320,12 @@ def _options(items: tuple[str, ...]) -> dict[str, str]:
     help="A workload option, e.g. lab1: -o lock_at_least=2 -o cron=10 (see docs/labs/lab1.md). "
     "Repeatable.",
 )
+@click.option(
+    "--no-html",
+    "no_html",
+    is_flag=True,
+    help="Skip the HTML report page; `chaos report RUN` renders it later from the stored run.",
+)
 @click.option("-q", "--quiet", is_flag=True)
 @store_option
 def run(
@@ -346,6 +352,7 @@ def run(
     lab_report_flag: bool,
     report_path: Path | None,
     options: tuple[str, ...],
+    no_html: bool,
     quiet: bool,
     store: Path,
 ) -> None:
@@ -412,7 +419,13 @@ def run(
                 say(f"scenario {spec.scenario}")
             outcomes.append(
                 run_test(
-                    spec, backend=backend, store=store, progress=say, command=command, workload=wl
+                    spec,
+                    backend=backend,
+                    store=store,
+                    progress=say,
+                    command=command,
+                    workload=wl,
+                    page=not no_html,
                 )
             )
     for o in outcomes:

@@ -144,8 +144,12 @@ def run_test(
     progress: Callable[[str], None] = lambda m: None,
     command: str = "",
     workload: Workload | None = None,
+    page: bool = True,
 ) -> RunOutcome:
     """One run of ``spec`` on a cluster from ``backend``, stored under ``store``.
+
+    ``page=False`` skips the HTML report (``chaos report RUN`` renders it later from the stored
+    run): the verdict, history and results are the same either way.
 
     ``workload`` overrides the registry's workload of the spec's name (tests pass an in-memory
     one). Raises ValueError for a spec or solution that cannot work and ClusterError when the
@@ -318,7 +322,9 @@ def run_test(
         except Interrupted as e:
             interrupted = True
             progress(f"interrupted by {e}: healed and removed every resource of the run")
-    return finish(run_dir, wl, timings, interrupted, error, progress, warnings=tail.problems)
+    return finish(
+        run_dir, wl, timings, interrupted, error, progress, warnings=tail.problems, page=page
+    )
 
 
 def finish(
@@ -330,6 +336,7 @@ def finish(
     progress: Callable[[str], None],
     *,
     warnings: list[str] | None = None,
+    page: bool = True,
 ) -> RunOutcome:
     t0 = time.monotonic()
     progress("checking the history")
@@ -356,6 +363,28 @@ def finish(
     if warnings:
         meta["warnings"] = [f"events folder: {w}" for w in warnings]
     write_json(run_dir / "spec.json", meta)
+    if not page:
+        progress(f"report page skipped (render it with `chaos report {run_dir}`)")
+    else:
+        _render_page(run_dir, wl, meta, timings, progress)
+    return RunOutcome(
+        run_dir=run_dir,
+        verdict=verdict,
+        results=results,
+        timings=timings,
+        interrupted=interrupted,
+        error=error,
+        warnings=list(meta.get("warnings", [])),
+    )
+
+
+def _render_page(
+    run_dir: Path,
+    wl: Workload,
+    meta: dict[str, Any],
+    timings: dict[str, float],
+    progress: Callable[[str], None],
+) -> None:
     t0 = time.monotonic()
     try:
         render(
@@ -368,12 +397,3 @@ def finish(
         progress(
             f"report not rendered: {type(e).__name__}: {e} (retry with `chaos report {run_dir}`)"
         )
-    return RunOutcome(
-        run_dir=run_dir,
-        verdict=verdict,
-        results=results,
-        timings=timings,
-        interrupted=interrupted,
-        error=error,
-        warnings=list(meta.get("warnings", [])),
-    )

@@ -36,9 +36,15 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("store")
 
 
-def chaos(*args: str, store: Path | None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Run the CLI as a user would, in a subprocess."""
+def chaos(
+    *args: str, store: Path | None, timeout: float = 300, page: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Run the CLI as a user would, in a subprocess. A ``chaos run`` skips its HTML page unless
+    ``page`` (about 2 s a run, nothing a verdict rests on; tests/integration/test_lab3.py and the
+    report's own tests render it)."""
     extra = ["--store", str(store)] if store is not None else []
+    if args[:1] == ("run",) and not page:
+        extra.append("--no-html")
     return subprocess.run(
         [sys.executable, "-m", "chaos.cli", *args, *extra],
         capture_output=True, text=True, timeout=timeout, cwd=REPO,

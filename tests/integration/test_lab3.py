@@ -35,11 +35,14 @@ def _pause_interval(history: list[dict]) -> tuple[float, float, dict]:
 def test_pause_reference_is_valid_with_redelivery_during_the_pause(
     store: Path, engine: docker.DockerClient
 ) -> None:
-    p = chaos("run", "lab3", "--nemesis", "pause", "--seed", "7", store=store)
+    # the README's main job, its page included (the other integration runs skip the page)
+    p = chaos("run", "lab3", "--nemesis", "pause", "--seed", "7", store=store, page=True)
     assert p.returncode == 0, p.stdout + p.stderr
     run = run_dir_from(p)
     results = json.loads((run / "results.json").read_text())
     assert results["verdict"] == "valid"
+    page = (run / "report.html").read_text()
+    assert "valid" in page and (run / "plots" / "latency-raw.png").stat().st_size > 0
     history = read_jsonl(run / "history.jsonl")
     t0, t1, target = _pause_interval(history)
     assert (

@@ -26,7 +26,9 @@ from tests.fixtures.memory_lab3 import MemoryLab3
 KILL = {"at": 1.0, "fault": "kill", "target": "api@n3", "duration": 0.3, "index": 0}
 
 
-def _run(store: Path, *, dedup: bool) -> tuple[RunOutcome, FakeBackend, MemoryLab3]:
+def _run(
+    store: Path, *, dedup: bool, page: bool = True
+) -> tuple[RunOutcome, FakeBackend, MemoryLab3]:
     backend = FakeBackend()
     wl = MemoryLab3(dedup=dedup, work_seconds=0.4)
     spec = TestSpec(
@@ -40,7 +42,9 @@ def _run(store: Path, *, dedup: bool) -> tuple[RunOutcome, FakeBackend, MemoryLa
         recovery_timeout=10.0,
     )
     said: list[str] = []
-    outcome = run_test(spec, backend=backend, store=store, progress=said.append, workload=wl)
+    outcome = run_test(
+        spec, backend=backend, store=store, progress=said.append, workload=wl, page=page
+    )
     return outcome, backend, wl
 
 
@@ -116,3 +120,15 @@ def test_mount_copies_are_absolute_even_in_a_relative_store(
     got = copy_mounts({"sol": "/opt/solution"}, Path("store/run/mounts"))
     (host,) = got
     assert Path(host).is_absolute() and (Path(host) / "protocol.py").read_text() == "x = 1\n"
+
+
+def test_a_run_without_its_page_has_the_same_verdict_and_renders_later(tmp_path: Path) -> None:
+    from chaos.report import render
+
+    outcome, _, _ = _run(tmp_path / "store", dedup=False, page=False)
+    run_dir = outcome.run_dir
+    assert not (run_dir / "report.html").exists() and not (run_dir / "plots").exists()
+    assert outcome.verdict is Verdict.INVALID  # the planted double apply, page or not
+    spec = json.loads((run_dir / "spec.json").read_text())
+    assert spec["verdict"] == "invalid" and "report" not in spec["timings"]
+    assert render(run_dir).stat().st_size > 0  # as `chaos report RUN` does
