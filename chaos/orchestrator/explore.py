@@ -34,7 +34,7 @@ from chaos.core.spec import TestSpec
 from chaos.core.workload import Workload
 from chaos.histories.ops import Op
 from chaos.histories.store import load_run
-from chaos.orchestrator.run import RunOutcome, run_test
+from chaos.orchestrator.run import RunOutcome, render_page, run_test
 
 # trigger faults tried at every transaction point: (label, phrase suffix)
 FAULTS: tuple[tuple[str, str], ...] = (
@@ -187,7 +187,12 @@ def explore(
     """Trace ``spec``'s solution fault-free, then try every point (see the module docstring)."""
     base = dataclasses.replace(spec, nemesis=(), triggers=(), schedule=None, scenario=None)
     progress("trace: one fault-free run to learn the solution's transactions")
-    traced = run_test(base, backend=backend, store=store, workload=workload, command=command)
+    # pages only for the runs worth opening (not valid): drawing one is ~2 s of a ~13 s run
+    traced = run_test(
+        base, backend=backend, store=store, workload=workload, command=command, page=False
+    )
+    if traced.verdict is not Verdict.VALID:
+        render_page(traced.run_dir, workload, progress)
     txns = trace_txns(traced.run_dir)
     found = Exploration(
         trace_run=traced.run_dir, txns=txns, probes=probes(workload, txns, BRIEF * spec.ack_wait)
@@ -204,10 +209,12 @@ def explore(
             run_spec = dataclasses.replace(run_spec, scenario=probe.point)
         progress(f"try {probe.label} (seed {seed})")
         outcome = run_test(
-            run_spec, backend=backend, store=store, workload=workload, command=command
+            run_spec, backend=backend, store=store, workload=workload, command=command, page=False
         )
         if outcome.interrupted:
             raise KeyboardInterrupt
+        if outcome.verdict is not Verdict.VALID:
+            render_page(outcome.run_dir, workload, progress)
         history = load_run(outcome.run_dir).history
         tried = Tried(
             probe=probe,

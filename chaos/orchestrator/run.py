@@ -366,7 +366,7 @@ def finish(
     if not page:
         progress(f"report page skipped (render it with `chaos report {run_dir}`)")
     else:
-        _render_page(run_dir, wl, meta, timings, progress)
+        render_page(run_dir, wl, progress, meta=meta, timings=timings)
     return RunOutcome(
         run_dir=run_dir,
         verdict=verdict,
@@ -378,21 +378,25 @@ def finish(
     )
 
 
-def _render_page(
+def render_page(
     run_dir: Path,
     wl: Workload,
-    meta: dict[str, Any],
-    timings: dict[str, float],
     progress: Callable[[str], None],
+    *,
+    meta: dict[str, Any] | None = None,
+    timings: dict[str, float] | None = None,
 ) -> None:
+    """Draw a stored run's page; a failure is said, never raised (the verdict stands without
+    it). With ``meta``/``timings`` (a run being finished), the page's time goes into spec.json."""
     t0 = time.monotonic()
     try:
         render(
             run_dir,
             contributors=wl.report_sections() if isinstance(wl, ReportSections) else (),
         )
-        timings["report"] = round(time.monotonic() - t0, 3)
-        write_json(run_dir / "spec.json", meta)
+        if meta is not None and timings is not None:
+            timings["report"] = round(time.monotonic() - t0, 3)
+            write_json(run_dir / "spec.json", meta)
     except Exception as e:  # the verdict stands without its page; `chaos report` can retry
         progress(
             f"report not rendered: {type(e).__name__}: {e} (retry with `chaos report {run_dir}`)"
