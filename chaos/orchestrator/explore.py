@@ -8,8 +8,9 @@ crash points instead; this does the same for a lab solution:
    events of chaos.node.store: ``complete`` made transactions 1 and 2);
 2. every point — function, transaction, before/after — is tried with a kill, a pause (the
    workload's default fault duration, past AckWait or the lease), two kills (a fault that
-   makes a redelivery, then one in the redelivery; with one task, so both hit it) and a brief
-   pause (0.6 x AckWait: the others go on, a held read goes stale), each as a trigger, plus
+   makes a redelivery, then one in the redelivery; with one task, so both hit it), a brief
+   pause (0.6 x AckWait: the others go on, a held read goes stale) and a pause until the
+   workload's rival takes the work over (then let go at once), each as a trigger, plus
    each one-shot fault point the workload declares; one run each, seeded from the explore's seed;
 3. it stops at the first invalid run unless asked for all, within a budget of runs, and reports
    coverage: which points were reached (the trigger fired) and what each run said.
@@ -45,6 +46,9 @@ FAULTS: tuple[tuple[str, str], ...] = (
     # a brief pause (BRIEF x AckWait): the others go on without a redelivery, so a read held
     # back from its transaction goes stale (a lost update)
     ("pause", " for {brief}s"),
+    # held until another process takes its work over (the workload's rival event), then let go
+    # at once: the held step and its rival's race (a night guard off by one, check-then-act)
+    ("pause", " until {rival}"),
 )
 BRIEF = 0.6
 # a double kill runs with one unit of work (the workload's ``one_task`` options: lab3 one task,
@@ -123,6 +127,7 @@ def probes(wl: Workload, txns: dict[str, int], brief: float = 1.2) -> list[Probe
     """Every point of the trace with every fault, then the workload's one-shot fault points."""
     out: list[Probe] = []
     functions = wl.txn_functions if isinstance(wl, TxnPoints) else {}
+    rival = wl.rival if isinstance(wl, TxnPoints) else ""
     for fn in sorted(txns, key=lambda f: (list(functions).index(f) if f in functions else 99, f)):
         component = functions.get(fn)
         if component is None:
@@ -130,7 +135,9 @@ def probes(wl: Workload, txns: dict[str, int], brief: float = 1.2) -> list[Probe
         for n in range(1, txns[fn] + 1):
             for moment in ("before", "after"):
                 for fault, rest in FAULTS:
-                    tail = rest.format(brief=round(brief, 2))
+                    if "{rival}" in rest and not rival:
+                        continue
+                    tail = rest.format(brief=round(brief, 2), rival=rival)
                     phrase = f"{fault} {component} {moment} txn {n} of {fn}{tail}"
                     out.append(Probe(label=phrase, trigger=phrase, one_task=rest == DOUBLE))
     if isinstance(wl, FaultPoints):

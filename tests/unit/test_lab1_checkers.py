@@ -350,7 +350,7 @@ def test_an_aimed_stop_outside_the_lab_scenario_is_judged_by_what_it_did_not_unk
     assert checkers.unsafe_lease(pause_ops("n3", 1.05, 1.3), events, final).verdict is (
         Verdict.UNKNOWN
     )
-    history, events, final = paused_run(fenced=False)
+    _, events, final = paused_run(fenced=False)
     aimed = pause_ops("n1", 1.1, 4.0, trigger="write")
     assert checkers.unsafe_lease(aimed, events, final).verdict is Verdict.INVALID
 

@@ -361,3 +361,18 @@ def test_a_txn_error_counts_only_by_what_the_broker_or_the_client_saw() -> None:
     claimed_only = run(history, [], final)  # a claim alone, and the broker never redelivered
     claimed_only.spec.update(spec)
     assert checkers.scenario_fired(claimed_only).verdict is Verdict.UNKNOWN
+
+
+def test_each_point_gets_a_pause_until_the_workloads_rival_takes_over() -> None:
+    from chaos.nemesis.trigger import parse_trigger
+    from chaos.workloads.lab1.workload import Lab1
+
+    labels = [p.label for p in explore.probes(Lab1(), {"write_change": 1})]
+    assert "pause orders before txn 1 of write_change until lock-acquired" in labels
+    assert "pause worker after txn 1 of complete until commit" in [
+        p.label for p in explore.probes(Lab3(), {"complete": 1})
+    ]
+    t = parse_trigger("pause orders before txn 1 of write_change until lock-acquired")
+    assert (t.until, t.duration) == ("lock-acquired", None)  # bounded by the default duration
+    # kill, pause, two kills, a brief pause, a pause until the rival: at each side of each txn
+    assert len(labels) == 2 * 5  # lab1 has no one-shot fault points

@@ -62,6 +62,7 @@ class Lab1:
     }
     txn_roles: dict[str, str] = {"holder": "orders"}
     one_task: dict[str, str] = {"nights": "1"}
+    rival: str = "lock-acquired"
     default_pause = LOCK_AT_MOST * UNIT + 1.5  # past lockAtMostFor, so another replica takes over
 
     def preflight(self, spec: TestSpec) -> None:

@@ -59,6 +59,7 @@ class Lab3:
     txn_roles: dict[str, str] = {}
     # one unit of work: a run where a second fault lands in the first one's redelivery
     one_task: dict[str, str] = {"set_size": "1"}
+    rival: str = "commit"
     scenarios = points.SCENARIOS
 
     def pause_target(self, ctx: RunContext) -> Target | None:
