@@ -118,12 +118,15 @@ def run_one(
     clash: list[str] = []
     stored = [ln.removeprefix("stored in ").strip() for ln in proc.stdout.splitlines()
               if ln.startswith("stored in ")]  # fmt: skip
-    if stored and lab == "lab3":
+    if stored:
         from chaos.checkers.verdict import CheckResult
-        from chaos.workloads.lab3.checkers import contradictions
+        from chaos.workloads.lab1.checkers import contradictions as lab1_clash
+        from chaos.workloads.lab3.checkers import contradictions as lab3_clash
 
         raw = json.loads((Path(stored[0]) / "results.json").read_text())["results"]
-        clash = contradictions([CheckResult.from_json(r) for r in raw])
+        clash = {"lab1": lab1_clash, "lab3": lab3_clash}[lab](
+            [CheckResult.from_json(r) for r in raw]
+        )
     for folder in stored:  # keep the store small over hundreds of runs; the verdict is read
         shutil.rmtree(folder, ignore_errors=True)
     return verdict, time.monotonic() - t0, clash

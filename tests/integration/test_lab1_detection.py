@@ -79,6 +79,20 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Outc
     return dict(zip(jobs, done, strict=True))
 
 
+def test_no_two_checkers_contradict_each_other_on_any_run(
+    runs: dict[tuple[str, str], Outcome],
+) -> None:
+    from chaos.checkers.verdict import CheckResult
+    from chaos.workloads.lab1.checkers import contradictions
+
+    said = {
+        job: clash
+        for job, (_, _, res) in runs.items()
+        if (clash := contradictions([CheckResult.from_json(r) for r in res.values()]))
+    }
+    assert said == {}
+
+
 def _paused_node(run: Any) -> str:
     fired = [o for o in run.history if o.extra.get("trigger") and o.extra.get("phase") == "start"]
     assert fired, "the trigger must have fired"

@@ -629,3 +629,40 @@ def test_a_stop_while_acquiring_is_not_a_paused_holder() -> None:
     r = checkers.unsafe_lease(history, events, final)
     assert r.verdict is Verdict.VALID
     assert r.summary.startswith("n3 was stopped while acquiring the lock (1.05 s to 1.30 s)")
+
+
+# ---------------------------------------------------------------- checkers that agree
+
+
+def test_no_lab1_checker_contradicts_another_and_a_planted_pair_is_named() -> None:
+    import dataclasses
+
+    for run in (calm_run(), paused_run(fenced=True), paused_run(fenced=False)):
+        assert checkers.contradictions(checkers.check(*run)) == []
+    got = results(*paused_run(fenced=False))
+    assert got["no-double-apply"].verdict is Verdict.INVALID
+    assert got["unsafe-lease"].verdict is Verdict.INVALID
+    # a no-double-apply that missed the double apply unsafe-lease told is caught out
+    planted = dict(got)
+    planted["no-double-apply"] = dataclasses.replace(got["no-double-apply"], verdict=Verdict.VALID)
+    assert checkers.contradictions(list(planted.values())) == [
+        "every-night found a balance above its nights' changes, yet no-double-apply found no "
+        "change applied twice",
+        "unsafe-lease told a change applied twice, yet no-double-apply found none",
+    ]
+    # and one that found it while every-night, with every night done, found every balance right
+    planted = dict(got)
+    planted["every-night"] = dataclasses.replace(got["every-night"], verdict=Verdict.VALID)
+    assert checkers.contradictions(list(planted.values())) == [
+        "no-double-apply found a change applied twice, yet every-night found every balance "
+        "equal to its nights' changes"
+    ]
+
+
+def test_night_reruns_says_a_takeover_after_expiry_is_not_a_rerun() -> None:
+    got = results(*paused_run(fenced=True))["night-reruns"]
+    assert got.verdict is Verdict.VALID
+    assert got.summary == (
+        "No night's job ran to its end twice (2 nights); night 1 was taken over after its "
+        "holder's lease had expired, which the fencing token must make safe."
+    )

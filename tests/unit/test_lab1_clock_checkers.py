@@ -62,7 +62,10 @@ def test_one_run_per_night_is_valid_even_under_a_skew() -> None:
     history = clock_ops("n2", -1.5, 0.5, 5.0)
     events = job("n1", 1, 3, 1.0, ["o1", "o2"]) + job("n2", 2, 4, 2.5, ["o1", "o2"])
     r = checkers.night_reruns(history, events, final())
-    assert r.verdict == Verdict.VALID and r.summary == "Every night's job ran once (2 nights)."
+    assert (
+        r.verdict == Verdict.VALID
+        and r.summary == "No night's job ran to its end twice (2 nights)."
+    )
 
 
 def test_the_unsafe_lease_story_tells_the_clocks_of_the_run() -> None:

@@ -1408,10 +1408,18 @@ def night_reruns(
             anomalies=takeovers,
             stats=stats,
         )
+    shared = sorted(n for n, gs in by_night.items() if len(gs) > 1)
+    tail = (
+        f"; night {shared[0]} was taken over after its holder's lease had expired"
+        + (f" (and {len(shared) - 1} more)" if len(shared) > 1 else "")
+        + ", which the fencing token must make safe"
+        if shared
+        else ""
+    )
     return CheckResult(
         checker=name,
         verdict=Verdict.VALID,
-        summary=f"Every night's job ran once ({len(by_night)} nights).",
+        summary=f"No night's job ran to its end twice ({len(by_night)} nights){tail}.",
         stats=stats,
     )
 
@@ -1450,6 +1458,39 @@ CHECKERS: dict[
     "night-reruns": night_reruns,
     "lease-exclusivity": lease_exclusivity,
 }
+
+
+def contradictions(results: Sequence[CheckResult]) -> list[str]:
+    """Pairs of lab1 verdicts on one run that cannot both be true, in words (none expected).
+
+    The checkers read one run from different sides — the writes' own events, etcd's final rows,
+    the lock record's versions — so where one says a change was applied twice and another that
+    everything adds up, one of them is wrong."""
+    by = {r.checker: r for r in results}
+    out: list[str] = []
+    twice, nights, lease = by.get("no-double-apply"), by.get("every-night"), by.get("unsafe-lease")
+    if twice and nights and twice.verdict is Verdict.INVALID and nights.verdict is Verdict.VALID:
+        limit, done = nights.stats.get("limit"), nights.stats.get("nights_done")
+        if isinstance(limit, int) and isinstance(done, int) and limit and done >= limit:
+            out.append("no-double-apply found a change applied twice, yet every-night found every "
+                       "balance equal to its nights' changes")  # fmt: skip
+    above = [
+        a
+        for a in (nights.anomalies if nights else [])
+        if a.get("kind") == "balance"
+        and isinstance(a.get("balance"), int)
+        and isinstance(a.get("expected"), int)
+        and a["balance"] > a["expected"]
+    ]
+    if above and twice and twice.verdict is Verdict.VALID:
+        out.append("every-night found a balance above its nights' changes, yet no-double-apply "
+                   "found no change applied twice")  # fmt: skip
+    told_twice = [
+        a for a in (lease.anomalies if lease else []) if a.get("outcome") == "applied-twice"
+    ]
+    if told_twice and twice and twice.verdict is Verdict.VALID:
+        out.append("unsafe-lease told a change applied twice, yet no-double-apply found none")
+    return out
 
 
 def check(
