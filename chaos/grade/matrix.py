@@ -57,6 +57,7 @@ REFUSED: dict[str, str] = {
     "lab-report": "one configuration is one run",
     "report": "the grade writes its own report",
     "quiet": "the grade's runs are always quiet",
+    "no-html": "every graded run keeps its page: the grade's report links to it",
 }
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # `chaos run`'s defaults, for a run's time bound when a configuration leaves them out

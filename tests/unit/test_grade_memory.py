@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -49,7 +50,11 @@ def test_a_class_graded_on_a_local_dask_cluster(tmp_path: Path) -> None:
     for bad in ("control:no-dedup", "bob"):
         assert cell(bad, "pause") == (0, 1) and cell(bad, "quiet") == (1, 1)
     assert rows["bob"].cells["pause"].shown is not None
-    assert "counter incremented twice" in (rows["bob"].cells["pause"].shown.anomaly or "")
+    # twice, or more often when a busy machine lets more than one redelivery through
+    assert re.search(
+        r"counter incremented (twice|three times|\d+ times)",
+        rows["bob"].cells["pause"].shown.anomaly or "",
+    )
     # malformed: a row with its reason, not a crash
     assert rows["carol"].reason == "no protocol.py" and cell("carol", "pause") == (0, 0)
     assert cell("dave", "pause") == (0, 1)
