@@ -152,6 +152,11 @@ class ClockFault:
         cs = parse(spec)
         mode = cs.mode or rng.choice(MODES)
         found = resolve_targets(ctx, self.workload, cs.target or "one", rng)
+        if not found:
+            raise ClockError(
+                f"clock {spec or ''}: nobody plays {cs.target} right now (a role is whoever "
+                "plays it when the fault starts); this step is skipped"
+            )
         targets = [t for t in processes_of(ctx, found) if self._fakes(ctx, t)]
         if not targets:
             raise ClockError(

@@ -88,6 +88,9 @@ def _ask(ctx: RunContext, workload: Any, role: str) -> list[Target] | None:
     """The workload's answer for ``role`` (sorted), or None when it does not know the role."""
     if not isinstance(workload, RoleResolver):
         return None
+    # "whoever plays the role now": a workload that tells it from the services' events (lab1's
+    # holder) must see the latest ones, whether or not anything else polled them lately
+    ctx.events.poll()
     got = workload.resolve_role(ctx, role)
     if got is None:
         return None

@@ -244,3 +244,33 @@ def test_a_spec_becomes_schedules_and_triggers(tmp_path: Path) -> None:
     )
     kinds = [type(n) for n in make_nemeses(Wl(), spec)]
     assert kinds == [ScheduleNemesis, ScheduleNemesis, TriggerNemesis]
+
+
+def test_lab1_roles_are_told_from_the_latest_events_and_standby_is_everyone_else(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    from chaos.workloads.lab1.workload import Lab1
+
+    cluster = FakeCluster()
+    ctx = make_ctx(tmp_path, cluster)
+    for node in cluster.nodes:
+        ctx.supervisor.start_process(
+            ProcessSpec(node=node, name="orders", role="orders", argv=["orders"])
+        )
+    lab1 = Lab1()
+    rng = random.Random(1)
+    # nobody holds the lock yet: neither role has a player (a fault skips the step)
+    assert resolve_targets(ctx, lab1, "holder", rng) == []
+    assert resolve_targets(ctx, lab1, "standby", rng) == []
+    # n2's grant, written by its service; nothing has polled the events since
+    (tmp_path / "live" / "events").mkdir(parents=True)
+    grant = {"mono": time.monotonic(), "node": "n2", "component": "orders",
+             "kind": "lock-acquired", "data": {"token": 1, "night": 1}}  # fmt: skip
+    (tmp_path / "live" / "events" / "n2-orders.jsonl").write_text(json.dumps(grant) + "\n")
+    assert resolve_targets(ctx, lab1, "holder", rng) == [Target(node="n2", process="orders")]
+    assert resolve_targets(ctx, lab1, "standby", rng) == [
+        Target(node="n1", process="orders"),
+        Target(node="n3", process="orders"),
+    ]

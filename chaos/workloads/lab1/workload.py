@@ -152,9 +152,17 @@ class Lab1:
         return Target(node=holder.node, process=COMPONENT)
 
     def resolve_role(self, ctx: RunContext, role: str) -> list[Target] | None:
+        """``holder``: the replica that holds the lock now. ``standby``: every other replica, while
+        one holds it (a clock ahead there judges the holder's lease expired early); nobody when
+        the lock is free."""
         if role == "holder":
             t = self.pause_target(ctx)
             return [t] if t is not None else []
+        if role == "standby":
+            held = self.pause_target(ctx)
+            if held is None:
+                return []
+            return [Target(node=n, process=COMPONENT) for n in ctx.cluster.nodes if n != held.node]
         return system_role(ctx, role)
 
     def run_client(self, ctx: RunContext) -> None:
