@@ -186,9 +186,13 @@ class Hooks:
         self._events.emit("fault-point", task_id=task_id, event_id=event_id, point=point)
         return True
 
-    def txn_event(self, fn: str, n: int, ok: bool, task_id: str | None) -> None:
-        """One transaction of the solution's ``fn`` returned (see chaos.node.store)."""
-        self._events.emit("txn", task_id=task_id, fn=fn, n=n, ok=ok)
+    def txn_event(
+        self, fn: str, n: int, ok: bool, task_id: str | None, rev: int | None = None
+    ) -> None:
+        """One transaction of the solution's ``fn`` returned (see chaos.node.store); ``rev`` is
+        the etcd revision it wrote, when it wrote anything."""
+        extra: dict[str, Any] = {"rev": rev} if rev is not None else {}
+        self._events.emit("txn", task_id=task_id, fn=fn, n=n, ok=ok, **extra)
 
     def crash_if_armed(
         self, point: str, *, task_id: str | None = None, event_id: str | None = None

@@ -31,7 +31,9 @@ class TxnHooks(Protocol):
         self, kind: str, *, task_id: str | None = None, event_id: str | None = None
     ) -> None: ...
 
-    def txn_event(self, fn: str, n: int, ok: bool, task_id: str | None) -> None: ...
+    def txn_event(
+        self, fn: str, n: int, ok: bool, task_id: str | None, rev: int | None = None
+    ) -> None: ...
 
     def armed(self, point: str, *, task_id: str | None = None, event_id: str | None = None) -> bool:
         """True once for a one-shot fault point the orchestrator armed."""
@@ -52,6 +54,17 @@ def _store_error(message: str) -> Exception:
     except ImportError:
         return ConnectionError(message)
     return ConnectionFailedError(message)
+
+
+def _written_revision(responses: Sequence[Any]) -> int | None:
+    """The etcd revision a transaction wrote (its puts' and deletes' response header), or None
+    when it wrote nothing: etcd's own place for it in the order of writes."""
+    for r in responses:
+        which = r.WhichOneof("response") if hasattr(r, "WhichOneof") else None
+        if which in ("response_put", "response_delete_range"):
+            rev = int(getattr(r, which).header.revision)
+            return rev if rev > 0 else None
+    return None
 
 
 class JsonStore:
@@ -111,7 +124,7 @@ class JsonStore:
             # path a solution must not turn into "done" (nothing was sent, nothing committed)
             raise _store_error(f"injected: etcd unavailable during transaction {n} of {fn}")
         ok, responses = self._send(compare, success, failure)
-        hooks.txn_event(fn, n, ok, task_id)
+        hooks.txn_event(fn, n, ok, task_id, _written_revision(responses))
         hooks.hold(f"after-txn{n}-{fn}", task_id=task_id)
         return ok, responses
 

@@ -171,6 +171,8 @@ def test_renew_without_check_renews_after_losing_the_lock(
         f"A renewal after losing the lock: {paused} renewed its lease (token 1)"
     )
     assert any(e.kind == "lock-renewed" and e.node == paused for e in run.events)
+    # placed in etcd's order of writes: the renewal's transaction revision, after the taker's grant
+    assert "before the renewal's rev" in le["summary"]
 
 
 @pytest.mark.slow

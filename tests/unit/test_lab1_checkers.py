@@ -490,6 +490,32 @@ def test_a_renewal_after_another_replica_took_the_lock_is_invalid() -> None:
     assert r.verdict is Verdict.VALID and "1 renewal(s), each by the holder" in r.summary
 
 
+def test_a_renewal_is_placed_by_its_transactions_revision_not_by_when_it_was_reported() -> None:
+    # n1 renewed (its extend's transaction wrote rev 5) and was stopped before it could say so;
+    # n2 took the lock at rev 10; n1's report of the renewal came at 4.02 s. By etcd's order the
+    # renewal came first: no renewal after losing the lock (the reference's false alarm, issue 11)
+    history, events, final = paused_run(fenced=True)
+    final["lock_history"] = [
+        lock_version(3, "n1", 1, 100.0, 101.2),
+        lock_version(5, "n1", 1, 100.0, 101.3),
+        lock_version(10, "n2", 2, 101.5, 104.5),
+    ]
+    extend = ev(1.05, "n1", "txn", fn="extend", n=1, ok=True, rev=5)
+    late = ev(4.02, "n1", "lock-renewed", token=1, night=1)
+    got = sorted([*events, extend, late], key=lambda e: e.time)
+    r = checkers.lease_exclusivity(history, got, final)
+    assert r.verdict is Verdict.VALID, r.summary
+    # the same report, its transaction at rev 12 (after n2's grant): it renewed n2's lease
+    extend = ev(4.01, "n1", "txn", fn="extend", n=1, ok=True, rev=12)
+    got = sorted([*events, extend, late], key=lambda e: e.time)
+    r = checkers.lease_exclusivity(history, got, final)
+    assert r.verdict is Verdict.INVALID
+    assert r.summary.startswith(
+        "A renewal after losing the lock: n1 renewed its lease (token 1) at 4.02 s although n2 "
+        "had acquired the lock (token 2) at rev 10, before the renewal's rev 12"
+    )
+
+
 def test_a_token_granted_again_to_the_same_replica_is_invalid() -> None:
     # issue 11: one replica took every later night and kept its token; the old rule looked only
     # at grants of different replicas

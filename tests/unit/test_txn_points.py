@@ -83,7 +83,9 @@ class _Hooks:
     def hold(self, kind: str, *, task_id: str | None = None, event_id: str | None = None) -> None:
         self.log.append(f"hold {kind} {task_id}")
 
-    def txn_event(self, fn: str, n: int, ok: bool, task_id: str | None) -> None:
+    def txn_event(
+        self, fn: str, n: int, ok: bool, task_id: str | None, rev: int | None = None
+    ) -> None:
         self.log.append(f"txn {fn} {n} {ok}")
 
     def armed(self, point: str, *, task_id: str | None = None, event_id: str | None = None) -> bool:

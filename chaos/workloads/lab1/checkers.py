@@ -1192,34 +1192,29 @@ def lease_exclusivity(
                 "summary": s,
             }
         )
-    # renewals: a holder that renewed after another replica acquired the lock
+    # renewals: a holder that renewed after another replica acquired the lock, in etcd's order
+    # of writes where the run has it (the renewal's transaction revision against the grants'),
+    # else by the services' event times
     grants = grants_of(events)
     renewals = 0
     for g in grants:
         for r in (e for e in g.events if e.kind == "lock-renewed"):
             renewals += 1
-            other = next(
-                (
-                    o
-                    for o in grants
-                    if (o.node, o.pid) != (g.node, g.pid) and g.acquired < o.acquired < r.time
-                ),
-                None,
-            )
+            other = _taken_before_renewal(g, r, grants, lock, events)
             if other is None:
                 continue
+            node, token, when = other
             s = (
                 f"a renewal after losing the lock: {g.node} renewed its lease (token {g.token}) "
-                f"at {_t(r.time)} although "
-                f"{other.node} had acquired the lock (token {other.token}) at "
-                f"{_t(other.acquired)}: the renewal did not check that {g.node} still held it, "
+                f"at {_t(r.time)} although {node} had acquired the lock (token {token}) "
+                f"{when}: the renewal did not check that {g.node} still held it, "
                 f"and {g.node} went on acting as the holder"
             )
             sentences.append(s)
             anomalies.append(
                 {
                     "kind": "renewed-after-losing",
-                    "grants": [g.to_json(), other.to_json()],
+                    "grants": [g.to_json(), {"node": node, "token": token}],
                     "renewed": _r(r.time),
                     "summary": s,
                 }
@@ -1240,6 +1235,57 @@ def lease_exclusivity(
         f"earlier lease's lock_until, by {source}{tail}.",
         stats=stats,
     )
+
+
+def _renewal_rev(g: Grant, r: Event, events: Sequence[Event]) -> int | None:
+    """The etcd revision of the renewal ``r`` reports: its process's last successful ``extend``
+    transaction before it (the store's ``txn`` trace, with the revision etcd answered)."""
+    rev = None
+    for e in events:
+        if e.time > r.time:
+            break
+        if (
+            e.kind == "txn"
+            and e.node == g.node
+            and (g.pid is None or e.pid == g.pid)
+            and e.data.get("fn") == "extend"
+            and e.data.get("ok") is True
+        ):
+            rev = _int(e.data.get("rev"))
+    return rev
+
+
+def _taken_before_renewal(
+    g: Grant,
+    r: Event,
+    grants: Sequence[Grant],
+    lock: Sequence[LockGrant] | None,
+    events: Sequence[Event],
+) -> tuple[str, int | None, str] | None:
+    """Another replica's grant made after ``g``'s and before its renewal ``r``: (node, token, when),
+    or None. By etcd's revisions when both the renewal's and the grants' are known — a renewal
+    whose report came late (its process stopped right after the transaction) is placed where its
+    transaction was — else by the events' times."""
+    renewed = _renewal_rev(g, r, events)
+    mine = next((x for x in lock or [] if x.node == g.node and x.token == g.token), None)
+    if renewed is not None and mine is not None:
+        taker = next(
+            (x for x in lock or [] if x.node != g.node and mine.rev < x.rev < renewed), None
+        )
+        if taker is None:
+            return None
+        return taker.node, taker.token, f"at rev {taker.rev}, before the renewal's rev {renewed}"
+    other = next(
+        (
+            o
+            for o in grants
+            if (o.node, o.pid) != (g.node, g.pid) and g.acquired < o.acquired < r.time
+        ),
+        None,
+    )
+    if other is None:
+        return None
+    return other.node, other.token, f"at {_t(other.acquired)}"
 
 
 # ---------------------------------------------------------------- clocks (issue 14)
