@@ -605,7 +605,12 @@ def test_stale_writes_does_not_claim_nobody_wrote_after_losing_the_lease() -> No
         in r.summary
     )
     d = checkers.no_double_apply(history, events, final)
-    assert "and had lost the lock to n2 (token 2)" in d.summary
+    assert "after n1 was paused (1.10 s to 2.40 s) and had lost the lock to n2 (token 2)" in (
+        d.summary
+    )
+    # not paused (a clock ahead took the lock from it): the sentence still reads
+    d = checkers.no_double_apply([], events, final)
+    assert "by n1 with token 1 at 2.45 s, after n1 had lost the lock to n2 (token 2)" in d.summary
 
 
 def test_no_double_apply_names_the_pause_that_ended_at_the_sigcont() -> None:

@@ -413,7 +413,8 @@ def _describe_app(
         s += f" after {a.node} was paused ({p.span()})"
     lost = _lost_lock(a, lock)
     if lost is not None:
-        s += f" and had lost the lock to {lost[1].node} (token {lost[1].token})"
+        had = " and had" if p is not None else f", after {a.node} had"
+        s += f"{had} lost the lock to {lost[1].node} (token {lost[1].token})"
     return s
 
 
