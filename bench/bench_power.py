@@ -7,7 +7,9 @@ Every run is a real ``chaos run`` (Docker, etcd, JetStream) in a subprocess, ``-
 exit code is the verdict (0 valid, 1 invalid, 2 unknown). ``--pairs`` runs each buggy solution only
 under the configuration that is meant to catch it (docs/labs/*.md, "What each configuration
 catches") and the reference under every configuration; without it, every solution runs under every
-configuration. Prints one line per cell as it goes and the table at the end.
+configuration. The configurations are the lab's default grade matrix, read from
+``chaos/workloads/<lab>/grade.yaml`` (what ``chaos grade`` runs, its defaults included). Prints one
+line per cell as it goes and the table at the end.
 """
 
 from __future__ import annotations
@@ -25,68 +27,19 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-# configuration name -> chaos run arguments; solution -> the configuration meant to catch it
-MATRIX: dict[str, dict[str, list[str]]] = {
-    "lab3": {
-        "pause": ["--nemesis", "pause"],
-        "hold-commit": ["--trigger", "pause worker on delivery until commit"],
-        "lost-create-response": ["--nemesis", "lost-create-response"],
-        "kill-after-create-txn1": ["--trigger", "kill api after txn 1 of create"],
-        "kill-after-complete-txn1": ["--trigger", "kill worker after txn 1 of complete"],
-        "hold-before-complete-txn1": [
-            "--trigger",
-            "pause worker before txn 1 of complete for 0.6s",
-        ],
-        "txn-error-complete": ["--nemesis", "txn-error-complete"],
-        "double-kill-redelivery": [
-            "-o",
-            "set_size=1",
-            "--ack-wait",
-            "2",
-            "--trigger",
-            "kill worker before txn 1 of complete for 0.2s 2 times",
-        ],
-    },
-    # lab1's grade matrix (chaos/workloads/lab1/grade.yaml)
-    "lab1": {
-        "pause": ["--nemesis", "pause"],
-        "holder-stopped-after-grant": ["--trigger", "pause holder after lock-acquired for 6s"],
-        "stopped-before-write-commit": ["--trigger", "pause holder before write-commit for 5s"],
-        "acquire-race": [
-            "--trigger",
-            "pause orders before acquire-commit for 2s",
-            "-o",
-            "nights=6",
-        ],
-        "resume-at-expiry": [
-            "--trigger",
-            "pause holder before write for 2.7s",
-            "-o",
-            "job=20",
-            "-o",
-            "nights=2",
-        ],
-        "one-replica": ["--nodes", "1", "-o", "nights=3"],
-        "renewal": [
-            "--trigger",
-            "pause holder on lock-acquired for 5s",
-            "-o",
-            "renew=2",
-            "-o",
-            "nights=2",
-        ],
-    },
-}
+# solution -> the configuration of the lab's default grade matrix (chaos/workloads/<lab>/grade.yaml)
+# that is meant to catch it; the matrix itself is read from that file, so what is measured is
+# exactly what `chaos grade` runs
 CATCHES: dict[str, dict[str, str]] = {
     "lab3": {
-        "check-then-act": "hold-commit",
-        "ack-before-commit": "double-kill-redelivery",
-        "second-txn-dedup": "kill-after-complete-txn1",
+        "check-then-act": "hold-after-check",
+        "ack-before-commit": "double-kill",
+        "second-txn-dedup": "kill-between-complete-txns",
         "non-idempotent-create": "lost-create-response",
-        "outbox-second-txn": "kill-after-create-txn1",
-        "lost-update": "hold-before-complete-txn1",
-        "swallow-errors": "txn-error-complete",
-        "ack-on-redelivery": "double-kill-redelivery",
+        "outbox-second-txn": "kill-between-create-txns",
+        "lost-update": "stale-read",
+        "swallow-errors": "commit-error",
+        "ack-on-redelivery": "double-kill",
     },
     "lab1": {
         "no-fencing": "holder-stopped-after-grant",
@@ -97,13 +50,17 @@ CATCHES: dict[str, dict[str, str]] = {
         "renew-without-check": "renewal",
     },
 }
+
+
+def grade_matrix(lab: str) -> dict[str, list[str]]:
+    """Configuration name -> its `chaos run` arguments (the matrix's defaults included)."""
+    from chaos.grade import matrix
+
+    m = matrix.load(REPO / "chaos" / "workloads" / lab / "grade.yaml")
+    return {c.name: c.argv() for c in m.configs}
+
+
 VERDICT = {0: "valid", 1: "invalid", 2: "unknown"}
-# every run's pace (the grading matrix's defaults): a 1 s AckWait, short work, and a recovery bound
-# that a run which lost a task waits out
-PACE = {
-    "lab3": ["--ack-wait", "1", "--work-seconds", "0.2", "--recovery-timeout", "15"],
-    "lab1": [],
-}
 
 
 def run_one(
@@ -111,7 +68,7 @@ def run_one(
 ) -> tuple[str, float, list[str]]:
     """One run's verdict, its wall time, and any two checkers of it that contradict each other."""
     argv = [sys.executable, "-m", "chaos.cli", "run", lab, "--solution", solution]
-    argv += [*PACE[lab], *args, "--seed", str(seed), "-q", "--no-html", "--store", str(store)]
+    argv += [*args, "--seed", str(seed), "-q", "--no-html", "--store", str(store)]
     t0 = time.monotonic()
     proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
     verdict = VERDICT.get(proc.returncode, f"exit {proc.returncode}")
@@ -134,7 +91,7 @@ def run_one(
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("lab", choices=sorted(MATRIX))
+    ap.add_argument("lab", choices=sorted(CATCHES))
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--first-seed", type=int, default=1)
     ap.add_argument("--pairs", action="store_true")
@@ -142,7 +99,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--parallel", type=int, default=1, help="Runs at once (default 1).")
     a = ap.parse_args()
-    configs, catches = MATRIX[a.lab], CATCHES[a.lab]
+    configs, catches = grade_matrix(a.lab), CATCHES[a.lab]
     solutions = ["reference", *catches]
     if a.only:
         solutions = [s for s in solutions if s in a.only.split(",")]
