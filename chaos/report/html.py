@@ -7,9 +7,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from chaos.histories.safe_text import clean
+
 
 def e(x: Any) -> str:
-    return escape(str(x), quote=True)
+    """Text for the page: control characters shown as ``\\x1b`` (the code under test writes some
+    of it, and a page read with `cat` or `less -R` must not drive a terminal), then HTML-escaped."""
+    return escape(clean(x), quote=True)
 
 
 def fmt_value(v: Any, limit: int = 400) -> str:

@@ -277,3 +277,15 @@ def test_a_failing_section_becomes_a_note(store: Path, monkeypatch: pytest.Monke
     page = _page(runs.invalid_lab3(store))
     assert "section could not be drawn" in page and "plot exploded" in page
     assert "task t7: counter incremented twice" in page  # the rest is still there
+
+
+def test_control_characters_from_the_code_under_test_are_shown_not_written() -> None:
+    # a solution's exception text reached a checker summary with a terminal title sequence, a
+    # bell and a screen clear; the page must not carry them (`cat report.html` would obey them)
+    from chaos.report.html import e
+
+    hostile = "refused \x1b]0;pwned\x07\x1b[2J<b>"
+    out = e(hostile)
+    assert out == "refused \\x1b]0;pwned\\x07\\x1b[2J&lt;b&gt;"
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", out)
+    assert e("two\nlines\tand a tab") == "two\nlines\tand a tab"
