@@ -5,6 +5,8 @@ Kept out of chaos/cli.py so that the command there stays a list of options."""
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -98,6 +100,11 @@ def run_grade(args: GradeArgs, say: Callable[[str], None]) -> GradeOutcome:
     parallel = args.parallel or dispatch.default_parallel()
     where = args.scheduler or f"this machine, {parallel} run(s) at a time"
     say(f"grading {req.lab}: {len(req.matrix.configs)} configuration(s) x {req.repeats} on {where}")
+    # A grade started in the background by a non-interactive shell (`nohup chaos grade … &`)
+    # inherits SIGINT ignored, and Python then installs no handler: `kill -INT` must still stop
+    # it cleanly (runs healed, the ledger kept for --resume), as Ctrl-C does in a terminal.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     return grade(
         req,
         controls=wl.grade_controls,
