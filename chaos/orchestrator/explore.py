@@ -194,12 +194,16 @@ def explore(
     """Trace ``spec``'s solution fault-free, then try every point (see the module docstring)."""
     base = dataclasses.replace(spec, nemesis=(), triggers=(), schedule=None, scenario=None)
     progress("trace: one fault-free run to learn the solution's transactions")
-    # pages only for the runs worth opening (not valid): drawing one is ~2 s of a ~13 s run
-    traced = run_test(
-        base, backend=backend, store=store, workload=workload, command=command, page=False
-    )
-    if traced.verdict is not Verdict.VALID:
-        render_page(traced.run_dir, workload, progress)
+
+    def run(one: TestSpec) -> RunOutcome:
+        # pages only for the runs worth opening (not valid): drawing one is ~2 s of a ~13 s run
+        got = run_test(one, backend=backend, store=store, workload=workload, command=command,
+                       page=False)  # fmt: skip
+        if got.verdict is not Verdict.VALID:
+            render_page(got.run_dir, workload, progress)
+        return got
+
+    traced = run(base)
     txns = trace_txns(traced.run_dir)
     found = Exploration(
         trace_run=traced.run_dir, txns=txns, probes=probes(workload, txns, BRIEF * spec.ack_wait)
@@ -215,13 +219,9 @@ def explore(
         if probe.point in scenarios:
             run_spec = dataclasses.replace(run_spec, scenario=probe.point)
         progress(f"try {probe.label} (seed {seed})")
-        outcome = run_test(
-            run_spec, backend=backend, store=store, workload=workload, command=command, page=False
-        )
+        outcome = run(run_spec)
         if outcome.interrupted:
             raise KeyboardInterrupt
-        if outcome.verdict is not Verdict.VALID:
-            render_page(outcome.run_dir, workload, progress)
         history = load_run(outcome.run_dir).history
         tried = Tried(
             probe=probe,

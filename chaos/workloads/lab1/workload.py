@@ -41,7 +41,7 @@ def solution_path(solution: str) -> Path:
 
 class Lab1:
     """lab1 as a workload. Capabilities: SolutionMounts, HoldPoints, PauseTarget (the lock
-    holder), Gradable, RoleResolver (``holder`` and the systems' roles)."""
+    holder), Gradable, TxnPoints, RoleResolver (``holder``, ``standby`` and the systems' roles)."""
 
     name = "lab1"
     # chaos grade: the default matrix, and the shipped solutions graded as control rows
