@@ -172,7 +172,7 @@ def ops_from_block(
             # Jepsen's times are nanoseconds, chaos's seconds. The records are new and not
             # yet seen by anyone: setting the field in place is the frozen record's own
             # construction, finished. Above 2**53 ns the float was rounded: use the maps.
-            set_field = object.__setattr__
+            set_field = msgspec.structs.force_setattr
             for op in ops:
                 ns = op.time
                 if not -_EXACT < ns < _EXACT:

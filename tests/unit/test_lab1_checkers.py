@@ -7,6 +7,8 @@ import copy
 import dataclasses
 from typing import Any
 
+import msgspec
+
 from chaos.checkers.verdict import Verdict
 from chaos.histories.ops import Event, Op, OpType
 from chaos.workloads.lab1 import checkers
@@ -617,7 +619,7 @@ def test_no_double_apply_names_the_pause_that_ended_at_the_sigcont() -> None:
     # issue 11: the write at 7.8136 s came after the SIGCONT (7.8101 s) but before the heal's
     # completion (7.814 s)
     history = pause_ops("n1", 1.1, 7.814)
-    history[-2] = dataclasses.replace(history[-2], time=7.80)  # the heal's request
+    history[-2] = msgspec.structs.replace(history[-2], time=7.80)  # the heal's request
     heal = history[-1]
     history[-1] = Op(
         index=heal.index,
@@ -666,7 +668,6 @@ def test_a_stop_while_acquiring_is_not_a_paused_holder() -> None:
 
 
 def test_no_lab1_checker_contradicts_another_and_a_planted_pair_is_named() -> None:
-    import dataclasses
 
     for run in (calm_run(), paused_run(fenced=True), paused_run(fenced=False)):
         assert checkers.contradictions(checkers.check(*run)) == []

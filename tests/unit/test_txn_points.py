@@ -3,12 +3,12 @@ checkers that name the cause (each with a case that must pass and one that must 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 import etcd3.exceptions
+import msgspec
 import pytest
 
 from chaos.checkers.verdict import Verdict
@@ -159,7 +159,7 @@ def test_a_retried_create_that_wrote_a_second_outbox_entry_is_not_idempotent() -
     assert "n1 (RemoteDisconnected)" in bad.summary
     # the same retry answered with the first event id, one outbox entry: valid
     history = _retried_creates()
-    history[1] = dataclasses.replace(history[1], value={"task_id": "t1", "event_id": "e-t1"})
+    history[1] = msgspec.structs.replace(history[1], value={"task_id": "t1", "event_id": "e-t1"})
     good = checkers.idempotent_create(run(history, [], final_state(10, ALL_DONE)))
     assert good.verdict is Verdict.VALID, good.summary
     assert "1 retried create(s)" in good.summary
