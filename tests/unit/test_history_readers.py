@@ -614,6 +614,98 @@ def test_edn_fast_block_on_written_jepsen_ops(rows: list[tuple[Any, ...]]) -> No
         assert [repr(o.error) for o in fast] == [repr(o.error) for o in slow]
 
 
+# The shaped rewrite (one replace per key, the keys' order read off a block's first line):
+# lines with no strings and keywords only where Jepsen puts them, keys in Jepsen's order or any
+# other, odd values now and then. Wherever the fast path answers it must agree with the general
+# reader; when every line has the first line's order and plain values it must answer, and by the
+# shaped rewrite, not the long way.
+JEPSEN_ORDER = (":type", ":f", ":value", ":time", ":process", ":index")
+shaped_values = st.sampled_from(
+    ["nil", "0", "-7", "1.5", "true", "false", "[1 2]", "[3 [4 nil]]", "[nil nil]", "[]", "(5 6)"]
+)
+odd_shaped_values = st.sampled_from([":kw", "[1 :x]", "[:a 1]", "+1", "1.", "x", "[1,2]", "1M"])
+shaped_fs = st.sampled_from([":read", ":cas", ":write", ":nil", ":f", ":a.b/c", ":type"])
+odd_shaped_fs = st.sampled_from(["7", "nil", ":a,", "[1]", "true"])
+
+
+@st.composite
+def shaped_lines(draw: st.DrawFn, plain: bool) -> list[str]:
+    lines = []
+    for i in range(draw(st.integers(1, 6))):
+        entries = {
+            ":type": draw(st.sampled_from([":invoke", ":ok", ":fail", ":info"])),
+            ":f": draw(shaped_fs if plain else shaped_fs | odd_shaped_fs),
+            ":value": draw(shaped_values if plain else shaped_values | odd_shaped_values),
+            ":time": str(draw(st.integers(0, 2**53 - 1))),
+            ":process": draw(st.sampled_from(["0", "7", ":nemesis"])),
+            ":index": str(i),
+        }
+        keys = list(JEPSEN_ORDER)
+        if draw(st.booleans()):
+            entries[":error"] = draw(st.sampled_from([":timeout", "nil", ":net/down"]))
+            keys.append(":error")
+        if not plain:
+            keys = draw(st.permutations(keys))
+            if draw(st.integers(0, 5)) == 0:
+                keys.remove(draw(st.sampled_from(keys)))
+        lines.append("{" + ", ".join(f"{k} {entries[k]}" for k in keys) + "}")
+    return lines
+
+
+@FUZZ
+@given(shaped_lines(plain=False))
+def test_edn_shaped_rewrite_never_misreads_a_line(lines: list[str]) -> None:
+    from chaos.histories.edn_fast import ops_from_block
+
+    fast = ops_from_block(("\n".join(lines) + "\n").encode(), 0, edn.op_from_edn)
+    slow, problems = _general(lines)
+    if fast is not None:
+        assert problems == []
+        assert fast == slow
+        assert [repr(o.value) for o in fast] == [repr(o.value) for o in slow]
+
+
+@FUZZ
+@given(shaped_lines(plain=True))
+def test_edn_shaped_rewrite_takes_jepsen_lines(lines: list[str]) -> None:
+    from chaos.histories import edn_fast
+
+    def no_long_way(*_: Any) -> None:
+        raise AssertionError("the shaped rewrite declined a block of Jepsen lines")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(edn_fast, "_rewrite_long", no_long_way)
+        fast = edn_fast.ops_from_block(("\n".join(lines) + "\n").encode(), 0, edn.op_from_edn)
+    slow, problems = _general(lines)
+    assert problems == [] and fast == slow
+
+
+def test_edn_shaped_rewrite_on_lines_out_of_the_first_ones_order() -> None:
+    from chaos.histories import edn_fast
+
+    first = "{:type :ok, :f :read, :value 1, :time 5, :process 0, :index 0}"
+    swapped = [
+        # only numbers moved: still read the shaped way, and right
+        "{:type :ok, :f :read, :value 2, :index 1, :process 3, :time 6}",
+        # :f and :type swapped, :f before :value moved: not JSON after the rewrite, so the long
+        # way reads them (and right)
+        "{:f :write, :type :ok, :value 3, :time 7, :process 0, :index 2}",
+        "{:type :ok, :value 4, :f :write, :time 8, :process 0, :index 3}",
+        "{:type :ok, :f :cas, :time 9, :value [1 2], :process 0, :index 4}",
+    ]
+    for line in swapped:
+        block = (first + "\n" + line + "\n").encode()
+        shaped = edn_fast._rewrite_shaped(*edn_fast._prechecked(block)[::2])  # type: ignore[misc]
+        got = edn_fast.ops_from_block(block, 0, edn.op_from_edn)
+        assert got == _general([first, line])[0]
+        decodes = True
+        try:
+            edn_fast._OP_LINES.decode_lines(shaped)
+        except Exception:
+            decodes = False
+        assert decodes == (line is swapped[0]), line
+
+
 def test_edn_text_keeps_what_str_holds() -> None:
     # Text given as str is not bytes from a file: a lone surrogate in it is kept, not reported.
     text = '{:type :ok, :f :read, :value "a\ud800b", :process 0, :index 0}\n'
