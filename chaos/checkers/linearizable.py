@@ -85,8 +85,26 @@ def _is_pair(v: Any) -> bool:
     return isinstance(v, (list, tuple)) and len(v) == 2
 
 
-def _independent(pairs: Sequence[tuple[Op, Op | None]]) -> bool:
-    """Whether ``[k v]`` values are Jepsen's independent ``[key value]`` tuples.
+@dataclass(slots=True)
+class _Pairs:
+    """Each client invoke with its completion (None: it never completed), in invocation order,
+    and where each sits in the history (``NEVER`` for a completion that never came)."""
+
+    invokes: list[Op]
+    completions: list[Op | None]
+    invoke_at: list[int]
+    completion_at: list[int]
+    unmatched: int  # completions with no open invoke of their process
+    # every invoke's value is a [k v] pair and some read was invoked with [k nil] (see _pair)
+    looks_independent: bool
+
+
+_NEVER = 1 << 62  # the position of a return that never came: after every real one
+
+
+def _pair(history: Sequence[Op]) -> _Pairs:
+    """Pair invokes with completions by process (Jepsen's pairing), and in the same pass tell
+    whether ``[k v]`` values look like Jepsen's independent ``[key value]`` tuples.
 
     Jepsen prints its independent tuples as plain 2-vectors, so the shape alone is ambiguous: a
     register whose values are pairs looks the same. Reads decide: Jepsen invokes a read with
@@ -95,16 +113,45 @@ def _independent(pairs: Sequence[tuple[Op, Op | None]]) -> bool:
     without such a read it is taken as one register of pair values (``--independent`` says
     otherwise).
     """
+    invokes: list[Op] = []
+    completions: list[Op | None] = []
+    invoke_at: list[int] = []
+    completion_at: list[int] = []
+    slot_of: dict[Any, int] = {}  # process -> its open op's slot
+    unmatched = 0
+    invoke = OpType.INVOKE
+    pairs_only = True
     witness = False
-    for inv, _ in pairs:
-        v = inv.value
-        if not _is_pair(v):
-            return False
-        if inv.f in ("read", "get"):
-            if v[1] is not None:
-                return False
-            witness = True
-    return witness
+    for pos, op in enumerate(history):
+        p = op.process
+        if p.__class__ is str and p == "nemesis":
+            continue
+        if op.type is invoke:
+            # A process that invokes again without completing leaves its earlier op open for
+            # ever: indeterminate, like an invoke at the end of the history.
+            slot_of[p] = len(invokes)
+            invokes.append(op)
+            completions.append(None)
+            invoke_at.append(pos)
+            completion_at.append(_NEVER)
+            if pairs_only:
+                v = op.value
+                t = v.__class__
+                if (t is not list and t is not tuple) or len(v) != 2:
+                    pairs_only = False
+                elif op.f == "read" or op.f == "get":
+                    if v[1] is None:
+                        witness = True
+                    else:
+                        pairs_only = False
+        else:
+            slot = slot_of.pop(p, -1)
+            if slot < 0:
+                unmatched += 1
+                continue
+            completions[slot] = op
+            completion_at[slot] = pos
+    return _Pairs(invokes, completions, invoke_at, completion_at, unmatched, pairs_only and witness)
 
 
 def prepare(
@@ -113,58 +160,31 @@ def prepare(
     """Pair invokes with completions and split the ops by key into search-ready partitions.
 
     ``independent``: whether ``[k v]`` values are Jepsen's independent tuples (None: decide
-    from the history, see :func:`_independent`). Raises :class:`ValueError` when an op's ``f``
+    from the history, see :func:`_pair`). Raises :class:`ValueError` when an op's ``f``
     or value makes no sense to ``model``.
     """
-    pairs: list[tuple[Op, Op | None]] = []
-    positions: list[tuple[int, int]] = []  # (invoke position, completion position or -1)
-    slot_of: dict[Any, int] = {}  # process -> its open op's slot in pairs
-    unmatched = 0
-    invoke = OpType.INVOKE
-    for pos, op in enumerate(history):
-        p = op.process
-        if p == "nemesis":
-            continue
-        if op.type is invoke:
-            # A process that invokes again without completing leaves its earlier op open for
-            # ever: indeterminate, like an invoke at the end of the history.
-            slot_of[p] = len(pairs)
-            pairs.append((op, None))
-            positions.append((pos, -1))
-        else:
-            slot = slot_of.pop(p, -1)
-            if slot < 0:
-                unmatched += 1
-                continue
-            pairs[slot] = (pairs[slot][0], op)
-            positions[slot] = (positions[slot][0], pos)
-
+    paired = _pair(history)
     if independent is None:
-        independent = _independent(pairs)
+        independent = paired.looks_independent
     elif independent:
-        bad = next((inv for inv, _ in pairs if not _is_pair(inv.value)), None)
+        bad = next((inv for inv in paired.invokes if not _is_pair(inv.value)), None)
         if bad is not None:
             raise ValueError(
                 f"op {bad.index} has value {_show(bad.value)}, not an independent [key value] tuple"
             )
-    stats: dict[str, Any] = {
-        "ops": 0,
-        "dropped": 0,
-        "indeterminate": 0,
-        "unmatched_completions": unmatched,
-        "independent": independent,
-    }
     # One pass over the pairs, with everything it touches in locals: at 100k ops every
-    # attribute lookup and call in this loop is a measurable share of the whole check.
+    # attribute lookup and call in this loop is a measurable share of the whole check. Each
+    # op becomes one record in its key's list; the columns are cut from the records at the end
+    # (in C: zip, slices, a sort with a C key).
     encode = model.encode
     is_read_only = model.read_only
     partition = model.partition
     info, fail, unknown = OpType.INFO, OpType.FAIL, UNKNOWN
-    # per key: inputs, outputs, determinate, pure, sources, nodes ((position << 1 | is return)
-    # then the node), kept as a tuple of lists until the end
-    columns: dict[Any, tuple[list[Any], ...]] = {}
-    n_ops = dropped = indeterminate = 0
-    for (inv, comp), (ipos, cpos) in zip(pairs, positions, strict=True):
+    records: dict[Any, list[tuple[Any, ...]]] = {}
+    dropped = 0
+    for inv, comp, ipos, cpos in zip(
+        paired.invokes, paired.completions, paired.invoke_at, paired.completion_at, strict=True
+    ):
         if comp is None:
             typ = None
             v_out: Any = None
@@ -179,9 +199,8 @@ def prepare(
             v_out = comp.value
         v_in: Any = inv.value
         if independent:
-            key = v_in[0]
-            v_in = v_in[1]
-            if type(v_out) in (list, tuple) and len(v_out) == 2:
+            key, v_in = v_in
+            if v_out.__class__ in (list, tuple) and len(v_out) == 2:
                 v_out = v_out[1]
         else:
             key = inv.extra.get("key", _NO_KEY) if inv.extra else _NO_KEY
@@ -202,29 +221,32 @@ def prepare(
         if not determinate and read_only:
             dropped += 1
             continue
-        if type(key) is not int:
+        if key.__class__ is not int:
             key = freeze(key)
         if partition is not None:
             key = (key, partition(inp))
-        cols = columns.get(key)
-        if cols is None:
-            cols = columns[key] = ([], [], [], [], [], [])
-        i = len(cols[0])
-        cols[0].append(inp)
-        cols[1].append(out)
-        cols[2].append(determinate)
-        cols[3].append(read_only)
-        cols[4].append((inv, comp))
-        cols[5].append((ipos << 33) | (i << 1))
-        if determinate:
-            cols[5].append((cpos << 33) | (i << 1) | 1)
-        else:
-            indeterminate += 1
-        n_ops += 1
+        recs = records.get(key)
+        if recs is None:
+            recs = records[key] = []
+        # an indeterminate op has no return, even when an info completion is in the history
+        recs.append(
+            (inp, out, determinate, read_only, inv, comp, ipos, cpos if determinate else _NEVER)
+        )
     parts: list[Partition] = []
-    low = (1 << 33) - 1
-    for key, (inputs, outputs, det, pure, sources, nodes) in columns.items():
-        nodes.sort()
+    n_ops = n_determinate = 0
+    for key, recs in records.items():
+        inputs, outputs, det, pure, invs, comps, calls, returns = map(list, zip(*recs, strict=True))
+        n = len(recs)
+        # node 2*i is op i's call, 2*i+1 its return; sorted by their places in the history,
+        # where every missing return sorts last and is cut off
+        place = [0] * (2 * n)
+        place[::2] = calls
+        place[1::2] = returns
+        events = sorted(range(2 * n), key=place.__getitem__)
+        k = sum(det)
+        del events[n + k :]
+        n_ops += n
+        n_determinate += k
         parts.append(
             Partition(
                 key=key,
@@ -232,12 +254,18 @@ def prepare(
                 outputs=outputs,
                 determinate=det,
                 pure=pure,
-                events=[node & low for node in nodes],
-                sources=sources,
+                events=events,
+                sources=list(zip(invs, comps, strict=True)),
             )
         )
-    stats.update(ops=n_ops, dropped=stats["dropped"] + dropped, indeterminate=indeterminate)
-    stats["keys"] = len(parts)
+    stats: dict[str, Any] = {
+        "ops": n_ops,
+        "dropped": dropped,
+        "indeterminate": n_ops - n_determinate,
+        "unmatched_completions": paired.unmatched,
+        "independent": independent,
+        "keys": len(parts),
+    }
     return parts, stats
 
 
