@@ -356,6 +356,72 @@ def test_lean_reader_blocks_agree_with_line_reader(history: list[Op], data: Any)
     assert sorted(got) == sorted(want)
 
 
+odd_numbers = st.sampled_from(
+    [
+        "0",
+        "-0",
+        "1",
+        "1.0",
+        "1.5",
+        "-3",
+        "1e3",
+        "1e400",
+        "-1e400",
+        "true",
+        "null",
+        '"2"',
+        "12345678901234567890123",
+        "1" + "0" * 400,
+        "[1]",
+        "{}",
+    ]
+)
+
+
+@FUZZ
+@given(
+    st.lists(
+        st.tuples(
+            odd_numbers,
+            odd_numbers,
+            odd_numbers | st.just('"nemesis"'),
+            st.sampled_from(['"invoke"', '"ok"', '"fail"', '"info"', '"bogus"', "1"]),
+            st.sampled_from(['"read"', '"cas"', "7", "null", '""']),
+            odd_numbers,
+            odd_numbers | st.sampled_from(['"timeout"', '["a"]']),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_plain_history_lines_read_as_the_line_reader_reads_them(rows: list[Any]) -> None:
+    """Lines of only Jepsen's seven keys, with odd values: msgspec's typed decode (the plain
+    block path) must take exactly the values the line reader takes, or leave the block to it."""
+    import tempfile
+
+    from chaos.histories import reader
+
+    keys = ("index", "time", "process", "type", "f", "value", "error")
+    lines = [
+        "{"
+        + ",".join(
+            f'"{k}":{v}' for k, v in zip(keys, row[:7], strict=True) if row[7] or k != "error"
+        )
+        + "}"
+        for row in rows
+    ]
+    text = '{"format":"chaos.history","version":1}\n' + "\n".join(lines) + "\n"
+    by_line = reader.LineFormat(reader.HISTORY_FORMAT, Op.from_json)
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "h.jsonl"
+        path.write_text(text)
+        blocks = read_history(path)
+        loaded = reader.read_records(path, by_line)
+    assert blocks == loaded
+    assert [repr(o) for o in blocks.records] == [repr(o) for o in loaded.records]
+
+
 flat_atoms = st.sampled_from(
     [
         "nil",
