@@ -117,7 +117,7 @@ def _shaped_plan(keys: tuple[tuple[bytes, bool], ...]) -> tuple[tuple[bytes, byt
     return tuple(plan)
 
 
-def _rewrite_shaped(t: bytes, n: int) -> bytes | None:
+def _rewrite_shaped(t: bytes) -> bytes | None:
     """Lines of Jepsen's seven keys, in the order of the first line, as JSON lines; None when
     the block's first line is not of that kind.
 
@@ -145,7 +145,11 @@ def _rewrite_shaped(t: bytes, n: int) -> bytes | None:
             t = rx.sub(rep, t)
     for old, new in _shaped_plan(keys):
         t = t.replace(old, new)
-    t = t.replace(b", ", b",").replace(b" ", b",")
+    return _nulls(t.replace(b", ", b",").replace(b" ", b","))
+
+
+def _nulls(t: bytes) -> bytes:
+    """EDN's nil as JSON's null, in a block whose separators are already commas."""
     if b"nil" in t:
         # Jepsen's reads: ``:value nil`` and ``[k nil]``. Each pass costs a scan of the block,
         # so the rarer places of a nil are looked at only when one is left.
@@ -184,17 +188,9 @@ def _prechecked(block: bytes) -> tuple[bytes, list[bytes], int] | None:
     return t, strings, n
 
 
-def _rewrite(block: bytes) -> tuple[bytes, bool, int] | None:
-    """The block as JSON lines (times still in nanoseconds), whether it needs building from
-    maps, and its op count, the long way."""
-    checked = _prechecked(block)
-    if checked is None:
-        return None
-    return _rewrite_long(*checked)
-
-
 def _rewrite_long(t: bytes, strings: list[bytes], n: int) -> tuple[bytes, bool, int] | None:
-    """:func:`_rewrite` after the prechecks: any key order, strings, keywords anywhere."""
+    """A prechecked block as JSON lines (times still in nanoseconds), whether it needs building
+    from maps, and its op count: any key order, strings, keywords anywhere."""
     for name in _TYPES:
         t = t.replace(b":type :" + name, b'"type":"' + name + b'"')
     if b":type :" in t:
@@ -218,10 +214,7 @@ def _rewrite_long(t: bytes, strings: list[bytes], n: int) -> tuple[bytes, bool, 
         by_maps = True
     if b"\n " in t or b"\n," in t or t.startswith((b" ", b",")):
         t = _LEADING.sub(b"\n", b"\n" + t)[1:]
-    t = t.replace(b", ", b",").replace(b" ", b",")
-    if b"nil" in t:
-        for old, new in _NIL:
-            t = t.replace(old, new)
+    t = _nulls(t.replace(b", ", b",").replace(b" ", b","))
     if strings:
         pieces = t.split(b"\x00")
         if len(pieces) != len(strings) + 1:
@@ -273,7 +266,7 @@ def ops_from_block(
         return None
     t, strings, n = checked
     if not strings:
-        shaped = _rewrite_shaped(t, n)
+        shaped = _rewrite_shaped(t)
         if shaped is not None:
             try:
                 ops: list[Op] = _OP_LINES.decode_lines(shaped)

@@ -761,7 +761,9 @@ def test_edn_shaped_rewrite_on_lines_out_of_the_first_ones_order() -> None:
     ]
     for line in swapped:
         block = (first + "\n" + line + "\n").encode()
-        shaped = edn_fast._rewrite_shaped(*edn_fast._prechecked(block)[::2])  # type: ignore[misc]
+        checked = edn_fast._prechecked(block)
+        assert checked is not None
+        shaped = edn_fast._rewrite_shaped(checked[0])
         got = edn_fast.ops_from_block(block, 0, edn.op_from_edn)
         assert got == _general([first, line])[0]
         decodes = True
