@@ -119,6 +119,20 @@ class PauseTarget(Protocol):
 
 
 @runtime_checkable
+class FaultAims(Protocol):
+    """Where a fault named without a target aims on this workload.
+
+    ``fault_aims`` maps a fault's name to the target spec it takes when ``--nemesis`` (or a grade
+    matrix) names the fault alone: ``--nemesis clock`` on lab1 is ``clock:skew=4:standby``, because
+    a standby's clock ahead is what defeats a lease judged on each replica's own clock, while a
+    random replica's clock catches it by luck. An aim must be a spec the fault accepts; it never
+    replaces a target the user wrote, and the run's spec records the aimed spec, so the stored
+    command reproduces it."""
+
+    fault_aims: Mapping[str, str]
+
+
+@runtime_checkable
 class RoleResolver(Protocol):
     """The workload names the processes that play a role right now (``holder``, ``leader``,
     ``broker``, ``primaries``).

@@ -6,6 +6,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+class RoleUnplayed(LookupError):
+    """A fault aimed at a role (``standby``, ``holder``) that nobody plays at this moment.
+
+    A scheduled step that meets it waits a while for someone to play the role (see
+    ``chaos.nemesis.runner``) instead of being skipped: a role is whoever plays it when the fault
+    starts, and early in a run nobody may play it yet."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Target:
     """A process on a node; ``process`` None means the node's whole system (every process it runs)."""

@@ -36,7 +36,7 @@ from typing import Any
 
 from chaos.cluster import clocks
 from chaos.core.context import RunContext
-from chaos.core.target import Resolved, Target
+from chaos.core.target import Resolved, RoleUnplayed, Target
 from chaos.nemesis.targets import processes_of, resolve_targets
 
 MODES = ("bump", "skew", "strobe", "drift")
@@ -153,9 +153,9 @@ class ClockFault:
         mode = cs.mode or rng.choice(MODES)
         found = resolve_targets(ctx, self.workload, cs.target or "one", rng)
         if not found:
-            raise ClockError(
+            raise RoleUnplayed(
                 f"clock {spec or ''}: nobody plays {cs.target} right now (a role is whoever "
-                "plays it when the fault starts); this step is skipped"
+                "plays it when the fault starts)"
             )
         targets = [t for t in processes_of(ctx, found) if self._fakes(ctx, t)]
         if not targets:

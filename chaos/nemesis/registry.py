@@ -18,7 +18,7 @@ import random
 from typing import Any
 
 from chaos.cluster.base import Capable
-from chaos.core.capabilities import FaultPoints, PauseTarget
+from chaos.core.capabilities import FaultAims, FaultPoints, PauseTarget
 from chaos.core.spec import TestSpec
 from chaos.nemesis.base import Nemesis
 from chaos.nemesis.faultpoint import FaultPointNemesis
@@ -51,6 +51,12 @@ def parse_nemesis(
             known = [*FAULTS, *points]
             raise ValueError(f"unknown nemesis {name!r}; known: {', '.join(known)}")
     return out
+
+
+def aimed(wl: Any, faults: list[tuple[str, str | None]]) -> list[tuple[str, str | None]]:
+    """Each fault named without a target takes the workload's aim for it (``FaultAims``)."""
+    aims = wl.fault_aims if isinstance(wl, FaultAims) else {}
+    return [(name, target if target is not None else aims.get(name)) for name, target in faults]
 
 
 def moves_clocks(spec: TestSpec) -> bool:
@@ -86,7 +92,7 @@ def make_nemeses(wl: Any, spec: TestSpec) -> list[Nemesis]:
     faults = fault_table(wl)
     out: list[Nemesis] = []
     choices: list[Choice] = []
-    for name, target in parse_nemesis(spec.nemesis, points):
+    for name, target in aimed(wl, parse_nemesis(spec.nemesis, points)):
         if name in points:
             point = points[name]
             out.append(

@@ -8,12 +8,18 @@ which is when the workload starts.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chaos.core.context import RunContext
+from chaos.core.target import RoleUnplayed
 from chaos.nemesis.base import CustomGrudge, Fault
 from chaos.nemesis.plan import Step
+
+# how often a step aimed at a role nobody plays looks again, and the least it waits
+ROLE_POLL = 0.1
+ROLE_WAIT_MIN = 2.0
 
 
 class ScheduleNemesis:
@@ -44,6 +50,18 @@ class ScheduleNemesis:
         if self.errors:
             raise RuntimeError("; ".join(self.errors))
 
+    @staticmethod
+    def _resolve_when_played(ctx: RunContext, fault: Fault, step: Step, rng: Any) -> Any:
+        """Resolve the step's target; a role nobody plays yet (early in a run, before the first
+        grant) is waited for, up to the step's duration, rather than the step being lost."""
+        deadline = time.monotonic() + max(step.duration, ROLE_WAIT_MIN)
+        while True:
+            try:
+                return fault.resolve(ctx, step.target, rng)
+            except RoleUnplayed:
+                if time.monotonic() >= deadline or ctx.stop.wait(ROLE_POLL):
+                    raise
+
     def _step(self, ctx: RunContext, step: Step) -> None:
         fault = self.faults[step.fault]
         rng = ctx.rng_for(f"targets:{step.index}")
@@ -53,7 +71,7 @@ class ScheduleNemesis:
                     raise ValueError(f"{step.fault} takes no grudge")
                 resolved = fault.custom(ctx, step.grudge)
             else:
-                resolved = fault.resolve(ctx, step.target, rng)
+                resolved = self._resolve_when_played(ctx, fault, step, rng)
             intent: dict[str, Any] = {
                 "step": step.index,
                 "at": step.at,

@@ -274,3 +274,73 @@ def test_lab1_roles_are_told_from_the_latest_events_and_standby_is_everyone_else
         Target(node="n1", process="orders"),
         Target(node="n3", process="orders"),
     ]
+
+
+def test_a_fault_named_alone_takes_the_workloads_aim_and_a_written_target_wins() -> None:
+    from chaos.core.capabilities import FaultAims
+    from chaos.workloads.lab1.workload import Lab1
+
+    assert isinstance(Lab1(), FaultAims)
+
+    def steps(wl: object, *nemesis: str) -> list[str | None]:
+        spec = TestSpec(workload="lab1", seed=3, nemesis=nemesis)
+        (sched,) = make_nemeses(wl, spec)
+        assert isinstance(sched, ScheduleNemesis)
+        return sorted({s.target for s in sched.steps}, key=str)
+
+    # lab1 aims `clock` at the standbys' clocks, 4 s ahead; a target the user wrote is kept
+    assert steps(Lab1(), "clock") == ["skew=4:standby"]
+    assert steps(Lab1(), "clock:strobe=2:holder") == ["strobe=2:holder"]
+    # a fault it has no aim for, and a workload without aims, keep "no target"
+    assert steps(Lab1(), "kill") == [None]
+
+    class Plain:
+        fault_points: dict = {}
+
+    assert steps(Plain(), "clock") == [None]
+
+
+def test_a_step_aimed_at_a_role_nobody_plays_yet_waits_for_a_player(tmp_path: Path) -> None:
+    from chaos.core.target import Resolved, RoleUnplayed
+    from chaos.nemesis.plan import Step
+
+    cluster = FakeCluster()
+    ctx = make_ctx(tmp_path, cluster)
+    asked: list[float] = []
+    applied: list[str] = []
+    played_after = time.monotonic() + 0.35
+
+    class RoleFault:
+        name = "probe"
+
+        def resolve(self, ctx: object, spec: str | None, rng: object) -> Resolved:
+            asked.append(time.monotonic())
+            if time.monotonic() < played_after:
+                raise RoleUnplayed("probe standby: nobody plays standby right now")
+            return Resolved(spec=spec or "", targets=(Target(node="n2"),))
+
+        def start(self, ctx: object, resolved: Resolved, intent: object = None) -> int:
+            applied.append(resolved.spec)
+            return ctx.faults.start("probe", lambda: [], lambda: {})  # type: ignore[attr-defined]
+
+    never = time.monotonic() + 100.0
+
+    class NeverPlayed(RoleFault):
+        def resolve(self, ctx: object, spec: str | None, rng: object) -> Resolved:
+            if time.monotonic() < never:
+                raise RoleUnplayed("probe holder: nobody plays holder right now")
+            raise AssertionError("unreachable")
+
+    steps = [
+        Step(index=0, at=0.0, fault="probe", target="standby", duration=0.1),
+        Step(index=1, at=0.0, fault="lost", target="holder", duration=0.1),
+    ]
+    sched = ScheduleNemesis(steps, {"probe": RoleFault(), "lost": NeverPlayed()})  # type: ignore[dict-item]
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match="nobody plays holder"):
+        sched.run(ctx)
+    # the first step looked again until its role was played, then ran; the second gave up after
+    # the least wait instead of holding the run forever
+    assert applied == ["standby"]
+    assert len(asked) >= 3 and asked[-1] >= played_after
+    assert time.monotonic() - t0 < 5.0

@@ -41,7 +41,8 @@ def solution_path(solution: str) -> Path:
 
 class Lab1:
     """lab1 as a workload. Capabilities: SolutionMounts, HoldPoints, PauseTarget (the lock
-    holder), Gradable, TxnPoints, RoleResolver (``holder``, ``standby`` and the systems' roles)."""
+    holder), Gradable, TxnPoints, RoleResolver (``holder``, ``standby`` and the systems' roles),
+    FaultAims (``clock`` aims at the standbys)."""
 
     name = "lab1"
     # chaos grade: the default matrix, and the shipped solutions graded as control rows
@@ -55,6 +56,9 @@ class Lab1:
         "token-reuse": "buggy",
         "renew-without-check": "buggy",
     }
+    # FaultAims: `--nemesis clock` alone moves every standby's clock 4 s ahead of the holder's,
+    # past lockAtMostFor, which is what defeats a lease judged on each replica's own clock
+    fault_aims: dict[str, str] = {"clock": "skew=4:standby"}
     hold_points = points.HOLD_POINTS
     # TxnPoints: every transaction of these solution functions is a hold point
     txn_functions: dict[str, str] = {
