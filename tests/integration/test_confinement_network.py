@@ -31,6 +31,7 @@ import pytest
 import chaos
 from chaos.cluster.docker import firewall, image
 from chaos.cluster.docker.cluster import DockerCluster
+from chaos.cluster.docker.procfs import owner_token
 from tests.integration.conftest import chaos as chaos_cli
 from tests.integration.conftest import chaos_bg, leftovers, run_dir_from, wait_for_line
 
@@ -235,6 +236,68 @@ def test_a_node_reaches_its_own_members_but_no_host_address_and_no_other_run(
     assert host_rules(rid) == [] and host_rules(b.run_id) == []
     assert not (firewall.RECORDS / f"{firewall.chain_for(rid)}.json").exists()
     print(f"probed {len(got)} targets; {time.monotonic() - t0:.1f} s")
+
+
+def test_the_chain_closes_ipv4_and_ipv6_on_a_bridge_that_has_both(
+    engine: docker.DockerClient,
+) -> None:
+    """chaos's run networks are IPv4 only (a node cannot turn IPv6 on: no capability), but a
+    bridge with IPv6 would be confined too: the same attack, open before the chain, refused after
+    it, on both families."""
+    from docker.types import IPAMConfig, IPAMPool
+
+    name = f"chaos-confine-v6-{secrets.token_hex(3)}"
+    subnet = f"fd42:c4a0:{secrets.randbelow(1 << 16):x}::/64"  # a private (ULA) prefix
+    net = engine.networks.create(
+        name, driver="bridge", internal=True, enable_ipv6=True,
+        ipam=IPAMConfig(pool_configs=[IPAMPool(subnet=subnet)]),
+    )  # fmt: skip
+    # this process owns it: a reaper running meanwhile leaves it alone
+    rec = firewall.Record(run_id="t6" + secrets.token_hex(4), bridge=f"br-{net.id[:12]}",
+                          owner=owner_token(os.getpid()))  # fmt: skip
+    v4, v6 = Listener("0.0.0.0"), Listener("::", socket.AF_INET6)
+    ct = None
+    try:
+        ct = engine.containers.run(
+            image.build_image(engine, lambda m: None), ["sleep", "120"], name=name,
+            network=name, detach=True, cap_drop=["ALL"], remove=True,
+        )  # fmt: skip
+        net.reload()
+        gws = [g["Gateway"] for g in net.attrs["IPAM"]["Config"] if g.get("Gateway")]
+        gw6 = next((g for g in gws if ":" in g), None) or next(
+            str(ipaddress.ip_network(g["Subnet"])[1])
+            for g in net.attrs["IPAM"]["Config"] if ":" in g["Subnet"]
+        )  # fmt: skip
+        gw4 = next(g for g in gws if ":" not in g)
+        v6_host = next(a for a in host_addresses() if ":" in a and "%" not in a and a != gw6)
+        targets = [(gw4, v4.port), (gw6, v6.port), (v6_host, v6.port)]
+        keys = [f"{h} {p}" for h, p in targets]
+        # before: the bridge's gateway needs a moment for IPv6 duplicate address detection
+        deadline = time.monotonic() + 20
+        while True:
+            before = probe(name, targets)
+            if set(before.values()) == {"open"} or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert [before[k] for k in keys] == ["open"] * 3, before
+        firewall.install(rec)
+        after = probe(name, targets)
+        assert [after[k] for k in keys] == ["ECONNREFUSED"] * 3, after
+        assert firewall.remove(rec.run_id) == [
+            f"host chain {rec.chain} (ipv4, 3 jump(s))",
+            f"host chain {rec.chain} (ipv6, 3 jump(s))",
+        ]
+        assert host_rules(rec.run_id) == []
+        again = probe(name, targets)
+        assert [again[k] for k in keys] == ["open"] * 3, again
+    finally:
+        firewall.remove(rec.run_id)
+        v4.close()
+        v6.close()
+        if ct is not None:
+            with contextlib.suppress(docker.errors.APIError):
+                ct.remove(force=True)
+        net.remove()
 
 
 def test_a_killed_orchestrators_chain_stays_until_cleanup_removes_all_of_it(

@@ -213,10 +213,13 @@ def leftovers(
 ) -> set[str]:
     """Run ids whose host rules a dead orchestrator left: a record whose owner is gone, or a chain
     with no record at all (a record is written before the first rule and removed after the last)."""
+    # chains first: a run starting meanwhile wrote its record before its chain, so any chain
+    # seen here has its record seen below (read the other way round, it would look orphaned)
+    chains = installed_chains()
     recs = read_records(records)
     dead = {r.run_id for r in recs if not alive(r.owner)}
     known = {r.chain for r in recs}
-    for chain in installed_chains() - known:
+    for chain in chains - known:
         dead.add(chain.removeprefix(PREFIX))
     return dead
 
