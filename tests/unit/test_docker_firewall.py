@@ -96,3 +96,33 @@ def test_a_failed_install_leaves_no_rule_and_no_record(
         fw.install(fw.Record(run_id="r1", bridge="br-1", owner="1:2"), tmp_path)
     assert list(tmp_path.iterdir()) == []
     assert any(c[0] == "iptables-restore" for c in calls)
+
+
+def test_a_run_that_starts_while_the_reaper_looks_is_not_taken_for_a_leftover(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run writes its record, then its chain, between the reaper's two reads: whichever read
+    comes first sees nothing of it, the second sees all of it."""
+    started: list[bool] = []
+    real_records = fw.read_records
+
+    def start_now() -> None:
+        if not started:
+            started.append(True)
+            (tmp_path / "CHAOS-HOST-new.json").write_text(
+                json.dumps({"run_id": "new", "bridge": "br-n", "owner": "alive"})
+            )
+
+    def chains() -> set[str]:
+        out = {"CHAOS-HOST-new"} if started else set()
+        start_now()
+        return out
+
+    def records(path: Path = fw.RECORDS) -> list[fw.Record]:
+        out = real_records(path)
+        start_now()
+        return out
+
+    monkeypatch.setattr(fw, "installed_chains", chains)
+    monkeypatch.setattr(fw, "read_records", records)
+    assert fw.leftovers(tmp_path, alive=lambda token: token == "alive") == set()
