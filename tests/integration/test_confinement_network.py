@@ -200,8 +200,12 @@ def test_a_node_reaches_its_own_members_but_no_host_address_and_no_other_run(
             assert gw in addresses
             host_targets = [(h, everywhere6.port if ":" in h else everywhere.port)
                             for h in addresses] + [(gw, on_gateway.port)]  # fmt: skip
-            # control 1: every listener answers on every address, from the host itself
-            assert all(host_connects(h, p) for h, p in host_targets), host_targets
+            # control 1: every listener answers on every address, from the host itself (other
+            # runs' bridges come and go meanwhile: an address gone from the host is not probed)
+            silent = [(h, p) for h, p in host_targets if not host_connects(h, p)]
+            assert not set(h for h, _ in silent) & set(host_addresses()), silent
+            host_targets = [t for t in host_targets if t not in silent]
+            assert (gw, on_gateway.port) in host_targets and len(host_targets) >= 3
             # control 2: from a bridge chaos did not confine, the same attack reaches the host
             with unconfined(engine) as (ctl, ctl_gw):
                 seen = probe(ctl, [(ctl_gw, everywhere.port), (gw, on_gateway.port)])

@@ -8,6 +8,9 @@ Processes inside a node are reached from the host: a named process writes its pi
 host maps that pid to its own pid namespace to signal it directly (the container's PID 1 would
 ignore signals sent from inside). Files are read and written through ``/proc/<pid>/root``, and
 network commands run with ``nsenter`` in the node's network namespace, using the host's tools.
+
+The run's bridge is confined on the host side before any node exists (chaos.cluster.docker.firewall:
+the nodes reach each other, and nothing of the host or any other network).
 """
 
 from __future__ import annotations
