@@ -103,6 +103,56 @@ def host_addresses() -> list[str]:
     return out
 
 
+# runs inside a node: send a few datagrams to each (host, port)
+DATAGRAMS = """
+import json, socket, sys
+for host, port in json.loads(sys.argv[1]):
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _ in range(3):
+            try:
+                s.sendto(b"probe", (host, port))
+            except OSError:
+                pass
+"""
+
+
+def send_datagrams(container: str, targets: list[tuple[str, int]]) -> None:
+    p = subprocess.run(
+        ["docker", "exec", "-u", SERVICE_USER, container, "python3", "-c", DATAGRAMS,
+         json.dumps(targets)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+class UdpListener:
+    """A UDP socket on the host (every IPv4 address) that notes who sent to it."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("0.0.0.0", 0))
+        self.port = int(self.sock.getsockname()[1])
+        self.peers: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                _, peer = self.sock.recvfrom(64)
+                self.peers.append(str(peer[0]))
+
+    def heard_from(self, addr: str, timeout: float = 5.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if addr in self.peers:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def close(self) -> None:
+        self.sock.close()
+
+
 class Listener:
     """A TCP listener on the host that notes who connected."""
 
@@ -192,6 +242,7 @@ def test_a_node_reaches_its_own_members_but_no_host_address_and_no_other_run(
         everywhere = Listener("0.0.0.0")
         everywhere6 = Listener("::", socket.AF_INET6)
         on_gateway = Listener(gw)
+        udp = UdpListener()
         try:
             for c in (a, b):
                 assert c.spawn("n2", "listen", ["python3", "-c", LISTEN, *map(str, LAB_PORTS)],
@@ -209,6 +260,12 @@ def test_a_node_reaches_its_own_members_but_no_host_address_and_no_other_run(
             # control 2: from a bridge chaos did not confine, the same attack reaches the host
             with unconfined(engine) as (ctl, ctl_gw):
                 seen = probe(ctl, [(ctl_gw, everywhere.port), (gw, on_gateway.port)])
+                # and UDP: its datagrams arrive
+                ctl_addr = engine.containers.get(ctl).attrs["NetworkSettings"]["Networks"][ctl][
+                    "IPAddress"
+                ]
+                send_datagrams(ctl, [(ctl_gw, udp.port)])
+                assert udp.heard_from(ctl_addr), udp.peers
             assert seen == {f"{ctl_gw} {everywhere.port}": "open",
                             f"{gw} {on_gateway.port}": "open"}, seen  # fmt: skip
             # control 3: the other run's listener answers its own members
@@ -231,10 +288,14 @@ def test_a_node_reaches_its_own_members_but_no_host_address_and_no_other_run(
             # from the host's own addresses)
             peers = everywhere.peers + everywhere6.peers + on_gateway.peers
             assert not {a.address(n) for n in a.nodes} & set(peers), peers
+            # nor a datagram (the chain takes every protocol, not only TCP)
+            send_datagrams(a.container_name("n1"), [(h, udp.port) for h, _ in host_targets
+                                                    if ":" not in h])  # fmt: skip
+            assert not udp.heard_from(a.address("n1"), timeout=2.0), udp.peers
             assert host_rules(a.run_id), "the run's chain is on the host while it runs"
             rid = a.run_id
         finally:
-            for listener in (everywhere, everywhere6, on_gateway):
+            for listener in (everywhere, everywhere6, on_gateway, udp):
                 listener.close()
     # torn down: no chain, no jump, no record of either run
     assert host_rules(rid) == [] and host_rules(b.run_id) == []
