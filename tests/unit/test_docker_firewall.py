@@ -126,3 +126,15 @@ def test_a_run_that_starts_while_the_reaper_looks_is_not_taken_for_a_leftover(
     monkeypatch.setattr(fw, "installed_chains", chains)
     monkeypatch.setattr(fw, "read_records", records)
     assert fw.leftovers(tmp_path, alive=lambda token: token == "alive") == set()
+
+
+def test_a_host_where_the_record_cannot_be_written_gets_no_rule_and_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(fw, "_run", lambda argv, stdin=None: calls.append(argv))
+    blocker = tmp_path / "file"
+    blocker.write_text("")  # a file where the records' folder should be
+    with pytest.raises(ClusterError, match="cannot record run r1's host rules"):
+        fw.install(fw.Record(run_id="r1", bridge="br-1", owner="1:2"), blocker / "records")
+    assert calls == [], "no rule before its record"

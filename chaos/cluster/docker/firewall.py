@@ -117,8 +117,14 @@ def _families() -> list[str]:
 def install(rec: Record, records: Path = RECORDS) -> None:
     """Record, then install, the run's chain for every family; on any failure undo what was done
     and raise ClusterError (a run must not start unconfined)."""
-    records.mkdir(mode=0o700, parents=True, exist_ok=True)
-    write_atomic(records / f"{rec.chain}.json", json.dumps(asdict(rec)).encode())
+    try:
+        records.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_atomic(records / f"{rec.chain}.json", json.dumps(asdict(rec)).encode())
+    except OSError as e:
+        raise ClusterError(
+            f"cannot record run {rec.run_id}'s host rules in {records} ({e}); the Docker backend "
+            "confines each run with iptables and needs root"
+        ) from e
     fams = _families()
     try:
         if "ipv4" not in fams:
