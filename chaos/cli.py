@@ -797,7 +797,19 @@ def _control_names(value: str | None) -> tuple[str, ...] | None:
     "--scheduler",
     default=None,
     metavar="ADDRESS",
-    help="A Dask scheduler (tcp://host:8786) whose workers run the runs; default: this machine.",
+    help="A Dask scheduler (tls://host:8786, with --certs) whose workers run the runs; default: "
+    "this machine.",
+)
+@click.option(
+    "--certs",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    default=None,
+    help="The folder `chaos grade-certs` made: TLS to the --scheduler with its client certificate.",
+)
+@click.option(
+    "--insecure",
+    is_flag=True,
+    help="Allow a plain tcp:// --scheduler (whoever reaches it runs code as root on the workers).",
 )
 @click.option(
     "--parallel",
@@ -838,6 +850,8 @@ def grade_command(
     seed: int | None,
     out: Path | None,
     scheduler: str | None,
+    certs: Path | None,
+    insecure: bool,
     parallel: int | None,
     run_timeout: float | None,
     resume: Path | None,
@@ -864,6 +878,8 @@ def grade_command(
                 resume=resume,
                 chaos_command=tuple(shlex.split(chaos_command)) if chaos_command else None,
                 controls=_control_names(controls),
+                certs=certs,
+                insecure=insecure,
             ),
             say=_progress(quiet),
         )
@@ -875,6 +891,37 @@ def grade_command(
         click.echo(f"{name}: {path}")
     if outcome.interrupted:
         sys.exit(EXIT_INTERRUPTED)
+
+
+@main.command("grade-certs")
+@click.argument("folder", type=click.Path(path_type=Path, file_okay=False))
+@click.option(
+    "--host",
+    "hosts",
+    multiple=True,
+    metavar="NAME",
+    help="The scheduler's host name or address, for its certificate (repeatable).",
+)
+@click.option("--days", type=click.IntRange(1, 3650), default=365, show_default=True)
+def grade_certs(folder: Path, hosts: tuple[str, ...], days: int) -> None:
+    """TLS certificates for `chaos grade --scheduler tls://...`: a CA of the grade's own and a
+    certificate for the scheduler, the workers and the client, in a new folder."""
+    from chaos.grade import certs
+
+    try:
+        certs.make(folder, hosts=hosts, days=days)
+    except (ValueError, OSError) as e:
+        fail(clean(str(e)))
+    d = shlex.quote(str(folder))
+    click.echo(
+        f"made {folder}/: ca.pem, scheduler/worker/client .pem and -key.pem (keys owner-only; "
+        "ca-key.pem stays here)\n"
+        f"scheduler: dask scheduler --port 8786 --tls-ca-file {d}/ca.pem "
+        f"--tls-cert {d}/scheduler.pem --tls-key {d}/scheduler-key.pem\n"
+        f"each worker: dask worker tls://SCHEDULER:8786 --resources runs=2 --tls-ca-file "
+        f"{d}/ca.pem --tls-cert {d}/worker.pem --tls-key {d}/worker-key.pem\n"
+        f"the grade: chaos grade SUBMISSIONS --lab LAB --scheduler tls://SCHEDULER:8786 --certs {d}"
+    )
 
 
 @main.command("ls")

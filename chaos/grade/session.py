@@ -161,10 +161,12 @@ def grade(
     parallel: int = 1,
     progress: Callable[[str], None] = lambda m: None,
     client: Any = None,
+    security: Any = None,
 ) -> GradeOutcome:
     """Grade, recording each run as it finishes; write the reports (also when interrupted, with
     what finished). ``client``: an existing Dask client (tests); else one is made from
-    ``scheduler`` or a local cluster of ``parallel`` slots."""
+    ``scheduler`` (with ``security``: see chaos.grade.certs) or a local cluster of ``parallel``
+    slots."""
     book = ledger.Ledger(request.out)
     book.write_manifest(request.to_json())
     rows = rows_of(request, controls)
@@ -213,7 +215,7 @@ def grade(
             if client is not None:
                 dispatch.run_all(client, jobs, on_done, retries=request.retries)
             else:
-                with dispatch.connect(scheduler, parallel) as c:
+                with dispatch.connect(scheduler, parallel, security) as c:
                     if scheduler and not dispatch.has_run_slots(c):
                         progress(
                             "warning: no worker declares the 'runs' resource "
