@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chaos.core.capabilities import Gradable
-from chaos.grade import dispatch, ledger, matrix, seeds
+from chaos.grade import dispatch, ledger, matrix, seeds, submissions
 from chaos.grade.session import GradeOutcome, GradeRequest, grade
 from chaos.workloads import registry
 
@@ -60,6 +60,10 @@ def request_of(args: GradeArgs, say: Callable[[str], None]) -> GradeRequest:
         raise ValueError("give a submissions folder and --lab (or --resume DIR)")
     wl = gradable(args.lab)
     m = matrix.load(args.matrix_file or wl.grade_matrix)
+    # every input checked before the out folder is: a grade refused for a bad input writes
+    # nothing, so the corrected command is not then refused as "holds a grade already"
+    submissions.discover(args.submissions)
+    controls = _controls(args.controls, wl)
     seed = args.seed if args.seed is not None else seeds.new_grade_seed()
     if args.seed is None:
         say(f"grade seed {seed} (--seed {seed} grades the same way again)")
@@ -75,7 +79,7 @@ def request_of(args: GradeArgs, say: Callable[[str], None]) -> GradeRequest:
         out=out,
         run_timeout=args.run_timeout,
         chaos=args.chaos_command,
-        controls=_controls(args.controls, wl),
+        controls=controls,
     )
 
 

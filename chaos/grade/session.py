@@ -165,9 +165,10 @@ def grade(
     """Grade, recording each run as it finishes; write the reports (also when interrupted, with
     what finished). ``client``: an existing Dask client (tests); else one is made from
     ``scheduler`` or a local cluster of ``parallel`` slots."""
+    # the rows first: a submissions folder that cannot be read leaves no grade.json behind
+    rows = rows_of(request, controls)
     book = ledger.Ledger(request.out)
     book.write_manifest(request.to_json())
-    rows = rows_of(request, controls)
     done = book.finished()
     jobs = plan(request, rows, done)
     skipped = sum(1 for r in done.values() if r.graded)
