@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chaos.histories.files import write_atomic
+from chaos.histories.files import read_regular, write_atomic
 from chaos.histories.jsonl import LineProblem, read_events, read_history, read_raw_events
 from chaos.histories.limits import MAX_INPUT_BYTES, InputError, input_guard
 from chaos.histories.ops import Event, Op
@@ -131,9 +131,15 @@ def load_artefact(path: Path, default: Any) -> Any:
     if not _regular(path):
         return default
     try:
+        # opened without following a link and checked again on the open file: the report's
+        # server reads runs a student can still change (a FIFO swapped in would hang a thread)
+        data = read_regular(path, MAX_INPUT_BYTES)
+    except OSError as e:
+        raise NotARun(f"{path}: cannot read: {e.strerror or e}") from None
+    try:
         with input_guard(path):
             try:
-                obj = json.loads(path.read_bytes())
+                obj = json.loads(data)
             except json.JSONDecodeError as e:
                 raise InputError(
                     path, f"not JSON ({e.msg}, column {e.colno})", line=e.lineno
