@@ -35,12 +35,13 @@ REPO = Path(__file__).resolve().parents[2]
 NO_ENGINE = "unix:///nonexistent/chaos-test/docker.sock"
 
 
-def _chaos(*args: str, store: Path) -> tuple[int, list[str], float]:
+def _chaos(*args: str, store: Path | None) -> tuple[int, list[str], float]:
     """A real `chaos` process with no engine: its status, its lines, its seconds."""
     env = {"DOCKER_HOST": NO_ENGINE, "PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
     t0 = time.monotonic()
+    where = ["--store", str(store)] if store is not None else []
     p = subprocess.run(
-        [sys.executable, "-m", "chaos.cli", *args, "--store", str(store)],
+        [sys.executable, "-m", "chaos.cli", *args, *where],
         capture_output=True, text=True, timeout=120, cwd=REPO, env=env,
     )  # fmt: skip
     lines = [x for x in (p.stdout + p.stderr).splitlines() if x.strip()]
@@ -101,6 +102,19 @@ def test_a_real_process_refuses_in_one_line_too(argv: list[str], tmp_path: Path)
     print(f"refused in {seconds:.2f} s (the interpreter's start included)")
 
 
+def test_a_schedule_files_target_is_checked_and_named_by_its_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("- at 3s pause worker for 2s\n- at 6s pause wroker for 2s\n")
+    code, lines = _invoke(
+        "run", "lab3", "--schedule", str(plan), store=tmp_path / "s", monkeypatch=monkeypatch
+    )
+    assert code == Exit.USAGE and len(lines) == 1, lines
+    assert f"{plan}:2: unknown role or node selector 'wroker' (did you mean 'worker'?)" in lines[0]
+    assert not (tmp_path / "s").exists()
+
+
 def test_serve_refuses_a_port_out_of_range_not_as_an_internal_error(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["serve", "--port", "99999", "--store", str(tmp_path)])
     assert r.exit_code == Exit.USAGE
@@ -130,8 +144,12 @@ def test_no_engine_is_exit_4_for_a_run_and_an_image_build(tmp_path: Path) -> Non
     code, lines, _ = _chaos("run", "lab1", "--seed", "1", store=tmp_path / "s")
     assert code == Exit.ENVIRONMENT and "no Docker engine answers" in lines[-1], lines
     assert not (tmp_path / "s").exists()
+    code, lines, _ = _chaos("image", "build", store=None)
+    assert code == Exit.ENVIRONMENT and lines == [lines[0]], lines
+    assert lines[0].startswith("chaos: no Docker engine answers")
 
 
+@pytest.mark.usefixtures("no_plots")
 def test_a_page_that_cannot_be_written_is_exit_4_not_3(tmp_path: Path) -> None:
     from tests.fixtures import synthetic_runs as runs
 
