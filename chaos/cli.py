@@ -928,6 +928,7 @@ def grade_command(
                 resume=resume,
                 chaos_command=tuple(shlex.split(chaos_command)) if chaos_command else None,
                 controls=_control_names(controls),
+                check_run=_check_run_argv,
             ),
             say=_progress(quiet),
         )
@@ -939,6 +940,14 @@ def grade_command(
         click.echo(f"{name}: {path}")
     if outcome.interrupted:
         sys.exit(Exit.INTERRUPTED)
+
+
+def _check_run_argv(argv: list[str]) -> None:
+    """ValueError naming the option when `chaos run` would refuse ``argv`` by its types."""
+    try:
+        run.make_context("run", list(argv))
+    except click.UsageError as e:
+        raise ValueError(" ".join(e.format_message().split())) from None
 
 
 @main.command("ls")

@@ -32,6 +32,10 @@ class GradeArgs:
     resume: Path | None = None
     chaos_command: tuple[str, ...] | None = None
     controls: tuple[str, ...] | None = None  # None: all the lab's shipped solutions
+    # `chaos run`'s own check of its arguments (ValueError naming the option): each configuration
+    # of the matrix goes through it before anything is written, so a value every run would refuse
+    # (tasks: 0) stops the grade, not every cell of it
+    check_run: Callable[[list[str]], None] | None = None
 
 
 def gradable(lab: str) -> Gradable:
@@ -64,6 +68,8 @@ def request_of(args: GradeArgs, say: Callable[[str], None]) -> GradeRequest:
     # nothing, so the corrected command is not then refused as "holds a grade already"
     submissions.discover(args.submissions)
     controls = _controls(args.controls, wl)
+    if args.check_run is not None:
+        _check_configs(m, args.lab, args.check_run)
     seed = args.seed if args.seed is not None else seeds.new_grade_seed()
     if args.seed is None:
         say(f"grade seed {seed} (--seed {seed} grades the same way again)")
@@ -81,6 +87,14 @@ def request_of(args: GradeArgs, say: Callable[[str], None]) -> GradeRequest:
         chaos=args.chaos_command,
         controls=controls,
     )
+
+
+def _check_configs(m: matrix.Matrix, lab: str, check: Callable[[list[str]], None]) -> None:
+    for c in m.configs:
+        try:
+            check([lab, *c.argv()])
+        except ValueError as e:
+            raise ValueError(f"{m.source}: configuration {c.name}: {e}") from None
 
 
 def _controls(names: tuple[str, ...] | None, wl: Gradable) -> tuple[str, ...] | None:

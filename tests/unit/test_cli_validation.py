@@ -217,6 +217,30 @@ def test_grade_of_a_missing_folder_writes_nothing_and_the_corrected_command_is_n
     assert req.out.parent == Path("grades")  # not "holds a grade already"
 
 
+def test_grade_checks_each_configuration_as_chaos_run_would_before_writing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "subs" / "alice").mkdir(parents=True)
+    (tmp_path / "subs" / "alice" / "protocol.py").write_text("x = 1\n")
+    plan = tmp_path / "grade.yaml"
+    plan.write_text("configs:\n  - name: fast\n    run:\n      tasks: 0\n      nemesis: pause\n")
+    r = CliRunner().invoke(main, ["grade", "subs", "--lab", "lab3", "--matrix", str(plan)])
+    assert r.exit_code == Exit.USAGE
+    assert f"{plan}: configuration fast: Invalid value for '--tasks': 0" in r.output
+    assert not (tmp_path / "grades").exists()
+
+
+@pytest.mark.parametrize("lab", ["lab1", "lab3"])
+def test_the_shipped_grade_matrices_pass_chaos_runs_check(lab: str, tmp_path: Path) -> None:
+    from chaos.cli import _check_run_argv
+    from chaos.grade.cli import GradeArgs, request_of
+
+    (tmp_path / "alice").mkdir()
+    args = GradeArgs(submissions=tmp_path, lab=lab, out=tmp_path / "o", check_run=_check_run_argv)
+    assert request_of(args, lambda _: None).matrix.configs
+
+
 def test_grade_refuses_a_run_timeout_out_of_range(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["grade", str(tmp_path), "--lab", "lab3", "--run-timeout", "0"])
     assert r.exit_code == Exit.USAGE and "--run-timeout" in r.output
