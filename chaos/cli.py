@@ -943,11 +943,32 @@ def grade_command(
 
 
 def _check_run_argv(argv: list[str]) -> None:
-    """ValueError naming the option when `chaos run` would refuse ``argv`` by its types."""
+    """ValueError naming the option when `chaos run` would refuse ``argv`` before it starts: by
+    its types, or a fault target or trigger the workload does not have (creates nothing)."""
+    from chaos.core.spec import TestSpec
+    from chaos.nemesis.registry import make_nemeses
+    from chaos.nemesis.schedule import load_schedule
+    from chaos.workloads import registry
+
     try:
-        run.make_context("run", list(argv))
+        p = run.make_context("run", list(argv)).params
     except click.UsageError as e:
         raise ValueError(" ".join(e.format_message().split())) from None
+    wl = registry.get(p["workload"])
+    nodes = str(p["nodes_arg"])
+    schedule = p["schedule_file"]
+    spec = TestSpec(
+        workload=p["workload"],
+        nemesis=tuple(n.strip() for n in p["nemesis"].split(",") if n.strip()),
+        triggers=tuple(p["triggers"]),
+        nodes=int(nodes) if nodes.isdigit() else 0,
+        schedule=None
+        if schedule is None
+        else load_schedule(
+            schedule, default_duration=3.0, workload=wl, workload_name=p["workload"]
+        ).to_json(),
+    )
+    make_nemeses(wl, spec)
 
 
 @main.command("ls")

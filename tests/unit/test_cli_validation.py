@@ -231,6 +231,23 @@ def test_grade_checks_each_configuration_as_chaos_run_would_before_writing(
     assert not (tmp_path / "grades").exists()
 
 
+def test_grade_checks_each_configurations_targets_and_triggers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "subs" / "alice").mkdir(parents=True)
+    plan = tmp_path / "grade.yaml"
+    for run, said in [
+        ("nemesis: pause:wroker", "did you mean 'worker'?"),
+        ("trigger: ['pause worker on delivery until comit']", "did you mean 'commit'?"),
+    ]:
+        plan.write_text(f"configs:\n  - name: c\n    run:\n      {run}\n")
+        r = CliRunner().invoke(main, ["grade", "subs", "--lab", "lab3", "--matrix", str(plan)])
+        assert r.exit_code == Exit.USAGE and f"{plan}: configuration c: " in r.output
+        assert said in r.output
+    assert not (tmp_path / "grades").exists()
+
+
 @pytest.mark.parametrize("lab", ["lab1", "lab3"])
 def test_the_shipped_grade_matrices_pass_chaos_runs_check(lab: str, tmp_path: Path) -> None:
     from chaos.cli import _check_run_argv
