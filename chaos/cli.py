@@ -395,6 +395,7 @@ def run(
     from chaos.cluster import backends
     from chaos.core.capabilities import Scenarios
     from chaos.core.spec import TestSpec
+    from chaos.orchestrator.explore import run_command
     from chaos.orchestrator.run import check_spec, run_test
     from chaos.workloads import registry
 
@@ -457,6 +458,14 @@ def run(
             check_spec(spec, wl, backend)
     click.echo(f"seed {seed}", err=True)
     outcomes = []
+
+    def command_of(spec: TestSpec) -> str:
+        # one scenario of several is stored with the `chaos run` that makes it alone; a schedule
+        # or nodes file is named only by the command as typed
+        if len(specs) == 1 or spec.schedule or nodes_file is not None:
+            return command
+        return run_command(spec, _rerun_extra(backend_name, store))
+
     with run_errors():
         for spec in specs:
             if len(specs) > 1:
@@ -467,7 +476,7 @@ def run(
                     backend=backend,
                     store=store,
                     progress=say,
-                    command=command,
+                    command=command_of(spec),
                     workload=wl,
                     page=not no_html,
                 )
@@ -485,6 +494,12 @@ def run(
     if any(o.interrupted for o in outcomes):
         sys.exit(Exit.INTERRUPTED)
     sys.exit(combine(r for o in outcomes for r in o.results).exit_code)
+
+
+def _rerun_extra(backend_name: str, store: Path) -> tuple[str, ...]:
+    """The options a stored command needs beside its spec's: the backend and store it ran on."""
+    extra: tuple[str, ...] = ("--backend", backend_name) if backend_name != "docker" else ()
+    return extra + (("--store", str(store)) if store != DEFAULT_STORE else ())
 
 
 def _load_schedule(
@@ -605,9 +620,7 @@ def explore(
         options=_options(options),
     )
     # each run stores the `chaos run` that reproduces it alone, on the same backend and store
-    extra: tuple[str, ...] = ("--backend", backend_name) if backend_name != "docker" else ()
-    if store != DEFAULT_STORE:
-        extra += ("--store", str(store))
+    extra = _rerun_extra(backend_name, store)
     with run_errors():
         check_spec(spec, wl, backend)
     click.echo(f"seed {seed}", err=True)

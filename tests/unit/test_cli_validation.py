@@ -300,6 +300,30 @@ def test_each_explore_run_stores_the_chaos_run_that_reproduces_it(
         assert _spec_of_command(command, tmp_path, monkeypatch) == spec, command
 
 
+def test_each_scenario_run_stores_the_chaos_run_that_makes_it_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import chaos.orchestrator.run as orchestrator
+
+    made: list[tuple[TestSpec, str]] = []
+
+    def recorded(spec: TestSpec, *, command: str, **_: Any) -> None:
+        made.append((spec, command))
+        if len(made) == len(Lab3.scenarios):
+            raise SystemExit(0)
+
+    monkeypatch.setattr(orchestrator, "run_test", recorded)
+    argv = ["run", "lab3", "--scenarios", "all", "--seed", "9", "--ack-wait", "3"]
+    r = CliRunner().invoke(main, [*argv, "--store", str(tmp_path), "--no-html"])
+    assert r.exit_code == 0, r.output
+    assert [s.scenario for s, _ in made] == list(Lab3.scenarios)
+    for spec, command in made:
+        assert "--scenarios" not in command and f"--nemesis {spec.scenario}" in command
+        assert f"--store {tmp_path}" in command
+        again = _spec_of_command(command, tmp_path, monkeypatch)
+        assert again == dataclasses.replace(spec, scenario=None), command
+
+
 def test_run_argv_leaves_out_exactly_the_defaults_of_chaos_run() -> None:
     """TestSpec's defaults are `chaos run`'s: else a stored command would not reproduce."""
     from chaos.core.spec import RUN_OPTIONS
