@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.core.capabilities import Gradable
-from chaos.grade import certs, dispatch, ledger, matrix, seeds
+from chaos.grade import certs, dispatch, ledger, matrix, seeds, submissions
 from chaos.grade.session import GradeOutcome, GradeRequest, grade
 from chaos.workloads import registry
 
@@ -35,6 +35,10 @@ class GradeArgs:
     controls: tuple[str, ...] | None = None  # None: all the lab's shipped solutions
     certs: Path | None = None  # the folder `chaos grade-certs` filled: TLS to the scheduler
     insecure: bool = False  # a plain tcp:// scheduler, knowingly
+    # `chaos run`'s own check of its arguments (ValueError naming the option): each configuration
+    # of the matrix goes through it before anything is written, so a value every run would refuse
+    # (tasks: 0) stops the grade, not every cell of it
+    check_run: Callable[[list[str]], None] | None = None
 
 
 # Dask addresses that are TLS; anything else (tcp://, a bare host:port, ws://) is plain
@@ -100,6 +104,12 @@ def request_of(args: GradeArgs, say: Callable[[str], None]) -> GradeRequest:
         raise ValueError("give a submissions folder and --lab (or --resume DIR)")
     wl = gradable(args.lab)
     m = matrix.load(args.matrix_file or wl.grade_matrix)
+    # every input checked before the out folder is: a grade refused for a bad input writes
+    # nothing, so the corrected command is not then refused as "holds a grade already"
+    submissions.discover(args.submissions)
+    controls = _controls(args.controls, wl)
+    if args.check_run is not None:
+        _check_configs(m, args.lab, args.check_run)
     seed = args.seed if args.seed is not None else seeds.new_grade_seed()
     if args.seed is None:
         say(f"grade seed {seed} (--seed {seed} grades the same way again)")
@@ -115,8 +125,16 @@ def request_of(args: GradeArgs, say: Callable[[str], None]) -> GradeRequest:
         out=out,
         run_timeout=args.run_timeout,
         chaos=args.chaos_command,
-        controls=_controls(args.controls, wl),
+        controls=controls,
     )
+
+
+def _check_configs(m: matrix.Matrix, lab: str, check: Callable[[list[str]], None]) -> None:
+    for c in m.configs:
+        try:
+            check([lab, *c.argv()])
+        except ValueError as e:
+            raise ValueError(f"{m.source}: configuration {c.name}: {e}") from None
 
 
 def _controls(names: tuple[str, ...] | None, wl: Gradable) -> tuple[str, ...] | None:

@@ -167,9 +167,10 @@ def grade(
     what finished). ``client``: an existing Dask client (tests); else one is made from
     ``scheduler`` (with ``security``: see chaos.grade.certs) or a local cluster of ``parallel``
     slots."""
+    # the rows first: a submissions folder that cannot be read leaves no grade.json behind
+    rows = rows_of(request, controls)
     book = ledger.Ledger(request.out)
     book.write_manifest(request.to_json())
-    rows = rows_of(request, controls)
     done = book.finished()
     jobs = plan(request, rows, done)
     skipped = sum(1 for r in done.values() if r.graded)
