@@ -13,6 +13,7 @@ network commands run with ``nsenter`` in the node's network namespace, using the
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import os
 import shlex
@@ -29,6 +30,7 @@ import docker.errors
 
 from chaos.cluster.base import ClusterError, ExecResult
 from chaos.cluster.docker import procfs
+from chaos.cluster.docker.quota import Quotas, describe, full, mount_live, unmount_keeping
 from chaos.cluster.docker.resources import (
     LABEL_LIVE,
     LABEL_OWNER,
@@ -74,6 +76,7 @@ class DockerCluster:
         extra_mounts: dict[str, str] | None = None,
         client: docker.DockerClient | None = None,
         limits: NodeLimits | None = None,
+        quotas: Quotas | None = None,
     ) -> None:
         self.run_id = run_id
         self.nodes = [f"n{i}" for i in range(1, nodes + 1)]
@@ -83,6 +86,8 @@ class DockerCluster:
         self._live = live_dir.resolve()
         self._mounts = extra_mounts or {}
         self._limits = limits or NodeLimits()
+        self._quotas = quotas or Quotas()
+        self._live_mounts: list[Path] = []
         self._containers: dict[str, Any] = {}
         self._init_pid: dict[str, int] = {}
         self._addr: dict[str, str] = {}
@@ -107,6 +112,8 @@ class DockerCluster:
         self._network = self._client.networks.create(
             name, driver="bridge", labels=self.labels, check_duplicate=True, internal=True
         )
+        # sized tmpfs mounts where the services write in the live folder, before any node sees it
+        self._live_mounts = mount_live(self._live, self._quotas)
         # only chaos's own package, never the checkout around it (other runs' stores live there)
         volumes = {
             str(self._src / "chaos"): {"bind": f"{SRC_MOUNT}/chaos", "mode": "ro"},
@@ -134,6 +141,11 @@ class DockerCluster:
                 cap_drop=["ALL"],
                 cap_add=list(self._limits.capabilities),
                 security_opt=["no-new-privileges:true"],
+                # nothing lands in the container layer (it has no size): every writable path is
+                # a sized tmpfs (see chaos.cluster.docker.quota)
+                read_only=True,
+                tmpfs=self._quotas.node_tmpfs(),
+                shm_size=self._quotas.shm,
             )
             self._containers[node] = c
         for c in self._containers.values():
@@ -144,7 +156,11 @@ class DockerCluster:
             self._addr[node] = c.attrs["NetworkSettings"]["Networks"][name]["IPAddress"]
 
     def teardown(self) -> None:
-        remove_run(self._client, self.run_id)
+        try:
+            remove_run(self._client, self.run_id)
+        finally:
+            while self._live_mounts:
+                unmount_keeping(self._live_mounts.pop())
 
     def __enter__(self) -> DockerCluster:
         try:
@@ -206,9 +222,14 @@ class DockerCluster:
         run = argv
         if user is not None:
             # the root shell opens the log and writes the pid file (both out of the service's
-            # reach), then setpriv drops to the user for good (no-new-privileges on the node)
-            uid, _, gid = _uid(user).partition(":")
-            run = ["setpriv", f"--reuid={uid}", f"--regid={gid or uid}", "--clear-groups", "--",
+            # reach), then setpriv drops to the user for good (no-new-privileges on the node);
+            # before that: the first the kernel's OOM killer takes, and its own limits
+            uid, _, gid = self.service_uid(node, user).partition(":")
+            q = self._quotas
+            run = ["choom", "-n", "1000", "--",
+                   "prlimit", f"--nproc={q.tasks}", f"--fsize={q.file_bytes}",
+                   f"--nofile={q.open_files}", "--",
+                   "setpriv", f"--reuid={uid}", f"--regid={gid or uid}", "--clear-groups", "--",
                    *argv]  # fmt: skip
         script = (
             f"mkdir -p /run/chaos /var/log/chaos; echo $$ > {pidfile}; "
@@ -223,6 +244,32 @@ class DockerCluster:
                 return pid
             time.sleep(0.02)
         raise ClusterError(f"{name} did not start on {node}; see its log in the run's logs/")
+
+    def service_uid(self, node: str, user: str) -> str:
+        """The uid:gid ``user`` runs as on ``node``. ``nobody`` becomes a uid of this run and
+        node alone: the kernel counts a uid's tasks across the whole host (containers without a
+        user namespace share one count), so with one uid for every run a fork storm in one run
+        would starve the services of every other; and the node's root (etcd, the broker) keeps
+        what the pids limit leaves above the service user's task limit."""
+        if user != "nobody":
+            return user
+        h = int(hashlib.sha256(self.run_id.encode()).hexdigest()[:8], 16)
+        uid = 1_000_000 + (h % 1_000_000) * 100 + self.nodes.index(node)
+        return f"{uid}:{uid}"
+
+    def over_quota(self) -> list[str]:
+        """Each sized path the code under test filled (to within 2 % or 1 MiB of its size)."""
+        out = []
+        for target in self._live_mounts:
+            got = full(target)
+            if got is not None:
+                out.append(f"live/{target.name} ({describe(got[1])})")
+        for node, pid in sorted(self._init_pid.items()):
+            for path in [p for p, _, _ in self._quotas.node_paths] + ["/dev/shm"]:
+                got = full(f"/proc/{pid}/root{path}")
+                if got is not None:
+                    out.append(f"{path} on {node} ({describe(got[1])})")
+        return out
 
     def _ns_pid(self, node: str, name: str) -> int | None:
         # only the node's root shell writes /run/chaos; read it as if anyone could, anyway
@@ -352,8 +399,3 @@ class DockerCluster:
     def freezer_state(self, node: str) -> str | None:
         """``FROZEN``, ``FREEZING`` or ``THAWED`` as the kernel's freezer reports the node's cgroup."""
         return procfs.freezer_state(self._init_pid[node])
-
-
-def _uid(user: str) -> str:
-    """``nobody`` -> ``65534``; a numeric ``uid[:gid]`` as it is (the image has no other users)."""
-    return {"nobody": "65534:65534"}.get(user, user)
