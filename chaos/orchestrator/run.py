@@ -144,6 +144,10 @@ def copy_mounts(mounts: dict[str, str], dest: Path) -> dict[str, str]:
     return out
 
 
+class _OverQuota(Exception):
+    """The run cannot go on: the code under test filled a quota while it was being set up."""
+
+
 class Interrupted(Exception):
     """SIGINT or SIGTERM arrived: stop, heal, tear down, keep what was recorded."""
 
@@ -293,7 +297,17 @@ def run_test(
                 stack.callback(ctx.stop.set)
                 watch = QuotaWatch(cluster, tail, ctx.stop).start()
                 stack.callback(watch.close)
-                wl.deploy(ctx)
+                try:
+                    wl.deploy(ctx)
+                except Exception as e:
+                    if not watch.sample():
+                        raise
+                    # the code under test filled a quota before its services were up: the run
+                    # shows nothing, and says why (unknown), rather than failing as chaos's bug
+                    over = watch.close()
+                    error = f"deploy: {type(e).__name__}: {e}"
+                    write_json(run_dir / "final.json", {"error": error, "over_quota": over})
+                    raise _OverQuota from None
                 supervisor.watch()
                 phase("bring_up")
 
@@ -376,6 +390,8 @@ def run_test(
         except Interrupted as e:
             interrupted = True
             progress(f"interrupted by {e}: healed and removed every resource of the run")
+        except _OverQuota:
+            progress("the code under test filled a quota before the services were up")
     if tail.over_quota is not None and tail.over_quota not in over:
         # the events' cap was reached by the last read (the merge), after the final reads
         final_now = read_json(run_dir / "final.json", {})

@@ -27,6 +27,7 @@ from typing import Any
 
 import docker
 import docker.errors
+import docker.types
 
 from chaos.cluster.base import ClusterError, ExecResult
 from chaos.cluster.docker import procfs
@@ -122,7 +123,15 @@ class DockerCluster:
         for host, inside in self._mounts.items():
             # a relative path would be taken for a named volume
             volumes[str(Path(host).resolve())] = {"bind": inside, "mode": "ro"}
+        log_path, log_size = self._quotas.logs
         for node in self.nodes:
+            # labelled with the run: removed with it, and by the reaper
+            logs = self._client.volumes.create(
+                name=f"chaos-{self.run_id}-{node}-logs",
+                driver="local",
+                driver_opts={"type": "tmpfs", "device": "tmpfs", "o": f"size={log_size},mode=755"},
+                labels=self.labels,
+            )
             c = self._client.containers.create(
                 self._image,
                 command=["sleep", "infinity"],
@@ -145,6 +154,7 @@ class DockerCluster:
                 # a sized tmpfs (see chaos.cluster.docker.quota)
                 read_only=True,
                 tmpfs=self._quotas.node_tmpfs(),
+                mounts=[docker.types.Mount(log_path, logs.name, type="volume")],
                 shm_size=self._quotas.shm,
             )
             self._containers[node] = c
@@ -265,7 +275,7 @@ class DockerCluster:
             if got is not None:
                 out.append(f"live/{target.name} ({describe(got[1])})")
         for node, pid in sorted(self._init_pid.items()):
-            for path in [p for p, _, _ in self._quotas.node_paths] + ["/dev/shm"]:
+            for path in self._quotas.sized_paths():
                 got = full(f"/proc/{pid}/root{path}")
                 if got is not None:
                     out.append(f"{path} on {node} ({describe(got[1])})")
