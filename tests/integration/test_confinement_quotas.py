@@ -29,7 +29,9 @@ import docker
 import pytest
 
 from chaos.cluster.docker.quota import MOUNT_PREFIX, Quotas
-from tests.integration.conftest import REPO, leftovers, run_dir_from
+from chaos.cluster.docker.reap import reap
+from tests.integration.conftest import REPO, chaos_bg, leftovers, run_dir_from
+from tests.integration.nemesis_support import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -82,9 +84,9 @@ def _apparent(root: Path) -> int:
     return sum(p.lstat().st_size for p in root.rglob("*") if not p.is_symlink())
 
 
-def _nothing_left(engine: docker.DockerClient, run: Path) -> None:
+def _nothing_left(engine: docker.DockerClient, run: Path, *, finished: bool = True) -> None:
     spec = json.loads((run / "spec.json").read_text())
-    assert spec["status"] == "done"
+    assert spec["status"] == ("done" if finished else "running")
     rid = spec["run_id"]
     assert leftovers(engine, rid) == []
     assert engine.volumes.list(filters={"label": f"chaos.run={rid}"}) == []
@@ -178,3 +180,33 @@ def test_a_fork_storm_leaves_etcd_and_the_broker_working(
     else:
         assert code in (0, 2), out
     _nothing_left(engine, run)
+
+
+def _our_mounts(store: Path) -> list[str]:
+    lines = Path("/proc/self/mounts").read_text().splitlines()
+    return [ln for ln in lines if ln.startswith(MOUNT_PREFIX) and str(store) in ln]
+
+
+def test_a_killed_orchestrators_mounts_and_volumes_are_reaped_keeping_the_claims(
+    tmp_path: Path, engine: docker.DockerClient
+) -> None:
+    store = tmp_path / "store"
+    proc = chaos_bg(
+        "run", "lab3", "--seed", "7", "--nemesis", "pause", "--time-limit", "120", store=store
+    )
+    try:
+        mounted = wait_until(lambda: _our_mounts(store), 60.0, 0.2)
+        assert mounted and len(mounted) == 2, "the live folder's two tmpfs mounts"
+        run = next((store / "lab3").glob("2*/spec.json")).parent
+        rid = json.loads((run / "spec.json").read_text())["run_id"]
+        assert wait_until(lambda: engine.volumes.list(filters={"label": f"chaos.run={rid}"}), 60)
+        (run / "live" / "claims" / "kept.json").write_text("{}")  # as a service would
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    assert str(run) in Path("/proc/self/mounts").read_text(), "a SIGKILL leaves the mounts"
+    done = reap(engine, run_id=rid)
+    assert any(d.startswith("unmounted ") for d in done), done
+    assert any(d.startswith("removed volume ") for d in done), done
+    _nothing_left(engine, run, finished=False)
+    assert (run / "live" / "claims" / "kept.json").read_text() == "{}"  # kept beneath
