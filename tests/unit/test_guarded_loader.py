@@ -267,3 +267,20 @@ def test_the_watch_stops_the_workload_at_the_first_breach(tmp_path: Path) -> Non
     finally:
         breaches = watch.close()
     assert breaches == ["/tmp on n1 (64 MiB)"]
+
+
+def test_chaos_run_refuses_a_protocol_that_is_a_fifo_or_a_device(tmp_path: Path) -> None:
+    for name, make in [
+        ("fifo", lambda p: os.mkfifo(p)),
+        ("zero", lambda p: p.symlink_to("/dev/zero")),
+    ]:
+        sol = tmp_path / name
+        sol.mkdir()
+        make(sol / "protocol.py")
+        p = subprocess.run(
+            [sys.executable, "-m", "chaos.cli", "run", "lab3", "--solution", str(sol),
+             "--store", str(tmp_path / "store")],
+            capture_output=True, text=True, timeout=60, cwd=REPO,
+        )  # fmt: skip
+        assert p.returncode == 3, p.stdout + p.stderr
+        assert "not a regular file" in p.stderr and not (tmp_path / "store").exists()
