@@ -114,7 +114,11 @@ class DockerCluster:
             name, driver="bridge", labels=self.labels, check_duplicate=True, internal=True
         )
         # sized tmpfs mounts where the services write in the live folder, before any node sees it
-        self._live_mounts = mount_live(self._live, self._quotas)
+        try:
+            self._live_mounts = mount_live(self._live, self._quotas)
+        except OSError as e:  # not root, or no tmpfs: the run cannot be confined
+            msg = f"{e} (the Docker backend mounts sized tmpfs folders as root)"
+            raise ClusterError(msg) from None
         # only chaos's own package, never the checkout around it (other runs' stores live there)
         volumes = {
             str(self._src / "chaos"): {"bind": f"{SRC_MOUNT}/chaos", "mode": "ro"},
