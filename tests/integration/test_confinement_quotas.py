@@ -1,13 +1,14 @@
 """Quotas on everything the code under test can fill, attacked as a student would.
 
-Three red-team solutions (tests/fixtures/redteam/) run on real clusters (the first two side by
-side; the events flood, the longest, under ``-m slow``):
+Red-team solutions (tests/fixtures/redteam/, and one of tests/fixtures/hostile/) run on real
+clusters (side by side; the events flood, the longest, under ``-m slow``):
 
 - ``fill``: every service process tries to write 2 GiB through every path of its node (each
   tmpfs, the read-only root, the folders it may not write, its stdout) and into the live folder;
 - ``events``: every service process writes 1 GB of small, well-formed events;
 - ``storm``: with a task in hand, a helper on each node forks until the kernel refuses, then tries
-  threads, timers, files, sockets and a 256 MiB argv.
+  threads, timers, files, sockets and 20 MB of argv;
+- ``hostile/memory``: 4 GiB allocated in a node of 1 GiB.
 
 Each must end bounded: at most each quota lands (the helper's own report, and what the host holds
 afterwards), the orchestrator's memory stays under 300 MB whatever the events, etcd and the broker
@@ -36,6 +37,7 @@ from tests.integration.nemesis_support import wait_until
 pytestmark = pytest.mark.integration
 
 REDTEAM = REPO / "tests" / "fixtures" / "redteam"
+HOSTILE = REPO / "tests" / "fixtures" / "hostile"
 FAST = ["--seed", "5", "--recovery-timeout", "30", "--time-limit", "15", "-q", "--no-html"]
 MiB = 1 << 20
 RSS_BOUND = 300 * MiB
@@ -56,11 +58,12 @@ LIVE_QUOTA = {name: _size(size) for name, size in Q.live_paths}
 
 def _run(name: str, store: Path) -> tuple[str, int, Path, str, int, float]:
     """One ``chaos run`` under ``/usr/bin/time``, which gives the orchestrator's peak RSS."""
+    solution = REDTEAM / name if (REDTEAM / name).is_dir() else HOSTILE / name
     t0 = time.monotonic()
     with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
         p = subprocess.run(
             ["/usr/bin/time", "-f", "%M", "-o", rss.name, sys.executable, "-m", "chaos.cli",
-             "run", "lab3", "--solution", str(REDTEAM / name), *FAST, "--store", str(store)],
+             "run", "lab3", "--solution", str(solution), *FAST, "--store", str(store)],
             capture_output=True, text=True, timeout=300, cwd=REPO,
         )  # fmt: skip
         peak_kb = int(Path(rss.name).read_text().split()[-1])
@@ -71,8 +74,8 @@ def _run(name: str, store: Path) -> tuple[str, int, Path, str, int, float]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, Path, str, int]]:
     store = tmp_path_factory.mktemp("quota-store")
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        done = list(pool.map(lambda n: _run(n, store), ["fill", "storm"]))
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        done = list(pool.map(lambda n: _run(n, store), ["fill", "storm", "memory"]))
     out = {}
     for name, code, run, text, peak, took in done:
         assert took < 240, f"{name} took {took:.0f} s"
@@ -167,7 +170,7 @@ def test_a_fork_storm_leaves_etcd_and_the_broker_working(
         assert why == "BlockingIOError:11" and forks < Q.tasks, r  # the uid's task limit
         assert r["threads"][0] < Q.tasks and r["timers"][0] < Q.tasks, r
         assert r["files"][0] < Q.open_files and r["sockets"][0] < Q.open_files, r
-        assert r["argv"][0] == 0, r  # 256 MiB of argv: refused
+        assert r["argv"][0] == 0, r  # 20 MB of argv: refused
     # etcd and the broker answered the final reads after the storm
     final = json.loads((run / "final.json").read_text())
     assert "error" not in final, final.get("error")
@@ -179,6 +182,20 @@ def test_a_fork_storm_leaves_etcd_and_the_broker_working(
         assert code == 1, out  # the lab's work failed: never valid
     else:
         assert code in (0, 2), out
+    _nothing_left(engine, run)
+
+
+def test_a_memory_hog_is_ended_inside_the_services_group_and_etcd_keeps_working(
+    runs: dict[str, tuple[int, Path, str, int]], engine: docker.DockerClient
+) -> None:
+    # tests/fixtures/hostile/memory: complete() allocates 4 GiB in a node of 1 GiB
+    code, run, out, _ = runs["memory"]
+    assert code == 1 and "never completed" in out, out  # the work failed: invalid
+    final = json.loads((run / "final.json").read_text())
+    # the kernel ended the worker inside the services' group (768 MiB): etcd and the broker,
+    # outside it, answered the final reads
+    assert "error" not in final, final.get("error")
+    assert final["record"]["error"] is None and final["stream"]["last_seq"] >= 1
     _nothing_left(engine, run)
 
 
@@ -195,8 +212,9 @@ def test_a_killed_orchestrators_mounts_and_volumes_are_reaped_keeping_the_claims
         "run", "lab3", "--seed", "7", "--nemesis", "pause", "--time-limit", "120", store=store
     )
     try:
-        mounted = wait_until(lambda: _our_mounts(store), 60.0, 0.2)
-        assert mounted and len(mounted) == 2, "the live folder's two tmpfs mounts"
+        # events/ then claims/: wait for both
+        mounted = wait_until(lambda: len(_our_mounts(store)) == 2, 60.0, 0.2)
+        assert mounted, f"the live folder's two tmpfs mounts: {_our_mounts(store)}"
         run = next((store / "lab3").glob("2*/spec.json")).parent
         rid = json.loads((run / "spec.json").read_text())["run_id"]
         assert wait_until(lambda: engine.volumes.list(filters={"label": f"chaos.run={rid}"}), 60)

@@ -31,7 +31,15 @@ import docker.types
 
 from chaos.cluster.base import ClusterError, ExecResult
 from chaos.cluster.docker import procfs
-from chaos.cluster.docker.quota import Quotas, describe, full, mount_live, unmount_keeping
+from chaos.cluster.docker.quota import (
+    Quotas,
+    describe,
+    full,
+    join,
+    mount_live,
+    services_group,
+    unmount_keeping,
+)
 from chaos.cluster.docker.resources import (
     LABEL_LIVE,
     LABEL_OWNER,
@@ -89,6 +97,7 @@ class DockerCluster:
         self._limits = limits or NodeLimits()
         self._quotas = quotas or Quotas()
         self._live_mounts: list[Path] = []
+        self._groups: dict[str, Path] = {}  # node -> cgroup.procs of its services' memory group
         self._containers: dict[str, Any] = {}
         self._init_pid: dict[str, int] = {}
         self._addr: dict[str, str] = {}
@@ -245,8 +254,12 @@ class DockerCluster:
                    f"--nofile={q.open_files}", "--",
                    "setpriv", f"--reuid={uid}", f"--regid={gid or uid}", "--clear-groups", "--",
                    *argv]  # fmt: skip
+        go = f"/run/chaos/{name}.go"
+        # a service waits until the host moved its shell into the services' memory group, so
+        # that nothing it starts is outside (the shell's pid is the service's after exec)
+        wait = f"while [ ! -e {go} ]; do sleep 0.01; done; " if user is not None else ""
         script = (
-            f"mkdir -p /run/chaos /var/log/chaos; echo $$ > {pidfile}; "
+            f"mkdir -p /run/chaos /var/log/chaos; rm -f {go}; echo $$ > {pidfile}; {wait}"
             f"exec {shlex.join(run)} >> /var/log/chaos/{name}.log 2>&1"
         )
         c = self._containers[node]
@@ -255,9 +268,23 @@ class DockerCluster:
         while time.monotonic() < deadline:
             pid = self.pid(node, name)
             if pid is not None:
+                if user is not None:
+                    self._into_services_group(node, name)
                 return pid
             time.sleep(0.02)
         raise ClusterError(f"{name} did not start on {node}; see its log in the run's logs/")
+
+    def _into_services_group(self, node: str, name: str) -> None:
+        procs = self._groups.get(node)
+        if procs is None:
+            procs = services_group(self._init_pid[node], self._quotas.service_memory)
+            if procs is not None:
+                self._groups[node] = procs
+        hp = self.host_pid(node, name)
+        if procs is not None and hp is not None:
+            join(procs, hp)
+        # /run/chaos is root's in the node: nothing the services wrote is on this path
+        write_atomic(self._root(node) / "run" / "chaos" / f"{name}.go", b"", durable=False)
 
     def service_uid(self, node: str, user: str) -> str:
         """The uid:gid ``user`` runs as on ``node``. ``nobody`` becomes a uid of this run and

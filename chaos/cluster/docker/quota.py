@@ -53,6 +53,9 @@ class Quotas:
     file_bytes: int = 16 << 20
     tasks: int = 256
     open_files: int = 1024
+    # the memory group of a node's services, inside the node's own (1 GiB): what it cannot take
+    # is root's (etcd, the broker). A lab3 node's services use about 150 MB.
+    service_memory: int = 768 << 20
 
     def node_tmpfs(self) -> dict[str, str]:
         return {path: f"size={size},mode={mode}" for path, size, mode in self.node_paths}
@@ -164,6 +167,44 @@ def full(path: str | Path, *, margin: int = 1 << 20) -> tuple[int, int] | None:
     return None
 
 
+GROUP = "chaos-services"
+
+
+def services_group(init_pid: int, limit: int) -> Path | None:
+    """The ``cgroup.procs`` of the memory group of a node's services, a child of the node's own
+    group made on first use with ``limit`` (memory, and memory+swap where the kernel counts it),
+    or None where there is no cgroup v1 memory hierarchy (the services then share the node's).
+    The engine removes it with the container (runc removes a group's children)."""
+    try:
+        text = read_regular(Path(f"/proc/{init_pid}/cgroup"), 1 << 16).decode()
+    except OSError:
+        return None
+    rel = next(
+        (ln.split(":", 2)[2] for ln in text.splitlines() if ln.split(":")[1:2] == ["memory"]),
+        None,
+    )
+    if rel is None:
+        return None
+    group = Path("/sys/fs/cgroup/memory") / rel.lstrip("/") / GROUP
+    try:
+        group.mkdir(exist_ok=True)
+        (group / "memory.limit_in_bytes").write_text(str(limit))
+        memsw = group / "memory.memsw.limit_in_bytes"
+        if memsw.exists():
+            memsw.write_text(str(limit))
+    except OSError:
+        return None
+    return group / "cgroup.procs"
+
+
+def join(procs: Path, host_pid: int) -> bool:
+    try:
+        procs.write_text(str(host_pid))
+        return True
+    except OSError:
+        return False
+
+
 def describe(size: int) -> str:
     return f"{size / (1 << 20):.0f} MiB"
 
@@ -174,7 +215,9 @@ __all__ = [
     "describe",
     "full",
     "is_tmpfs_of_ours",
+    "join",
     "mount_live",
     "reap_mounts",
+    "services_group",
     "unmount_keeping",
 ]
