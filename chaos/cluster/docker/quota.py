@@ -13,6 +13,11 @@ The host mounts are named ``chaos-live:<owner pid>:<start time>`` (the orchestra
 an orchestrator that died, with or without containers left. Before a mount is removed its regular
 files are copied to the disk folder beneath it (at most its size, since that is all it can hold):
 the run keeps its claims and raw events for whoever inspects it.
+
+Processes and memory: each service runs with limits of its own (tasks of its uid, file size, open
+files; see ``DockerCluster.spawn``) and in a memory group of its node's services
+(:func:`services_group`), so that a fork storm or a hog of the code under test leaves etcd and the
+broker, root's processes beside it, what they need.
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ class Quotas:
     tasks: int = 256
     open_files: int = 1024
     # the memory group of a node's services, inside the node's own (1 GiB): what it cannot take
-    # is root's (etcd, the broker). A lab3 node's services use about 150 MB.
+    # is root's (etcd, the broker). A whole lab3 node (30 tasks) peaked at 216 MiB, tmpfs included.
     service_memory: int = 768 << 20
 
     def node_tmpfs(self) -> dict[str, str]:
