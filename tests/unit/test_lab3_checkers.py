@@ -248,21 +248,31 @@ def _scenario_run(point: str, heal: dict[str, Any] | None, final: dict[str, Any]
     return r
 
 
+# what the host saw of a crash it made (chaos.nemesis.hostkill), and the state it read at the claim
+HOST_KILL = {"killed_pid": 40, "signal": "SIGKILL", "signalled_at": 1.3, "exit_seen_at": 1.35}
+UNPUBLISHED = {
+    "pending_event_ids": ["e-t2"],
+    "messages": {"1": {"task_id": "t1", "event_id": "e-t1"}},
+}
+
+
 def test_a_scenario_counts_only_when_the_orchestrator_saw_its_fault_fire() -> None:
-    crashed = {"node": "n2", "process": "relay", "pid": 40, "fired_at": 1.2,
-               "restarted_pid": 77, "at_fire": {"outbox_pending": 1}}  # fmt: skip
+    crashed = {"node": "n2", "process": "relay", "pid": 40, "fired_at": 1.2, **HOST_KILL,
+               "restarted_pid": 77, "at_fire": UNPUBLISHED}  # fmt: skip
     point = "relay-crash-before-publish"
     ok = checkers.scenario_fired(_scenario_run(point, crashed, final_state(10, ALL_DONE)))
-    assert ok.verdict is Verdict.VALID
-    assert "saw relay on n2 exit (pid 40) and restarted it (pid 77)" in ok.summary
+    assert ok.verdict is Verdict.VALID, ok.summary
+    assert "the host SIGKILLed relay on n2 (pid 40, by its own process table)" in ok.summary
+    assert "restarted it (pid 77)" in ok.summary
     never = checkers.scenario_fired(
         _scenario_run(point, {"point": point}, final_state(10, ALL_DONE))
     )
     assert never.verdict is Verdict.UNKNOWN and "never fired" in never.summary
-    # the service said it fired, but the process never died: the scenario did not happen
+    # the process never came back: the scenario did not happen as it should
     claimed = {**crashed, "restarted_pid": None}
     fake = checkers.scenario_fired(_scenario_run(point, claimed, final_state(10, ALL_DONE)))
     assert fake.verdict is Verdict.UNKNOWN and "reported firing at 1.2 s, but" in fake.summary
+    assert "never saw it restarted" in fake.summary
 
 
 def test_lost_publish_ack_is_confirmed_by_the_brokers_own_count() -> None:
@@ -277,11 +287,17 @@ def test_lost_publish_ack_is_confirmed_by_the_brokers_own_count() -> None:
 
 def test_a_worker_crash_counts_when_the_broker_itself_redelivered() -> None:
     point = "worker-crash-before-ack"
-    fired = {"node": "n2", "process": "worker", "pid": 36, "fired_at": 8.3, "restarted_pid": 65}
+    # at the claim: t1 committed in etcd, its message delivered and not ACKed by the consumer
+    split = {"committed_tasks": ["t1"], "messages": {"1": {"task_id": "t1", "event_id": "e-t1"}},
+             "consumer": {"ack_floor_stream_seq": 0, "delivered_stream_seq": 1,
+                          "num_ack_pending": 1}}  # fmt: skip
+    fired = {"node": "n2", "process": "worker", "pid": 36, "fired_at": 8.3, **HOST_KILL,
+             "killed_pid": 36, "restarted_pid": 65, "at_fire": split}  # fmt: skip
     redelivered = {**final_state(10, ALL_DONE),
                    "consumer": {"delivered_consumer_seq": 4, "delivered_stream_seq": 3}}  # fmt: skip
     got = checkers.scenario_fired(_scenario_run(point, fired, redelivered))
     assert got.verdict is Verdict.VALID and "4 deliveries of 3 message(s), 1 of them" in got.summary
+    assert "task t1 committed and not ACKed" in got.summary
     once = {**final_state(10, ALL_DONE),
             "consumer": {"delivered_consumer_seq": 3, "delivered_stream_seq": 3}}  # fmt: skip
     assert checkers.scenario_fired(_scenario_run(point, fired, once)).verdict is Verdict.UNKNOWN

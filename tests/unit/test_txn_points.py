@@ -350,7 +350,12 @@ def test_no_checker_contradicts_another_on_the_shipped_histories_and_a_planted_p
 
 def test_a_txn_error_counts_only_by_what_the_broker_or_the_client_saw() -> None:
     spec = {"lab": "lab3", "nemesis": ["txn-error-complete"]}
-    heal = {"point": "txn-error-complete", "node": "n1", "process": "worker", "fired_at": 1.0}
+    # at the claim, the broker's consumer had t1's delivery awaiting ACK, t1 not committed
+    at_fire = {"committed_tasks": [], "messages": {"1": {"task_id": "t1", "event_id": "e-t1"}},
+               "consumer": {"ack_floor_stream_seq": 0, "delivered_stream_seq": 1,
+                            "num_ack_pending": 1}}  # fmt: skip
+    heal = {"point": "txn-error-complete", "node": "n1", "process": "worker", "fired_at": 1.0,
+            "at_fire": at_fire}  # fmt: skip
     fired = ops((NEMESIS, "info", "heal-txn-error-complete", heal, {"phase": "heal"}))
     history = [*ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"})), *fired]
     final = final_state(10, ALL_DONE)

@@ -85,3 +85,44 @@ async def _read(url: str) -> dict[str, Any]:
 
 def read_broker(url: str) -> dict[str, Any]:
     return asyncio.run(_read(url))
+
+
+# how many of the stream's last messages a snapshot reads one by one (the state at a fault's firing
+# needs the messages around the consumer's ack floor, not the whole stream of a long run)
+MESSAGE_WINDOW = 200
+
+
+async def _messages(url: str, first: int, last: int) -> dict[int, dict[str, Any]]:
+    import json
+
+    import nats
+
+    nc = await nats.connect(url, connect_timeout=2, max_reconnect_attempts=2)
+    out: dict[int, dict[str, Any]] = {}
+    try:
+        js = nc.jetstream()
+        for seq in range(max(1, first), last + 1):
+            try:
+                msg = await js.get_msg(keys.STREAM, seq)
+                body = json.loads(msg.data or b"{}")
+            except Exception:
+                continue  # deleted, or not JSON: no task to name
+            if isinstance(body, dict):
+                out[seq] = {
+                    "task_id": str(body.get("task_id")),
+                    "event_id": str(body.get("event_id")),
+                }
+    finally:
+        await nc.close()
+    return out
+
+
+def snapshot(url: str) -> dict[str, Any]:
+    """The broker's own state: stream and consumer counts (``read_broker``) and, by stream
+    sequence, the task and event id of the last ``MESSAGE_WINDOW`` messages, as JetStream stores
+    them."""
+    state = read_broker(url)
+    last = int(state["stream"]["last_seq"] or 0)
+    first = max(int(state["stream"]["first_seq"] or 1), last - MESSAGE_WINDOW + 1)
+    state["messages"] = asyncio.run(_messages(url, first, last)) if last else {}
+    return state

@@ -163,7 +163,7 @@ async def relay_one(ctx: Context, store: Store, nc: Any, js: Any, entry: dict[st
             success=[store.put(keys.outbox(event_id), {**cur, "attempts": attempt})],
         )
         ctx.hooks.hold("publish", task_id=task_id, event_id=event_id)
-        ctx.hooks.crash_if_armed(RELAY_CRASH, task_id=task_id, event_id=event_id)
+        ctx.hooks.stop_for_crash_if_armed(RELAY_CRASH, task_id=task_id, event_id=event_id)
         payload = json.dumps(
             {"event_id": event_id, "task_id": task_id, "amount": entry["amount"]}
         ).encode()
@@ -237,7 +237,7 @@ class _Delivery:
         if self.acked:
             return
         if self.committed:
-            self._ctx.hooks.crash_if_armed(
+            self._ctx.hooks.stop_for_crash_if_armed(
                 WORKER_CRASH, task_id=self._event["task_id"], event_id=self._event["event_id"]
             )
         asyncio.run_coroutine_threadsafe(self._msg.ack_sync(timeout=2), self._loop).result(5)
@@ -256,7 +256,7 @@ class _Delivery:
         )
         # the crash point sits between the two steps, whichever order a solution uses
         if self.acked:
-            self._ctx.hooks.crash_if_armed(
+            self._ctx.hooks.stop_for_crash_if_armed(
                 WORKER_CRASH, task_id=self._event["task_id"], event_id=self._event["event_id"]
             )
 

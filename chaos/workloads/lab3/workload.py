@@ -69,17 +69,43 @@ class Lab3:
         return system_role(ctx, role)
 
     def observe(self, ctx: RunContext) -> dict[str, Any]:
-        """A quick look at the outbox and the stream, taken the moment a fault point fires."""
+        """The state a fault point is reached in, read by the orchestrator itself the moment the
+        point is claimed, before the fault acts: etcd's outbox and which tasks have their
+        commit in etcd, and the broker's stream and consumer (chaos.workloads.lab3.confirm judges
+        from it whether the scenario's precondition held)."""
         c = etcd.client(ctx, timeout=2.0)
         try:
+            _, meta = c.get(keys.COUNTER)
             entries = [json.loads(v) for v, _ in c.get_prefix(keys.OUTBOX_PREFIX)]
+            dedup = {m.key.decode().rsplit("/", 1)[-1] for _, m in c.get_prefix(keys.DEDUP_PREFIX)}
+            results = {
+                m.key.decode().rsplit("/", 1)[-1] for _, m in c.get_prefix(keys.RESULTS_PREFIX)
+            }
+            completed = {
+                str(t.get("task_id"))
+                for t in (json.loads(v) for v, _ in c.get_prefix(keys.TASKS_PREFIX))
+                if isinstance(t, dict) and t.get("status") == "completed"
+            }
+            revision = int(meta.response_header.revision) if meta is not None else None
         finally:
             c.close()
-        b = broker.read_broker(nats.url(ctx))
+        entries = [e for e in entries if isinstance(e, dict)]
+        # a task's commit is in etcd once its dedup record, its result or its completed status is
+        committed = completed | results
+        committed |= {str(e.get("task_id")) for e in entries if str(e.get("event_id")) in dedup}
+        b = broker.snapshot(nats.url(ctx))
         return {
+            "etcd_revision": revision,
             "outbox_pending": sum(1 for e in entries if e.get("status") == "pending"),
             "outbox_published": sum(1 for e in entries if e.get("status") == "published"),
+            "pending_event_ids": sorted(
+                str(e.get("event_id")) for e in entries if e.get("status") == "pending"
+            ),
+            "committed_tasks": sorted(committed),
             "stream_messages": b["stream"]["messages"],
+            "stream": b["stream"],
+            "consumer": b["consumer"],
+            "messages": {str(k): v for k, v in b["messages"].items()},
         }
 
     def preflight(self, spec: TestSpec) -> None:
