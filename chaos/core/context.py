@@ -89,6 +89,14 @@ class RunContext:
             return None
         return read_claim(self.live / "claims" / f"any-{name}.{gen}")
 
+    def answer_taken(self, name: str, gen: str) -> bool:
+        """Whether the claimer of arming ``gen`` of ``name`` read the orchestrator's answer (its
+        word, in ``claims/``: used only to know when the answer may be removed). Where nodes hold
+        copies (ControlChannel), there is no such file: True."""
+        if isinstance(self.cluster, ControlChannel):
+            return True
+        return _regular(self.live / "claims" / f"any-{name}.{gen}.answered")
+
     def release_answered(self, name: str, gen: str, node: str) -> bool:
         """Whether the process held at ``name`` (arming ``gen``, on ``node``) took its release."""
         if isinstance(self.cluster, ControlChannel):

@@ -28,6 +28,8 @@ from chaos.nemesis import hostkill
 # a claim file exists a moment before its content is written: how long an unreadable one is
 # given before it counts as a claim that does not say who made it
 CLAIM_GRACE = 1.0
+# how long a granted answer is kept for its claimer to read (its own wait for it is longer)
+ANSWER_WAIT = 8.0
 
 
 class FaultPointNemesis:
@@ -86,6 +88,7 @@ class FaultPointNemesis:
             fired["refused"] = refused
             fired["claimed_at"] = seen_at
             ctx.write_control(answer, json.dumps({"gen": gen, "granted": False}))
+            self._await_taken(ctx, gen)
             ctx.progress(f"{self.point}: claim refused: {refused}")
             ctx.faults.heal(fid)
             return
@@ -106,6 +109,9 @@ class FaultPointNemesis:
             answer, json.dumps({"gen": gen, "granted": True, "pid": claim.pid}), on=claim.node
         )
         ctx.progress(f"{self.point} reached on {claim.node} ({claim.component}, pid {claim.pid})")
+        # the answer stays until the claimer took it (a busy node may take a while to look): a
+        # grant removed unread would leave the point claimed and the fault never applied
+        self._await_taken(ctx, gen)
         if self.crashes:
             fired.update(hostkill.crash(ctx, claim.node, claim.component, claim.pid))
             if "exit_seen_at" in fired:
@@ -114,6 +120,12 @@ class FaultPointNemesis:
                     f"restarted as pid {fired.get('restarted_pid')}"
                 )
         ctx.faults.heal(fid)
+
+    def _await_taken(self, ctx: RunContext, gen: str) -> None:
+        deadline = time.monotonic() + ANSWER_WAIT
+        while not ctx.answer_taken(self.point, gen) and time.monotonic() < deadline:
+            if ctx.stop.wait(0.01):
+                break
 
     def _wait_claim(self, ctx: RunContext, gen: str, since: int) -> Claim | None:
         """The claim of this arming, once made (None: no process reached the point in time)."""

@@ -42,6 +42,7 @@ ANSWER_TIMEOUT = 10.0
 # how long a process granted a crashing point waits there for the orchestrator's SIGKILL before
 # it goes on (the orchestrator failed to kill it: nothing crashed, and the run says so)
 KILL_WAIT = 30.0
+_EXCL = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
 
 
 def _sleep(secs: float | SupportsIndex, /) -> None:
@@ -197,19 +198,23 @@ class Hooks:
         if spec is None:
             return False
         self._events.emit("fault-point", task_id=task_id, event_id=event_id, point=point)
-        return self._granted(point, spec)
+        return self._granted(point, spec, ANSWER_TIMEOUT)
 
-    def _granted(self, name: str, spec: dict[str, Any]) -> bool:
+    def _granted(self, name: str, spec: dict[str, Any], timeout: float) -> bool:
         """Wait for the orchestrator's answer to this claim: granted to this very process, or not
-        (denied, answered for another pid, or no answer in time)."""
+        (denied, answered for another pid, or no answer within ``timeout``). Taking an answer is
+        said in ``<claim>.answered``, so that the orchestrator keeps it until it was read."""
         answer = Path(spec["_dir"]) / f"{name}.answer"
-        deadline = time.monotonic() + ANSWER_TIMEOUT
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
                 got = json.loads(answer.read_text() or "{}")
             except (OSError, ValueError):
                 got = None
             if isinstance(got, dict) and str(got.get("gen")) == spec["_gen"]:
+                if "_claim" in spec:
+                    with contextlib.suppress(OSError):
+                        os.close(os.open(f"{spec['_claim']}.answered", _EXCL, 0o644))
                 return got.get("granted") is True and got.get("pid") == os.getpid()
             time.sleep(0.005)
         return False
@@ -227,8 +232,13 @@ class Hooks:
     ) -> None:
         """A crashing point: once granted, stop here until the orchestrator's SIGKILL ends this
         process. The service never exits by itself (the crash is the host's to make and to see);
-        if no kill comes within ``KILL_WAIT`` the process goes on, and nothing crashed."""
-        if self.armed(point, task_id=task_id, event_id=event_id):
+        it waits for the answer and then the kill, ``KILL_WAIT`` at most (the orchestrator reads
+        the state first), and goes on if neither comes: then nothing crashed."""
+        spec = self._claim(point)
+        if spec is None:
+            return
+        self._events.emit("fault-point", task_id=task_id, event_id=event_id, point=point)
+        if self._granted(point, spec, KILL_WAIT):
             sys.stdout.flush()
             deadline = time.monotonic() + KILL_WAIT
             while time.monotonic() < deadline:
@@ -258,12 +268,7 @@ class Hooks:
                 release.unlink()
             return
         with contextlib.suppress(OSError):
-            fd = os.open(
-                f"{spec['_claim']}.released",
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                0o644,
-            )
-            os.close(fd)
+            os.close(os.open(f"{spec['_claim']}.released", _EXCL, 0o644))
 
 
 # Set when the nodes do not share one control folder (the SSH backend copies points armed for any

@@ -78,7 +78,9 @@ def test_a_shared_folder_claim_is_exclusive_and_fires_on_the_orchestrators_grant
     assert h.armed("p") is True and h.armed("p") is False  # one shot
     # claimed once, by an exclusive file beside the control folder, never by touching the latter
     assert (control / "any" / "p").exists()
-    assert [c.name for c in (control.parent / "claims").iterdir()] == ["any-p.0"]
+    # and the answer taken is said beside the claim
+    names = sorted(c.name for c in (control.parent / "claims").iterdir())
+    assert names == ["any-p.0", "any-p.0.answered"]
     claim = json.loads((control.parent / "claims" / "any-p.0").read_text())
     assert claim == {"node": "n1", "component": "relay", "pid": os.getpid()}
 

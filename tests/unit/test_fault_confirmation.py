@@ -16,12 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from chaos.checkers.verdict import Verdict
 from chaos.cluster.fake import FakeCluster
 from chaos.core.context import RunContext
 from chaos.core.supervisor import ProcessSpec
 from chaos.histories.jsonl import read_history
-from chaos.nemesis import hostkill
+from chaos.nemesis import faultpoint, hostkill
 from chaos.nemesis.faultpoint import FaultPointNemesis
 from chaos.orchestrator.run import make_live
 from chaos.workloads.lab3 import checkers, confirm
@@ -29,6 +31,12 @@ from tests.unit.test_framework_fake import make_ctx
 from tests.unit.test_lab3_checkers import ALL_DONE, _scenario_run, final_state
 
 POINT = "worker-crash-before-ack"
+
+
+@pytest.fixture(autouse=True)
+def _answers_kept_briefly(monkeypatch: pytest.MonkeyPatch) -> None:
+    # no process here reads the orchestrator's answer: it is kept for a moment only
+    monkeypatch.setattr(faultpoint, "ANSWER_WAIT", 0.1)
 
 
 def _ctx(tmp_path: Path) -> tuple[RunContext, FakeCluster]:

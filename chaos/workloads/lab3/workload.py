@@ -75,23 +75,33 @@ class Lab3:
         from it whether the scenario's precondition held)."""
         c = etcd.client(ctx, timeout=2.0)
         try:
-            _, meta = c.get(keys.COUNTER)
-            entries = [json.loads(v) for v, _ in c.get_prefix(keys.OUTBOX_PREFIX)]
-            dedup = {m.key.decode().rsplit("/", 1)[-1] for _, m in c.get_prefix(keys.DEDUP_PREFIX)}
-            results = {
-                m.key.decode().rsplit("/", 1)[-1] for _, m in c.get_prefix(keys.RESULTS_PREFIX)
-            }
-            completed = {
-                str(t.get("task_id"))
-                for t in (json.loads(v) for v, _ in c.get_prefix(keys.TASKS_PREFIX))
-                if isinstance(t, dict) and t.get("status") == "completed"
-            }
-            revision = int(meta.response_header.revision) if meta is not None else None
+            # one range read: every key of the lab at one revision, a consistent cut (reads key
+            # by key would mix moments while the run goes on). etcd first, the broker after: a
+            # commit seen here and a delivery still unACKed there were both true at once.
+            revision, kvs = _snapshot(c, keys.PREFIX)
         finally:
             c.close()
-        entries = [e for e in entries if isinstance(e, dict)]
+        entries: list[dict[str, Any]] = []
+        dedup: set[str] = set()
+        committed: set[str] = set()
+        for key, value in kvs:
+            name = key.rsplit("/", 1)[-1]
+            if key.startswith(keys.DEDUP_PREFIX):
+                dedup.add(name)
+            elif key.startswith(keys.RESULTS_PREFIX):
+                committed.add(name)
+            elif key.startswith(keys.OUTBOX_PREFIX) or key.startswith(keys.TASKS_PREFIX):
+                try:
+                    v = json.loads(value)
+                except ValueError:
+                    continue
+                if not isinstance(v, dict):
+                    continue
+                if key.startswith(keys.OUTBOX_PREFIX):
+                    entries.append(v)
+                elif v.get("status") == "completed":
+                    committed.add(str(v.get("task_id")))
         # a task's commit is in etcd once its dedup record, its result or its completed status is
-        committed = completed | results
         committed |= {str(e.get("task_id")) for e in entries if str(e.get("event_id")) in dedup}
         b = broker.snapshot(nats.url(ctx))
         return {
@@ -387,6 +397,17 @@ def _post_task(address: str, value: dict[str, Any]) -> tuple[str, Any]:
         return "indeterminate", f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
     finally:
         conn.close()
+
+
+def _snapshot(c: Any, prefix: str) -> tuple[int | None, list[tuple[str, bytes]]]:
+    """Every key under ``prefix`` with its value, from one range read, and the revision it was
+    read at (the range response's header)."""
+    kvs: list[tuple[str, bytes]] = []
+    revision: int | None = None
+    for value, meta in c.get_prefix(prefix):
+        kvs.append((meta.key.decode(), value))
+        revision = int(meta.response_header.revision)
+    return revision, kvs
 
 
 def rate_cap(spec: TestSpec) -> float:
