@@ -528,8 +528,13 @@ def _proof(point: str, fired: dict[str, Any], run: StoredRun) -> tuple[bool, str
             held, state = confirm.unpublished_intent(fired)
             return crashed and held, f"{died}; {state}"
         order, state = confirm.split_delivery(fired)
-        if order != "commit-first":  # ACKed, never committed: nothing is left to redeliver
-            return crashed and order is not None, f"{died}; {state}"
+        if order is None:
+            return False, f"{died}; {state}"
+        if order == "ack-first":
+            # ACKed, never committed: if the killed process held it, nothing is left to redeliver
+            # and it never completes; completed later, its holder was another process
+            held, after = confirm.still_uncommitted(fired, final)
+            return crashed and held, f"{died}; {state}; {after}"
         # committed and not ACKed: the broker itself must have delivered it again after the kill
         again, made, messages = confirm.redelivered(final)
         return crashed and again, (
@@ -556,15 +561,24 @@ def _proof(point: str, fired: dict[str, Any], run: StoredRun) -> tuple[bool, str
                     )
         return False, f"no create sent to {fired.get('node')} went unanswered in the history"
     if point == "txn-error-complete":
-        # the claim is the service user's to make (a solution could make it and skip the
-        # error); what the broker did is not: a failed commit is not ACKed, so it redelivers.
-        # The delivery in hand when it was claimed is the host's reading too.
+        # the error is raised where the claim is made, inside the service process: a solution
+        # can claim the point and skip it. Only an injection the host made and saw counts (one
+        # recorded under "injected", e.g. by a proxy between the services and etcd); then the
+        # delivery in hand at the claim and the broker's redelivery.
+        injected = fired.get("injected")
         held, state = confirm.outstanding_delivery(fired)
         again, made, messages = confirm.redelivered(final)
-        return held and again, (
-            f"{state}; the broker made {made} deliveries of {messages} message(s) after the "
-            f"failed commit on {fired.get('node')}"
+        after = (
+            f"the broker made {made} deliveries of {messages} message(s) after the failed "
+            f"commit on {fired.get('node')}"
         )
+        if not isinstance(injected, dict):
+            return False, (
+                "the error was raised inside the service process, where the code under test "
+                "can claim the point and skip it: the host did not observe a failed "
+                f"transaction; {state}; {after}"
+            )
+        return held and again, f"{state}; {after}"
     if point == "txn-error-create":
         # the orchestrator's own client: a create answered with a server error, then retried
         for op in run.history:

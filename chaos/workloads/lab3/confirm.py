@@ -101,6 +101,25 @@ def split_delivery(fired: dict[str, Any]) -> tuple[str | None, str]:
     )
 
 
+def still_uncommitted(fired: dict[str, Any], final: dict[str, Any]) -> tuple[bool, str]:
+    """After an ACK-first split: whether a task ACKed and not committed at the kill never
+    completed, by etcd's final state — so the process killed was the one holding it (if another
+    held it, that one committed it)."""
+    at, _ = _at_fire(fired)
+    committed = {str(t) for t in (at or {}).get("committed_tasks") or []}
+    consumer = _dict((at or {}).get("consumer"))
+    floor = _int(consumer.get("ack_floor_stream_seq"))
+    split = sorted({t for s, t in _messages(at or {}).items() if s <= floor and t not in committed})
+    tasks = _dict(final.get("tasks"))
+    lost = [t for t in split if tasks.get(t) != "completed"]
+    if lost:
+        return True, f"task {', '.join(lost)} never completed after the kill"
+    return False, (
+        f"task {', '.join(split)} completed after the kill: another process held it, so the "
+        "host did not observe the killed process between its ACK and its commit"
+    )
+
+
 def unpublished_intent(fired: dict[str, Any]) -> tuple[bool, str]:
     """relay-crash-before-publish's precondition: etcd held a pending outbox entry whose event
     the broker's stream did not hold, when the point was claimed."""
