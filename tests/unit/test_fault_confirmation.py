@@ -254,3 +254,38 @@ def test_redeliveries_are_the_brokers_count_not_the_services() -> None:
     stats = checkers.delivery_stats(r)
     assert stats.stats["redeliveries"] == 0 and stats.stats["reported_redeliveries"] == 5
     assert "the broker: " in stats.summary and "3 deliveries (0 redeliveries)" in stats.summary
+
+
+# ------------------------------------------------------------------ triggers
+
+
+def test_a_trigger_does_not_fault_a_pid_the_host_does_not_run(tmp_path: Path) -> None:
+    from chaos.nemesis.kill import KillFault
+    from chaos.nemesis.trigger import TriggerNemesis, bind, parse_trigger
+    from chaos.workloads.lab3.workload import Lab3
+
+    ctx, cluster = _ctx(tmp_path)
+    tr = bind(parse_trigger("kill worker on delivery"), Lab3(), "lab3")
+    assert tr.point is not None
+    hold = tr.point.file
+
+    def forge() -> None:
+        # a thread claims the hold the moment it is armed, and names an invented pid
+        arm = ctx.live / "control" / "any" / hold
+        deadline = time.monotonic() + 5
+        while not arm.exists() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        gen = json.loads(arm.read_text())["gen"]
+        claim = {"node": "n1", "component": "worker", "pid": 4000000}
+        (ctx.live / "claims" / f"any-{hold}.{gen}").write_text(json.dumps(claim))
+        ev = {"mono": time.monotonic(), "node": "n1", "component": "worker",
+              "kind": "fault-point", "pid": 4000000, "data": {"point": hold, "hold": True}}  # fmt: skip
+        (ctx.live / "events" / "n1-worker.jsonl").write_text(json.dumps(ev) + "\n")
+
+    t = threading.Thread(target=forge)
+    t.start()
+    TriggerNemesis(tr, KillFault(), default_duration=0.1, wait=3.0).run(ctx)
+    t.join()
+    assert all(not p.signals for p in cluster.procs.values())
+    ops = read_history(ctx.run_dir / "history.jsonl").records
+    assert not [o for o in ops if o.f == "kill"]
