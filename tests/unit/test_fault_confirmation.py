@@ -181,6 +181,14 @@ def test_a_split_delivery_is_read_from_etcd_and_the_brokers_consumer() -> None:
     # delivered, not committed, not ACKed: the point is past the commit, this is before it
     order, _ = confirm.split_delivery(_at([], 0, 1, 1))
     assert order is None
+    # one pending of three delivered past the floor: it is the one after the floor (t1), so t2's
+    # commit beside an ACKed message is no split
+    order, why = confirm.split_delivery(_at(["t1", "t2"], 0, 3, 1))
+    assert order == "commit-first" and "task t1 committed" in why and "t2" not in why
+    order, _ = confirm.split_delivery(_at(["t2"], 0, 3, 1))
+    assert order is None
+    order, why = confirm.split_delivery(_at(["t2", "t3"], 0, 3, 2))
+    assert order == "commit-first" and "one of task t2, t3" in why
     order, why = confirm.split_delivery({"at_fire": {"error": "TimeoutError: etcd"}})
     assert order is None and "could not read the state" in why
 

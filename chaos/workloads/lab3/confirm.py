@@ -52,6 +52,18 @@ def _messages(at_fire: dict[str, Any]) -> dict[int, str]:
     return out
 
 
+def _unacked(floor: int, delivered: int, pending: int) -> tuple[set[int], bool]:
+    """The stream sequences the consumer had delivered and not ACKed, as far as its counts tell,
+    and whether exactly: the one after the ack floor never is ACKed (that is what the floor
+    means); with one pending, it is the only one; with as many pending as delivered past the
+    floor, all are; otherwise some of those past the floor are."""
+    if pending <= 0 or delivered <= floor:
+        return set(), True
+    if pending == 1:
+        return {floor + 1}, True
+    return set(range(floor + 1, delivered + 1)), pending == delivered - floor
+
+
 def _at_fire(fired: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     raw = fired.get("at_fire")
     if not isinstance(raw, dict):
@@ -79,18 +91,20 @@ def split_delivery(fired: dict[str, Any]) -> tuple[str | None, str]:
     pending = _int(consumer.get("num_ack_pending"))
     committed = {str(t) for t in at.get("committed_tasks") or []}
     msgs = _messages(at)
-    unacked = sorted(
-        {t for s, t in msgs.items() if floor < s <= delivered and pending > 0 and t in committed}
-    )
+    seqs, exact = _unacked(floor, delivered, pending)
+    unacked = sorted({t for s, t in msgs.items() if s in seqs and t in committed})
     unapplied = sorted({t for s, t in msgs.items() if s <= floor and t not in committed})
     state = (
         f"the broker's consumer had ACKed up to stream message {floor} of {delivered} delivered, "
         f"{pending} awaiting ACK; etcd held the commit of {len(committed)} task(s)"
     )
     if unacked:
-        return "commit-first", (
-            f"when it was claimed, {state}: task {', '.join(unacked)} committed and not ACKed"
+        which = (
+            f"task {unacked[0]}"
+            if exact and len(unacked) == 1
+            else (f"one of task {', '.join(unacked)} (the consumer's counts cannot tell which)")
         )
+        return "commit-first", f"when it was claimed, {state}: {which} committed and not ACKed"
     if unapplied:
         return "ack-first", (
             f"when it was claimed, {state}: task {', '.join(unapplied)} ACKed and not committed"
