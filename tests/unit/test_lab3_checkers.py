@@ -94,15 +94,22 @@ def test_accepted_task_not_completed_is_lost_with_its_chain() -> None:
     events = [
         ev(1.0, "n1", "worker", "delivery", "t2", num_delivered=1),
         ev(1.1, "n1", "worker", "ack", "t2"),
-        ev(1.2, "n1", "worker", "crash", "t2"),
+        ev(1.15, "n1", "worker", "crash", "t2"),  # a service's word for a crash: not shown
     ]
     done = {"t1": "completed", "t2": "pending", "t3": "completed"}
-    r = run(ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"})), events, final_state(7, done))
-    lost = checkers.lost_tasks(r)
+    point = "worker-crash-before-ack"
+    # the crash the host made and saw, at the point the service said it was on t2
+    killed = {"point": point, "node": "n1", "process": "worker", "pid": 10, "task_id": "t2",
+              "killed_pid": 10, "exit_seen_at": 1.2, "restarted_pid": 11}  # fmt: skip
+    heal = (NEMESIS, "info", f"heal-{point}", killed, {"fault": point, "phase": "heal"})
+    history = ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"}), heal)
+    lost = checkers.lost_tasks(run(history, events, final_state(7, done)))
     assert lost.verdict is Verdict.INVALID
     assert lost.anomalies[0]["task_id"] == "t2"
     assert "ACKed by n1" in lost.summary and "no commit followed" in lost.summary
-    assert [s["step"] for s in lost.anomalies[0]["chain"]] == ["delivery", "ack", "crash"]
+    steps = lost.anomalies[0]["chain"]
+    assert [s["step"] for s in steps] == ["delivery", "ack", "crash"]
+    assert steps[-1]["data"] == {"fault": point, "pid": 10, "by": "the host"}
 
 
 def test_info_create_that_never_reached_the_system_is_not_lost() -> None:
