@@ -105,6 +105,9 @@ class FaultPointNemesis:
                 fired["at_fire"] = self.observe(ctx)
             except Exception as e:
                 fired["at_fire"] = {"error": f"{type(e).__name__}: {e}"}
+            # how long the reading took: a commit-first split read later than AckWait after the
+            # claim may already be redelivered and ACKed elsewhere (then unknown, never valid)
+            fired["observed_at"] = round(ctx.now(), 3)
         ctx.write_control(
             answer, json.dumps({"gen": gen, "granted": True, "pid": claim.pid}), on=claim.node
         )
