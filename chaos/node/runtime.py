@@ -33,6 +33,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, SupportsIndex
@@ -200,13 +201,21 @@ class Hooks:
         self._events.emit("fault-point", task_id=task_id, event_id=event_id, point=point)
         return self._granted(point, spec, ANSWER_TIMEOUT)
 
-    def _granted(self, name: str, spec: dict[str, Any], timeout: float) -> bool:
+    def _granted(
+        self,
+        name: str,
+        spec: dict[str, Any],
+        timeout: float,
+        keepalive: Callable[[], None] | None = None,
+    ) -> bool:
         """Wait for the orchestrator's answer to this claim: granted to this very process, or not
         (denied, answered for another pid, or no answer within ``timeout``). Taking an answer is
         said in ``<claim>.answered``, so that the orchestrator keeps it until it was read."""
         answer = Path(spec["_dir"]) / f"{name}.answer"
         deadline = time.monotonic() + timeout
+        alive = _Keepalive(keepalive)
         while time.monotonic() < deadline:
+            alive.tick()
             try:
                 got = json.loads(answer.read_text() or "{}")
             except (OSError, ValueError):
@@ -228,20 +237,29 @@ class Hooks:
         self._events.emit("txn", task_id=task_id, fn=fn, n=n, ok=ok, **extra)
 
     def stop_for_crash_if_armed(
-        self, point: str, *, task_id: str | None = None, event_id: str | None = None
+        self,
+        point: str,
+        *,
+        task_id: str | None = None,
+        event_id: str | None = None,
+        keepalive: Callable[[], None] | None = None,
     ) -> None:
         """A crashing point: once granted, stop here until the orchestrator's SIGKILL ends this
         process. The service never exits by itself (the crash is the host's to make and to see);
         it waits for the answer and then the kill, ``KILL_WAIT`` at most (the orchestrator reads
-        the state first), and goes on if neither comes: then nothing crashed."""
+        the state first), and goes on if neither comes: then nothing crashed. ``keepalive`` is
+        called every ``KEEPALIVE_EVERY`` while it waits (the worker tells the broker its delivery
+        is in progress, so that it is not redelivered elsewhere before the kill)."""
         spec = self._claim(point)
         if spec is None:
             return
         self._events.emit("fault-point", task_id=task_id, event_id=event_id, point=point)
-        if self._granted(point, spec, KILL_WAIT):
+        if self._granted(point, spec, KILL_WAIT, keepalive):
             sys.stdout.flush()
+            alive = _Keepalive(keepalive)
             deadline = time.monotonic() + KILL_WAIT
             while time.monotonic() < deadline:
+                alive.tick()
                 time.sleep(0.05)
 
     def hold(self, kind: str, *, task_id: str | None = None, event_id: str | None = None) -> None:
@@ -277,6 +295,24 @@ class Hooks:
 # deny it (``<claimed>.denied``) to the others. No answer within GRANT_TIMEOUT counts as denied.
 ARBITER_ENV = "CHAOS_CONTROL_ARBITER"
 GRANT_TIMEOUT = 10.0
+
+
+KEEPALIVE_EVERY = 0.5
+
+
+class _Keepalive:
+    """Calls ``fn`` at most every ``KEEPALIVE_EVERY`` (errors ignored: it only helps)."""
+
+    def __init__(self, fn: Callable[[], None] | None) -> None:
+        self._fn = fn
+        self._next = 0.0
+
+    def tick(self) -> None:
+        if self._fn is None or time.monotonic() < self._next:
+            return
+        self._next = time.monotonic() + KEEPALIVE_EVERY
+        with contextlib.suppress(Exception):
+            self._fn()
 
 
 def _granted(claimed: Path) -> bool:

@@ -98,3 +98,20 @@ def test_a_claim_the_orchestrator_did_not_grant_to_this_process_does_not_fire(
     elif answer == "another pid":
         grant(control, pid=4000000)
     assert h.armed("p") is False
+
+
+def test_a_granted_crash_point_waits_for_the_host_and_keeps_its_delivery_alive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(ARBITER_ENV, raising=False)
+    monkeypatch.setattr(runtime, "KILL_WAIT", 0.3)
+    monkeypatch.setattr(runtime, "KEEPALIVE_EVERY", 0.05)
+    h, control = hooks(tmp_path, "n1")
+    (control / "any" / "p").write_text("{}")
+    grant(control)
+    calls: list[float] = []
+    t0 = time.monotonic()
+    # no kill comes (no orchestrator here): the process never exits by itself, it goes on
+    h.stop_for_crash_if_armed("p", keepalive=lambda: calls.append(time.monotonic()))
+    assert time.monotonic() - t0 >= 0.3
+    assert len(calls) >= 3

@@ -238,7 +238,11 @@ class _Delivery:
             return
         if self.committed:
             self._ctx.hooks.stop_for_crash_if_armed(
-                WORKER_CRASH, task_id=self._event["task_id"], event_id=self._event["event_id"]
+                WORKER_CRASH,
+                task_id=self._event["task_id"],
+                event_id=self._event["event_id"],
+                # while the orchestrator reads the state, the delivery stays this worker's
+                keepalive=self._in_progress,
             )
         asyncio.run_coroutine_threadsafe(self._msg.ack_sync(timeout=2), self._loop).result(5)
         self.acked = True
@@ -248,6 +252,9 @@ class _Delivery:
             event_id=self._event["event_id"],
             num_delivered=self.num_delivered,
         )
+
+    def _in_progress(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._msg.in_progress(), self._loop).result(2)
 
     def before_commit(self) -> None:
         # a trigger may stop this worker here: after its delivery, right before it commits
