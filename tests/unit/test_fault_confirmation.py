@@ -297,3 +297,17 @@ def test_a_trigger_does_not_fault_a_pid_the_host_does_not_run(tmp_path: Path) ->
     assert all(not p.signals for p in cluster.procs.values())
     ops = read_history(ctx.run_dir / "history.jsonl").records
     assert not [o for o in ops if o.f == "kill"]
+
+
+def test_the_report_draws_the_hosts_crashes_not_the_services() -> None:
+    from chaos.report.loading import EventRow, OpRow
+    from chaos.report.page import task_events
+
+    forged = EventRow(1.0, "n1", "worker", "crash", "t1", None, 4000000, {"fault": POINT})
+    delivery = EventRow(0.5, "n2", "worker", "delivery", "t1", "e-t1", 7, {})
+    killed = {"point": POINT, "node": "n2", "process": "worker", "task_id": "t1",
+              "killed_pid": 7, "exit_seen_at": 2.0, "restarted_pid": 9}  # fmt: skip
+    heal = OpRow(3, 2.1, "nemesis", "info", f"heal-{POINT}", killed, None, {"phase": "heal"})
+    got = task_events([delivery, forged], [heal])
+    assert [(e.kind, e.node, e.pid) for e in got] == [("delivery", "n2", 7), ("crash", "n2", 7)]
+    assert got[1].time == 2.0 and got[1].data["by"] == "the host"
