@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import stat
 import threading
@@ -77,6 +79,24 @@ class RunContext:
             return True
         return _regular(self.live / "claims" / f"any-{name}.{gen}")
 
+    def claim(self, name: str, gen: str) -> Claim | None:
+        """The claim of arming ``gen`` of ``name`` (armed for any node) in the shared ``claims/``
+        folder, as the claimer wrote it: who it says it is. A request, never a fact: whoever
+        reads it checks the pid against the host's own view before acting on it. None while
+        there is none (or it is not a regular file with that shape); on a backend whose nodes
+        hold copies (ControlChannel) there is no such file, and None always."""
+        if isinstance(self.cluster, ControlChannel):
+            return None
+        return read_claim(self.live / "claims" / f"any-{name}.{gen}")
+
+    def answer_taken(self, name: str, gen: str) -> bool:
+        """Whether the claimer of arming ``gen`` of ``name`` read the orchestrator's answer (its
+        word, in ``claims/``: used only to know when the answer may be removed). Where nodes hold
+        copies (ControlChannel), there is no such file: True."""
+        if isinstance(self.cluster, ControlChannel):
+            return True
+        return _regular(self.live / "claims" / f"any-{name}.{gen}.answered")
+
     def release_answered(self, name: str, gen: str, node: str) -> bool:
         """Whether the process held at ``name`` (arming ``gen``, on ``node``) took its release."""
         if isinstance(self.cluster, ControlChannel):
@@ -86,6 +106,44 @@ class RunContext:
     def rng_for(self, purpose: str) -> random.Random:
         """An independent stream per purpose, so adding a draw in one place does not shift another."""
         return random.Random(f"{self.spec.seed}:{purpose}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Claim:
+    """Who a claim file says made it (the service's word, see ``RunContext.claim``)."""
+
+    node: str
+    component: str
+    pid: int
+
+
+CLAIM_CAP = 4096
+
+
+def read_claim(path: Path) -> Claim | None:
+    """A claim file's content, read without following a link or blocking on a FIFO, capped."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        raw = os.read(fd, CLAIM_CAP)
+    finally:
+        os.close(fd)
+    try:
+        got = json.loads(raw or b"{}")
+    except ValueError:
+        return None
+    if not isinstance(got, dict):
+        return None
+    node, component, pid = got.get("node"), got.get("component"), got.get("pid")
+    if not isinstance(node, str) or not isinstance(component, str):
+        return None
+    if not isinstance(pid, int) or isinstance(pid, bool):
+        return None
+    return Claim(node=node[:64], component=component[:64], pid=pid)
 
 
 def _regular(path: Path) -> bool:

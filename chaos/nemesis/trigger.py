@@ -245,6 +245,15 @@ class TriggerNemesis:
         if ev is None:
             ctx.progress(f"'{tr.phrase}': {name} was never reached")
             return False
+        running = ctx.cluster.pid(ev.node, ev.component)
+        if ev.component != tr.point.component or running is None or running != ev.pid:
+            # the event names the process to fault, in the service's own words: a pid the host
+            # does not run there (invented, or a process gone) is no process to fault
+            ctx.progress(
+                f"'{tr.phrase}': refused: the event names {ev.component} on {ev.node} as pid "
+                f"{ev.pid}, the host's is {running}"
+            )
+            return False
         target = Target(node=ev.node, process=ev.component)
         if tr.fault == "partition":
             resolved = Resolved(

@@ -5,12 +5,18 @@ as an unprivileged user that may read it, not write it, and no service API reach
 student's protocol or a client can never switch a fault on. Two kinds:
 
 - ``arm`` files: ``<control>/<node>/<point>`` — a one-shot fault point (``relay-crash-before-publish``).
-  The arm file carries a generation ``gen``; the first process to reach the point claims that
+  The arm file carries a generation ``gen``; the first process to reach the point asks for that
   arming by creating ``<claims>/<folder>-<point>.<gen>`` with O_EXCL (exactly one process succeeds, on any
-  node: the claims folder is one shared folder) and the fault fires. Where nodes hold copies
-  instead of one shared folder (the SSH backend, ``ARBITER_ENV`` set), a process claims its node's
-  copy by renaming it, and a claim of a point armed for any node also waits for the orchestrator's
-  grant, given to exactly one claimer.
+  node: the claims folder is one shared folder) and waits for the orchestrator's answer,
+  ``<control>/<folder>/<point>.answer`` (root-owned: the service cannot write it). The answer
+  grants the arming to the claimer's pid, which the orchestrator checked against the process it
+  runs, or denies it. The claim is only a request: anything in the process (a hostile solution
+  thread too) can make one, so the orchestrator takes no fact about the fault from it. A crashing
+  point never exits by itself: the granted process waits there, and the orchestrator SIGKILLs it
+  by the pid it knows and watches it exit. Where nodes hold copies instead of one shared folder
+  (the SSH backend, ``ARBITER_ENV`` set), a process claims its node's copy by renaming it, and a
+  claim of a point armed for any node also waits for the arbiter's grant, given to exactly one
+  claimer.
 - ``hold`` files: ``<control>/<node>/hold-<component>-<kind>`` — when the service is about to
   report event ``kind``, it claims the arming the same way, reports a ``fault-point`` event, and
   waits until the orchestrator writes ``<same name>.release`` for that generation; then it creates
@@ -27,11 +33,17 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, SupportsIndex
 
-CRASH_EXIT_CODE = 17
+# how long a claimer waits for the orchestrator's answer before it goes on as if not armed
+ANSWER_TIMEOUT = 10.0
+# how long a process granted a crashing point waits there for the orchestrator's SIGKILL before
+# it goes on (the orchestrator failed to kill it: nothing crashed, and the run says so)
+KILL_WAIT = 30.0
+_EXCL = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
 
 
 def _sleep(secs: float | SupportsIndex, /) -> None:
@@ -170,6 +182,8 @@ class Hooks:
             except OSError:
                 continue
             with os.fdopen(fd, "w") as fh:
+                # a request in the claimer's own words: the orchestrator checks the pid against
+                # the process it runs there before it answers
                 fh.write(json.dumps({"node": self._ident.node, "component": self._ident.component,
                                      "pid": os.getpid()}))  # fmt: skip
             spec["_dir"] = str(d)
@@ -179,12 +193,40 @@ class Hooks:
         return None
 
     def armed(self, point: str, *, task_id: str | None = None, event_id: str | None = None) -> bool:
-        """True once for a fault point the orchestrator armed; reports a ``fault-point`` event."""
+        """True once for a fault point the orchestrator armed and granted to this process (see the
+        module docstring); reports a ``fault-point`` event, narration only."""
         spec = self._claim(point)
         if spec is None:
             return False
         self._events.emit("fault-point", task_id=task_id, event_id=event_id, point=point)
-        return True
+        return self._granted(point, spec, ANSWER_TIMEOUT)
+
+    def _granted(
+        self,
+        name: str,
+        spec: dict[str, Any],
+        timeout: float,
+        keepalive: Callable[[], None] | None = None,
+    ) -> bool:
+        """Wait for the orchestrator's answer to this claim: granted to this very process, or not
+        (denied, answered for another pid, or no answer within ``timeout``). Taking an answer is
+        said in ``<claim>.answered``, so that the orchestrator keeps it until it was read."""
+        answer = Path(spec["_dir"]) / f"{name}.answer"
+        deadline = time.monotonic() + timeout
+        alive = _Keepalive(keepalive)
+        while time.monotonic() < deadline:
+            alive.tick()
+            try:
+                got = json.loads(answer.read_text() or "{}")
+            except (OSError, ValueError):
+                got = None
+            if isinstance(got, dict) and str(got.get("gen")) == spec["_gen"]:
+                if "_claim" in spec:
+                    with contextlib.suppress(OSError):
+                        os.close(os.open(f"{spec['_claim']}.answered", _EXCL, 0o644))
+                return got.get("granted") is True and got.get("pid") == os.getpid()
+            time.sleep(0.005)
+        return False
 
     def txn_event(
         self, fn: str, n: int, ok: bool, task_id: str | None, rev: int | None = None
@@ -194,13 +236,31 @@ class Hooks:
         extra: dict[str, Any] = {"rev": rev} if rev is not None else {}
         self._events.emit("txn", task_id=task_id, fn=fn, n=n, ok=ok, **extra)
 
-    def crash_if_armed(
-        self, point: str, *, task_id: str | None = None, event_id: str | None = None
+    def stop_for_crash_if_armed(
+        self,
+        point: str,
+        *,
+        task_id: str | None = None,
+        event_id: str | None = None,
+        keepalive: Callable[[], None] | None = None,
     ) -> None:
-        if self.armed(point, task_id=task_id, event_id=event_id):
-            self._events.emit("crash", task_id=task_id, event_id=event_id, fault=point)
+        """A crashing point: once granted, stop here until the orchestrator's SIGKILL ends this
+        process. The service never exits by itself (the crash is the host's to make and to see);
+        it waits for the answer and then the kill, ``KILL_WAIT`` at most (the orchestrator reads
+        the state first), and goes on if neither comes: then nothing crashed. ``keepalive`` is
+        called every ``KEEPALIVE_EVERY`` while it waits (the worker tells the broker its delivery
+        is in progress, so that it is not redelivered elsewhere before the kill)."""
+        spec = self._claim(point)
+        if spec is None:
+            return
+        self._events.emit("fault-point", task_id=task_id, event_id=event_id, point=point)
+        if self._granted(point, spec, KILL_WAIT, keepalive):
             sys.stdout.flush()
-            os._exit(CRASH_EXIT_CODE)
+            alive = _Keepalive(keepalive)
+            deadline = time.monotonic() + KILL_WAIT
+            while time.monotonic() < deadline:
+                alive.tick()
+                time.sleep(0.05)
 
     def hold(self, kind: str, *, task_id: str | None = None, event_id: str | None = None) -> None:
         """Wait here if the orchestrator asked to stop this process at event ``kind``: until the
@@ -226,12 +286,7 @@ class Hooks:
                 release.unlink()
             return
         with contextlib.suppress(OSError):
-            fd = os.open(
-                f"{spec['_claim']}.released",
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                0o644,
-            )
-            os.close(fd)
+            os.close(os.open(f"{spec['_claim']}.released", _EXCL, 0o644))
 
 
 # Set when the nodes do not share one control folder (the SSH backend copies points armed for any
@@ -240,6 +295,24 @@ class Hooks:
 # deny it (``<claimed>.denied``) to the others. No answer within GRANT_TIMEOUT counts as denied.
 ARBITER_ENV = "CHAOS_CONTROL_ARBITER"
 GRANT_TIMEOUT = 10.0
+
+
+KEEPALIVE_EVERY = 0.5
+
+
+class _Keepalive:
+    """Calls ``fn`` at most every ``KEEPALIVE_EVERY`` (errors ignored: it only helps)."""
+
+    def __init__(self, fn: Callable[[], None] | None) -> None:
+        self._fn = fn
+        self._next = 0.0
+
+    def tick(self) -> None:
+        if self._fn is None or time.monotonic() < self._next:
+            return
+        self._next = time.monotonic() + KEEPALIVE_EVERY
+        with contextlib.suppress(Exception):
+            self._fn()
 
 
 def _granted(claimed: Path) -> bool:

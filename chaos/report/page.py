@@ -23,7 +23,7 @@ from chaos.report.contrib import GENERIC_ORDER, ContributorsFor, Section, Sectio
 from chaos.report.faults import FaultBand, fault_bands
 from chaos.report.figures import Plot
 from chaos.report.html import as_text, e, kv_table, section, table
-from chaos.report.loading import REPORT_NAME, RunData, load
+from chaos.report.loading import REPORT_NAME, EventRow, OpRow, RunData, load
 from chaos.report.sections import (
     anomaly_task,
     anomaly_title,
@@ -54,6 +54,28 @@ def _safe(title: str, build: Callable[[], str]) -> str:
         return _note(f"{title} section", x)
 
 
+def task_events(events: list[EventRow], history: list[OpRow]) -> list[EventRow]:
+    """The events the task diagrams draw: the services' own, without the crashes they claim
+    (a service never reports one; the host makes them), and the crashes the host made at fault
+    points and saw, at the moment it saw the exit (the heal ops' facts)."""
+    out = [e for e in events if e.kind != "crash"]
+    for op in history:
+        v = op.value
+        if op.extra.get("phase") != "heal" or not isinstance(v, dict):
+            continue
+        seen = v.get("exit_seen_at")
+        if not isinstance(seen, int | float) or isinstance(seen, bool):
+            continue
+        task = v.get("task_id")
+        out.append(
+            EventRow(float(seen), str(v.get("node")), str(v.get("process")), "crash",
+                     str(task) if task is not None else None, None,
+                     v.get("killed_pid") if isinstance(v.get("killed_pid"), int) else None,
+                     {"fault": v.get("point"), "by": "the host"})
+        )  # fmt: skip
+    return sorted(out, key=lambda e: e.time)
+
+
 def _file_name(task_id: str) -> str:
     return "sequence-" + re.sub(r"[^A-Za-z0-9_.-]", "_", task_id)[:80] + ".svg"
 
@@ -64,7 +86,7 @@ class _Page:
         self.end = run.end_time
         self.ops: list[ClientOp] = client_ops(run.history, self.end)
         self.bands: list[FaultBand] = fault_bands(run.history, self.end)
-        self.tasks = TaskIndex(run.events, self.ops, self.bands)
+        self.tasks = TaskIndex(task_events(run.events, run.history), self.ops, self.bands)
         self.plots: list[Plot] = []
         self.sections: list[tuple[str, str, str]] = []
 

@@ -94,15 +94,22 @@ def test_accepted_task_not_completed_is_lost_with_its_chain() -> None:
     events = [
         ev(1.0, "n1", "worker", "delivery", "t2", num_delivered=1),
         ev(1.1, "n1", "worker", "ack", "t2"),
-        ev(1.2, "n1", "worker", "crash", "t2"),
+        ev(1.15, "n1", "worker", "crash", "t2"),  # a service's word for a crash: not shown
     ]
     done = {"t1": "completed", "t2": "pending", "t3": "completed"}
-    r = run(ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"})), events, final_state(7, done))
-    lost = checkers.lost_tasks(r)
+    point = "worker-crash-before-ack"
+    # the crash the host made and saw, at the point the service said it was on t2
+    killed = {"point": point, "node": "n1", "process": "worker", "pid": 10, "task_id": "t2",
+              "killed_pid": 10, "exit_seen_at": 1.2, "restarted_pid": 11}  # fmt: skip
+    heal = (NEMESIS, "info", f"heal-{point}", killed, {"fault": point, "phase": "heal"})
+    history = ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"}), heal)
+    lost = checkers.lost_tasks(run(history, events, final_state(7, done)))
     assert lost.verdict is Verdict.INVALID
     assert lost.anomalies[0]["task_id"] == "t2"
     assert "ACKed by n1" in lost.summary and "no commit followed" in lost.summary
-    assert [s["step"] for s in lost.anomalies[0]["chain"]] == ["delivery", "ack", "crash"]
+    steps = lost.anomalies[0]["chain"]
+    assert [s["step"] for s in steps] == ["delivery", "ack", "crash"]
+    assert steps[-1]["data"] == {"fault": point, "pid": 10, "by": "the host"}
 
 
 def test_info_create_that_never_reached_the_system_is_not_lost() -> None:
@@ -248,21 +255,31 @@ def _scenario_run(point: str, heal: dict[str, Any] | None, final: dict[str, Any]
     return r
 
 
+# what the host saw of a crash it made (chaos.nemesis.hostkill), and the state it read at the claim
+HOST_KILL = {"killed_pid": 40, "signal": "SIGKILL", "signalled_at": 1.3, "exit_seen_at": 1.35}
+UNPUBLISHED = {
+    "pending_event_ids": ["e-t2"],
+    "messages": {"1": {"task_id": "t1", "event_id": "e-t1"}},
+}
+
+
 def test_a_scenario_counts_only_when_the_orchestrator_saw_its_fault_fire() -> None:
-    crashed = {"node": "n2", "process": "relay", "pid": 40, "fired_at": 1.2,
-               "restarted_pid": 77, "at_fire": {"outbox_pending": 1}}  # fmt: skip
+    crashed = {"node": "n2", "process": "relay", "pid": 40, "fired_at": 1.2, **HOST_KILL,
+               "restarted_pid": 77, "at_fire": UNPUBLISHED}  # fmt: skip
     point = "relay-crash-before-publish"
     ok = checkers.scenario_fired(_scenario_run(point, crashed, final_state(10, ALL_DONE)))
-    assert ok.verdict is Verdict.VALID
-    assert "saw relay on n2 exit (pid 40) and restarted it (pid 77)" in ok.summary
+    assert ok.verdict is Verdict.VALID, ok.summary
+    assert "the host SIGKILLed relay on n2 (pid 40, by its own process table)" in ok.summary
+    assert "restarted it (pid 77)" in ok.summary
     never = checkers.scenario_fired(
         _scenario_run(point, {"point": point}, final_state(10, ALL_DONE))
     )
     assert never.verdict is Verdict.UNKNOWN and "never fired" in never.summary
-    # the service said it fired, but the process never died: the scenario did not happen
+    # the process never came back: the scenario did not happen as it should
     claimed = {**crashed, "restarted_pid": None}
     fake = checkers.scenario_fired(_scenario_run(point, claimed, final_state(10, ALL_DONE)))
     assert fake.verdict is Verdict.UNKNOWN and "reported firing at 1.2 s, but" in fake.summary
+    assert "never saw it restarted" in fake.summary
 
 
 def test_lost_publish_ack_is_confirmed_by_the_brokers_own_count() -> None:
@@ -277,11 +294,17 @@ def test_lost_publish_ack_is_confirmed_by_the_brokers_own_count() -> None:
 
 def test_a_worker_crash_counts_when_the_broker_itself_redelivered() -> None:
     point = "worker-crash-before-ack"
-    fired = {"node": "n2", "process": "worker", "pid": 36, "fired_at": 8.3, "restarted_pid": 65}
+    # at the claim: t1 committed in etcd, its message delivered and not ACKed by the consumer
+    split = {"committed_tasks": ["t1"], "messages": {"1": {"task_id": "t1", "event_id": "e-t1"}},
+             "consumer": {"ack_floor_stream_seq": 0, "delivered_stream_seq": 1,
+                          "num_ack_pending": 1}}  # fmt: skip
+    fired = {"node": "n2", "process": "worker", "pid": 36, "fired_at": 8.3, **HOST_KILL,
+             "killed_pid": 36, "restarted_pid": 65, "at_fire": split}  # fmt: skip
     redelivered = {**final_state(10, ALL_DONE),
                    "consumer": {"delivered_consumer_seq": 4, "delivered_stream_seq": 3}}  # fmt: skip
     got = checkers.scenario_fired(_scenario_run(point, fired, redelivered))
     assert got.verdict is Verdict.VALID and "4 deliveries of 3 message(s), 1 of them" in got.summary
+    assert "task t1 committed and not ACKed" in got.summary
     once = {**final_state(10, ALL_DONE),
             "consumer": {"delivered_consumer_seq": 3, "delivered_stream_seq": 3}}  # fmt: skip
     assert checkers.scenario_fired(_scenario_run(point, fired, once)).verdict is Verdict.UNKNOWN

@@ -350,7 +350,14 @@ def test_no_checker_contradicts_another_on_the_shipped_histories_and_a_planted_p
 
 def test_a_txn_error_counts_only_by_what_the_broker_or_the_client_saw() -> None:
     spec = {"lab": "lab3", "nemesis": ["txn-error-complete"]}
-    heal = {"point": "txn-error-complete", "node": "n1", "process": "worker", "fired_at": 1.0}
+    # at the claim, the broker's consumer had t1's delivery awaiting ACK, t1 not committed
+    at_fire = {"committed_tasks": [], "messages": {"1": {"task_id": "t1", "event_id": "e-t1"}},
+               "consumer": {"ack_floor_stream_seq": 0, "delivered_stream_seq": 1,
+                            "num_ack_pending": 1}}  # fmt: skip
+    # the failed transaction as the host saw it (a proxy between the services and etcd)
+    injected = {"node": "n1", "txn": "complete", "error": "injected"}
+    heal = {"point": "txn-error-complete", "node": "n1", "process": "worker", "fired_at": 1.0,
+            "at_fire": at_fire, "injected": injected}  # fmt: skip
     fired = ops((NEMESIS, "info", "heal-txn-error-complete", heal, {"phase": "heal"}))
     history = [*ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"})), *fired]
     final = final_state(10, ALL_DONE)
@@ -358,6 +365,14 @@ def test_a_txn_error_counts_only_by_what_the_broker_or_the_client_saw() -> None:
     seen = run(history, [], final)
     seen.spec.update(spec)
     assert checkers.scenario_fired(seen).verdict is Verdict.VALID
+    # raised inside the service process, where a solution can claim the point and skip it
+    in_process = {k: v for k, v in heal.items() if k != "injected"}
+    said = ops((NEMESIS, "info", "heal-txn-error-complete", in_process, {"phase": "heal"}))
+    unseen = run([*ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"})), *said], [], final)
+    unseen.spec.update(spec)
+    got = checkers.scenario_fired(unseen)
+    assert got.verdict is Verdict.UNKNOWN
+    assert "the host did not observe a failed transaction" in got.summary
     final = final_state(10, ALL_DONE)
     final["consumer"] = {"delivered_consumer_seq": 3, "delivered_stream_seq": 3}
     claimed_only = run(history, [], final)  # a claim alone, and the broker never redelivered

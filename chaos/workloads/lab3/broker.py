@@ -53,7 +53,9 @@ def ensure_stream(url: str, ack_wait: float, attempts: int = 40) -> None:
     raise RuntimeError(f"could not set up the JetStream stream at {url}: {last}")
 
 
-async def _read(url: str) -> dict[str, Any]:
+async def _read(url: str, messages: int = 0) -> dict[str, Any]:
+    import json
+
     import nats
 
     nc = await nats.connect(url, connect_timeout=2, max_reconnect_attempts=2)
@@ -61,7 +63,7 @@ async def _read(url: str) -> dict[str, Any]:
         js = nc.jetstream()
         si = await js.stream_info(keys.STREAM)
         ci = await js.consumer_info(keys.STREAM, keys.CONSUMER)
-        return {
+        out: dict[str, Any] = {
             "stream": {
                 "messages": si.state.messages,
                 "first_seq": si.state.first_seq,
@@ -79,9 +81,38 @@ async def _read(url: str) -> dict[str, Any]:
                 "ack_floor_stream_seq": ci.ack_floor.stream_seq if ci.ack_floor else None,
             },
         }
+        if messages:
+            # what each message carries, by stream sequence (immutable once stored, so reading
+            # it after the counts above is no race)
+            last = int(si.state.last_seq or 0)
+            found: dict[int, dict[str, str]] = {}
+            for seq in range(max(int(si.state.first_seq or 1), last - messages + 1), last + 1):
+                try:
+                    body = json.loads((await js.get_msg(keys.STREAM, seq)).data or b"{}")
+                except Exception:
+                    continue  # deleted, or not JSON: no task to name
+                if isinstance(body, dict):
+                    found[seq] = {
+                        "task_id": str(body.get("task_id")),
+                        "event_id": str(body.get("event_id")),
+                    }
+            out["messages"] = found
+        return out
     finally:
         await nc.close()
 
 
 def read_broker(url: str) -> dict[str, Any]:
     return asyncio.run(_read(url))
+
+
+# how many of the stream's last messages a snapshot reads one by one (the state at a fault's firing
+# needs the messages around the consumer's ack floor, not the whole stream of a long run)
+MESSAGE_WINDOW = 200
+
+
+def snapshot(url: str) -> dict[str, Any]:
+    """The broker's own state: stream and consumer counts (``read_broker``) and, by stream
+    sequence, the task and event id of the last ``MESSAGE_WINDOW`` messages, as JetStream stores
+    them. One connection, the counts first."""
+    return asyncio.run(_read(url, MESSAGE_WINDOW))

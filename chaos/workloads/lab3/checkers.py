@@ -14,12 +14,14 @@ from chaos.checkers.faults import FaultInterval, fault_intervals
 from chaos.checkers.verdict import CheckResult, Verdict, check_safe
 from chaos.histories.ops import Event, Op, OpType, pair_index
 from chaos.histories.store import StoredRun
-from chaos.workloads.lab3 import keys, record
+from chaos.workloads.lab3 import confirm, keys, record
 from chaos.workloads.lab3.points import FAULT_POINTS
 
+# no "crash": the services never report one (the host makes and records crashes), so a crash
+# event is a forgery and a chain shows the host's crashes instead (host_crashes)
 CHAIN_KINDS = {
     "task-accepted", "publish", "publish-retry", "publish-ack-lost", "marked-published",
-    "delivery", "compute", "commit", "suppressed", "ack", "crash", "fault-point", "protocol-error",
+    "delivery", "compute", "commit", "suppressed", "ack", "fault-point", "protocol-error",
 }  # fmt: skip
 
 
@@ -29,9 +31,36 @@ def _label(e: Event) -> str:
     return e.kind
 
 
-def chain(events: list[Event], task_id: str, faults: list[FaultInterval]) -> list[dict[str, Any]]:
-    """The task's events in time order, with the faults that were active at each step."""
-    out = []
+def host_crashes(history: list[Op]) -> list[dict[str, Any]]:
+    """The crashes the host made at fault points and saw (their heal ops), for the chains."""
+    return [
+        op.value
+        for op in history
+        if op.extra.get("phase") == "heal"
+        and isinstance(op.value, dict)
+        and op.value.get("exit_seen_at") is not None
+    ]
+
+
+def chain(
+    events: list[Event],
+    task_id: str,
+    faults: list[FaultInterval],
+    crashes: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """The task's events in time order, with the faults that were active at each step, and the
+    crashes the host made at the point where the service said it was on this task."""
+    out = [
+        {
+            "time": c["exit_seen_at"],
+            "node": c.get("node"),
+            "component": c.get("process"),
+            "step": "crash",
+            "data": {"fault": c.get("point"), "pid": c.get("killed_pid"), "by": "the host"},
+        }
+        for c in crashes or []
+        if c.get("task_id") == task_id
+    ]
     for e in events:
         if e.task_id != task_id or e.kind not in CHAIN_KINDS:
             continue
@@ -49,7 +78,7 @@ def chain(events: list[Event], task_id: str, faults: list[FaultInterval]) -> lis
         if during:
             step["during"] = during
         out.append(step)
-    return out
+    return sorted(out, key=lambda st: float(st["time"]))
 
 
 def _creates(history: list[Op]) -> tuple[dict[str, Op], set[str]]:
@@ -90,7 +119,7 @@ def lost_tasks(run: StoredRun) -> CheckResult:
         done = tasks.get(task_id) == "completed" and task_id in results
         if done:
             continue
-        steps = chain(run.events, task_id, faults)
+        steps = chain(run.events, task_id, faults, host_crashes(run.history))
         acked = [s for s in steps if s["step"] == "ack"]
         commits = [s for s in steps if s["step"] == "commit"]
         suppressed = [s for s in steps if s["step"] == "suppressed"]
@@ -453,26 +482,45 @@ def counter_checker(run: StoredRun) -> CheckResult:
 
 
 def delivery_stats(run: StoredRun) -> CheckResult:
+    """The delivery figures the lab report asks for, from the broker's own counts (JetStream's
+    stream state and consumer info at the final reads). The services' events are narration,
+    kept beside them as ``reported_*``: a solution can write any event it likes."""
     kinds = Counter(_label(e) for e in run.events)
     final = run.final or {}
+    consumer = final.get("consumer") or {}
+    raw_made, raw_firsts = (
+        consumer.get("delivered_consumer_seq"),
+        consumer.get("delivered_stream_seq"),
+    )
+    counted = isinstance(raw_made, int) and isinstance(raw_firsts, int)
+    made = raw_made if isinstance(raw_made, int) else 0
+    firsts = raw_firsts if isinstance(raw_firsts, int) else 0
     stats = {
         "stream_messages": (final.get("stream") or {}).get("messages"),
-        "consumer_num_redelivered": (final.get("consumer") or {}).get("num_redelivered"),
-        "deliveries": kinds.get("delivery", 0) + kinds.get("redelivery", 0),
-        "redeliveries": kinds.get("redelivery", 0),
+        "consumer_num_redelivered": consumer.get("num_redelivered"),
+        # beyond the stream sequence it reached, every delivery the consumer made is a redelivery
+        "deliveries": made if counted else None,
+        "redeliveries": made - firsts if counted else None,
+        "reported_deliveries": kinds.get("delivery", 0) + kinds.get("redelivery", 0),
+        "reported_redeliveries": kinds.get("redelivery", 0),
         "publishes": kinds.get("publish", 0) + kinds.get("publish-retry", 0),
         "publish_retries": kinds.get("publish-retry", 0),
         "publish_acks_lost": kinds.get("publish-ack-lost", 0),
         "commits": kinds.get("commit", 0),
         "suppressed": kinds.get("suppressed", 0),
         "acks": kinds.get("ack", 0),
-        "crashes": kinds.get("crash", 0),
         "protocol_errors": kinds.get("protocol-error", 0),
     }
     errors = [e for e in run.events if e.kind == "protocol-error"]
+    broker = (
+        f"the broker: {stats['stream_messages']} message(s), {made} deliveries "
+        f"({stats['redeliveries']} redeliveries)"
+        if counted
+        else f"the broker's counts were not read ({final.get('broker_error') or _no_final(run)})"
+    )
     summary = (
-        f"{stats['publishes']} publishes ({stats['publish_retries']} retries), "
-        f"{stats['deliveries']} deliveries ({stats['redeliveries']} redeliveries), "
+        f"{broker}; the services reported {stats['publishes']} publishes "
+        f"({stats['publish_retries']} retries), {stats['reported_deliveries']} deliveries, "
         f"{stats['commits']} commits, {stats['suppressed']} suppressed"
     )
     if errors:
@@ -500,26 +548,26 @@ def _heal_value(history: list[Op], point: str) -> dict[str, Any] | None:
 
 
 def _proof(point: str, fired: dict[str, Any], run: StoredRun) -> tuple[bool, str]:
-    """Whether the orchestrator's own observations confirm the point fired, and how."""
+    """Whether the orchestrator's own observations confirm the point fired, and how (see
+    chaos.workloads.lab3.confirm: the claim is the service's word, none of this is)."""
     final = run.final or {}
-    raw = fired.get("at_fire")
-    at_fire: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    restarted = fired.get("restarted_pid")
-    died = (
-        f"the supervisor saw {fired.get('process')} on {fired.get('node')} exit (pid "
-        f"{fired.get('pid')}) and restarted it (pid {restarted})"
-    )
-    if point == "relay-crash-before-publish":
-        pending = int(at_fire.get("outbox_pending") or 0)
-        ok = restarted is not None and pending >= 1
-        return ok, f"{died}; etcd held {pending} pending outbox entr(ies) at that moment"
-    if point == "worker-crash-before-ack":
-        consumer = final.get("consumer") or {}
-        made = int(consumer.get("delivered_consumer_seq") or 0)
-        messages = int(consumer.get("delivered_stream_seq") or 0)
-        ok = restarted is not None and made > messages
-        return ok, (
-            f"{died}; the broker made {made} deliveries of {messages} message(s), "
+    if point in ("relay-crash-before-publish", "worker-crash-before-ack"):
+        crashed, died = confirm.host_crash(fired)
+        if point == "relay-crash-before-publish":
+            held, state = confirm.unpublished_intent(fired)
+            return crashed and held, f"{died}; {state}"
+        order, state = confirm.split_delivery(fired)
+        if order is None:
+            return False, f"{died}; {state}"
+        if order == "ack-first":
+            # ACKed, never committed: if the killed process held it, nothing is left to redeliver
+            # and it never completes; completed later, its holder was another process
+            held, after = confirm.still_uncommitted(fired, final)
+            return crashed and held, f"{died}; {state}; {after}"
+        # committed and not ACKed: the broker itself must have delivered it again after the kill
+        again, made, messages = confirm.redelivered(final)
+        return crashed and again, (
+            f"{died}; {state}; the broker made {made} deliveries of {messages} message(s), "
             f"{max(0, made - messages)} of them redeliveries"
         )
     if point == "lost-publish-ack":
@@ -542,15 +590,24 @@ def _proof(point: str, fired: dict[str, Any], run: StoredRun) -> tuple[bool, str
                     )
         return False, f"no create sent to {fired.get('node')} went unanswered in the history"
     if point == "txn-error-complete":
-        # the claim is the service user's to make (a solution could make it and skip the
-        # error); what the broker did is not: a failed commit is not ACKed, so it redelivers
-        consumer = final.get("consumer") or {}
-        made = int(consumer.get("delivered_consumer_seq") or 0)
-        messages = int(consumer.get("delivered_stream_seq") or 0)
-        return made > messages, (
+        # the error is raised where the claim is made, inside the service process: a solution
+        # can claim the point and skip it. Only an injection the host made and saw counts (one
+        # recorded under "injected", e.g. by a proxy between the services and etcd); then the
+        # delivery in hand at the claim and the broker's redelivery.
+        injected = fired.get("injected")
+        held, state = confirm.outstanding_delivery(fired)
+        again, made, messages = confirm.redelivered(final)
+        after = (
             f"the broker made {made} deliveries of {messages} message(s) after the failed "
             f"commit on {fired.get('node')}"
         )
+        if not isinstance(injected, dict):
+            return False, (
+                "the error was raised inside the service process, where the code under test "
+                "can claim the point and skip it: the host did not observe a failed "
+                f"transaction; {state}; {after}"
+            )
+        return held and again, f"{state}; {after}"
     if point == "txn-error-create":
         # the orchestrator's own client: a create answered with a server error, then retried
         for op in run.history:
@@ -563,9 +620,10 @@ def _proof(point: str, fired: dict[str, Any], run: StoredRun) -> tuple[bool, str
 
 
 def scenario_fired(run: StoredRun) -> CheckResult:
-    """A seed scenario counts only if its fault verifiably fired: the service's word that it
-    reached the point, confirmed by what the orchestrator saw itself (a process exit the
-    supervisor caught, the outbox as etcd held it, the broker's own counts)."""
+    """A seed scenario counts only if its fault verifiably fired, by what the orchestrator saw
+    itself: its own kill and the exit it watched, the state it read from etcd and the broker when
+    the point was claimed, the broker's own counts. The service's claim and events are only
+    where to look; a firing the host cannot confirm is unknown, never valid."""
     name = "scenario-fired"
     points = [n for n in run.spec.get("nemesis") or [] if n in FAULT_POINTS]
     phrases = [str(ph) for ph in run.spec.get("triggers") or []]
@@ -593,6 +651,9 @@ def scenario_fired(run: StoredRun) -> CheckResult:
     evidence: list[dict[str, Any]] = []
     for point in points:
         fired = _heal_value(run.history, point)
+        if fired and fired.get("refused"):
+            unconfirmed.append(f"{point}: the host refused its claim: {fired['refused']}")
+            continue
         if not fired or fired.get("fired_at") is None:
             unconfirmed.append(f"{point} never fired (no process reached it before the run ended)")
             continue

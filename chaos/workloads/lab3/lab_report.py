@@ -11,22 +11,23 @@ from typing import Any
 from chaos.checkers.faults import fault_intervals
 from chaos.checkers.verdict import CheckResult, combine
 from chaos.histories.store import StoredRun
-from chaos.workloads.lab3.checkers import chain
+from chaos.workloads.lab3.checkers import chain, host_crashes
 
 INTERESTING = ("publish-retry", "redelivery", "suppressed", "crash", "publish-ack-lost")
 
 
 def excerpt(run: StoredRun) -> dict[str, Any] | None:
     faults = fault_intervals(run.history)
+    crashes = host_crashes(run.history)
     best: tuple[int, str] | None = None
     for task_id in sorted({e.task_id for e in run.events if e.task_id}):
-        steps = chain(run.events, task_id, faults)
+        steps = chain(run.events, task_id, faults, crashes)
         score = sum(1 for s in steps if s["step"] in INTERESTING) * 10 + len(steps)
         if best is None or score > best[0]:
             best = (score, task_id)
     if best is None:
         return None
-    return {"task_id": best[1], "events": chain(run.events, best[1], faults)}
+    return {"task_id": best[1], "events": chain(run.events, best[1], faults, crashes)}
 
 
 def scenario_report(run: StoredRun, results: list[CheckResult]) -> dict[str, Any]:

@@ -163,7 +163,7 @@ async def relay_one(ctx: Context, store: Store, nc: Any, js: Any, entry: dict[st
             success=[store.put(keys.outbox(event_id), {**cur, "attempts": attempt})],
         )
         ctx.hooks.hold("publish", task_id=task_id, event_id=event_id)
-        ctx.hooks.crash_if_armed(RELAY_CRASH, task_id=task_id, event_id=event_id)
+        ctx.hooks.stop_for_crash_if_armed(RELAY_CRASH, task_id=task_id, event_id=event_id)
         payload = json.dumps(
             {"event_id": event_id, "task_id": task_id, "amount": entry["amount"]}
         ).encode()
@@ -237,8 +237,12 @@ class _Delivery:
         if self.acked:
             return
         if self.committed:
-            self._ctx.hooks.crash_if_armed(
-                WORKER_CRASH, task_id=self._event["task_id"], event_id=self._event["event_id"]
+            self._ctx.hooks.stop_for_crash_if_armed(
+                WORKER_CRASH,
+                task_id=self._event["task_id"],
+                event_id=self._event["event_id"],
+                # while the orchestrator reads the state, the delivery stays this worker's
+                keepalive=self._in_progress,
             )
         asyncio.run_coroutine_threadsafe(self._msg.ack_sync(timeout=2), self._loop).result(5)
         self.acked = True
@@ -249,6 +253,9 @@ class _Delivery:
             num_delivered=self.num_delivered,
         )
 
+    def _in_progress(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._msg.in_progress(), self._loop).result(2)
+
     def before_commit(self) -> None:
         # a trigger may stop this worker here: after its delivery, right before it commits
         self._ctx.hooks.hold(
@@ -256,7 +263,7 @@ class _Delivery:
         )
         # the crash point sits between the two steps, whichever order a solution uses
         if self.acked:
-            self._ctx.hooks.crash_if_armed(
+            self._ctx.hooks.stop_for_crash_if_armed(
                 WORKER_CRASH, task_id=self._event["task_id"], event_id=self._event["event_id"]
             )
 

@@ -72,17 +72,53 @@ class Lab3:
         return system_role(ctx, role)
 
     def observe(self, ctx: RunContext) -> dict[str, Any]:
-        """A quick look at the outbox and the stream, taken the moment a fault point fires."""
+        """The state a fault point is reached in, read by the orchestrator itself the moment the
+        point is claimed, before the fault acts: etcd's outbox and which tasks have their
+        commit in etcd, and the broker's stream and consumer (chaos.workloads.lab3.confirm judges
+        from it whether the scenario's precondition held)."""
         c = etcd.client(ctx, timeout=2.0)
         try:
-            entries = [json.loads(v) for v, _ in c.get_prefix(keys.OUTBOX_PREFIX)]
+            # one range read: every key of the lab at one revision, a consistent cut (reads key
+            # by key would mix moments while the run goes on). etcd first, the broker after: a
+            # commit seen here and a delivery still unACKed there were both true at once.
+            revision, kvs = _snapshot(c, keys.PREFIX)
         finally:
             c.close()
-        b = broker.read_broker(nats.url(ctx))
+        entries: list[dict[str, Any]] = []
+        dedup: set[str] = set()
+        committed: set[str] = set()
+        for key, value in kvs:
+            name = key.rsplit("/", 1)[-1]
+            if key.startswith(keys.DEDUP_PREFIX):
+                dedup.add(name)
+            elif key.startswith(keys.RESULTS_PREFIX):
+                committed.add(name)
+            elif key.startswith(keys.OUTBOX_PREFIX) or key.startswith(keys.TASKS_PREFIX):
+                try:
+                    v = json.loads(value)
+                except ValueError:
+                    continue
+                if not isinstance(v, dict):
+                    continue
+                if key.startswith(keys.OUTBOX_PREFIX):
+                    entries.append(v)
+                elif v.get("status") == "completed":
+                    committed.add(str(v.get("task_id")))
+        # a task's commit is in etcd once its dedup record, its result or its completed status is
+        committed |= {str(e.get("task_id")) for e in entries if str(e.get("event_id")) in dedup}
+        b = broker.snapshot(nats.url(ctx))
         return {
+            "etcd_revision": revision,
             "outbox_pending": sum(1 for e in entries if e.get("status") == "pending"),
             "outbox_published": sum(1 for e in entries if e.get("status") == "published"),
+            "pending_event_ids": sorted(
+                str(e.get("event_id")) for e in entries if e.get("status") == "pending"
+            ),
+            "committed_tasks": sorted(committed),
             "stream_messages": b["stream"]["messages"],
+            "stream": b["stream"],
+            "consumer": b["consumer"],
+            "messages": {str(k): v for k, v in b["messages"].items()},
         }
 
     def preflight(self, spec: TestSpec) -> None:
@@ -364,6 +400,17 @@ def _post_task(address: str, value: dict[str, Any]) -> tuple[str, Any]:
         return "indeterminate", f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
     finally:
         conn.close()
+
+
+def _snapshot(c: Any, prefix: str) -> tuple[int | None, list[tuple[str, bytes]]]:
+    """Every key under ``prefix`` with its value, from one range read, and the revision it was
+    read at (the range response's header)."""
+    kvs: list[tuple[str, bytes]] = []
+    revision: int | None = None
+    for value, meta in c.get_prefix(prefix):
+        kvs.append((meta.key.decode(), value))
+        revision = int(meta.response_header.revision)
+    return revision, kvs
 
 
 def rate_cap(spec: TestSpec) -> float:
