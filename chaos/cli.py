@@ -578,9 +578,15 @@ def explore(
     default=None,
     help="Check a history file (JSONL, Jepsen EDN or log) against a model instead of the "
     "run's own checkers: cas-register, register, kv, set, set-full, queue, total-queue, "
-    "counter, unique-ids.",
+    "counter, unique-ids, list-append, rw-register.",
 )
 @model_options
+@click.option(
+    "--consistency",
+    default=None,
+    help="With --model list-append|rw-register: the consistency model (default "
+    "strict-serializable).",
+)
 @click.option("--time-limit", type=float, default=None, help="With --model: search budget (s).")
 @click.option("--max-states", type=int, default=None, help="With --model: state budget.")
 @click.option("--json", "as_json", is_flag=True, help="With --model: results as JSON.")
@@ -592,6 +598,7 @@ def check(
     time_limit: float | None,
     max_states: int | None,
     as_json: bool,
+    consistency: str | None,
     **model_opts: Any,
 ) -> None:
     """Re-run the checkers on a stored run (offline, no Docker), or check a history file."""
@@ -614,6 +621,8 @@ def check(
         if model is None:
             fail(f"{path} is a history file: say what it should satisfy with --model")
         args = [str(path), "--model", model, *forwarded, *(["--json"] if as_json else [])]
+        if consistency is not None:
+            args += ["--consistency", consistency]
         if time_limit is not None:
             args += ["--time-limit", str(time_limit)]
         if max_states is not None:
@@ -629,6 +638,8 @@ def check(
         except (InputError, OSError) as e:
             fail(clean(e))
         return
+    if consistency is not None:
+        forwarded.append(f"--consistency={consistency}")
     if forwarded:
         fail(f"{' '.join(forwarded)}: only with --model (a run is checked by its lab's checkers)")
     try:

@@ -1,0 +1,175 @@
+"""A transactional history as transactions: invocations paired with completions.
+
+Jepsen's ``:txn`` ops (and chaos's ``f: "txn"`` ops) carry a list of micro-operations
+``[f, key, value]``: ``[:append 5 3]`` appends 3 to the list at key 5, ``[:w 5 3]`` writes 3,
+``[:r 5 nil]`` reads (the ``:ok`` completion carries what was read). An invocation and its
+completion are paired by process, in history order; ``:ok`` happened, ``:fail`` did not, ``:info``
+(or an invocation never completed) may or may not have happened and its reads are unknown.
+
+A :class:`Txn` keeps its positions in the history: ``invoke_pos`` and ``complete_pos`` order
+transactions in real time (the history is written in the order things were seen), and
+``index`` names the transaction by its completion's ``:index`` (Elle's convention).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["APPEND", "READ", "WRITE", "Mop", "RawOp", "Txn", "TxnInputError", "transactions"]
+
+APPEND = "append"
+READ = "r"
+WRITE = "w"
+_MOP_NAMES = {"append": APPEND, "r": READ, "read": READ, "w": WRITE, "write": WRITE}
+
+Mop = tuple[str, Any, Any]  # (f, key, value), f one of APPEND / READ / WRITE
+
+
+class TxnInputError(ValueError):
+    """A history that cannot be read as transactions: names the op (and line when known)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RawOp:
+    """One op as the readers give it, before pairing. ``process`` and ``f`` may be absent
+    (Elle's own test histories often hold completions only); ``line`` is the source line when
+    the reader knows it."""
+
+    pos: int
+    index: int
+    process: Any
+    type: str
+    f: str | None
+    value: Any
+    line: int | None = None
+
+    def where(self) -> str:
+        return f"op {self.index}" + (f" (line {self.line})" if self.line is not None else "")
+
+
+@dataclass(frozen=True, slots=True)
+class Txn:
+    """One transaction. ``id`` is its position in the list :func:`transactions` returns."""
+
+    id: int
+    index: int
+    invoke_index: int | None
+    process: Any
+    type: str
+    mops: tuple[Mop, ...]
+    invoke_pos: int | None
+    complete_pos: int | None
+
+    def describe(self) -> str:
+        """``op 12 (process 3)``: where to find it in the history file."""
+        who = f", process {self.process}" if self.process is not None else ""
+        inv = (
+            f", invoked at op {self.invoke_index}"
+            if self.invoke_index is not None and self.invoke_index != self.index
+            else ""
+        )
+        return f"op {self.index} ({self.type}{who}{inv})"
+
+
+def _freeze(v: Any, where: str) -> Any:
+    """Keys and written values become dict keys: lists become tuples, maps are refused."""
+    if isinstance(v, list | tuple):
+        return tuple(_freeze(x, where) for x in v)
+    if isinstance(v, dict | set | frozenset):
+        raise TxnInputError(f"{where}: a key or written value must not be a map or a set")
+    if isinstance(v, str):
+        return str.__str__(v)  # a Keyword key reads as its name
+    return v
+
+
+def _mops(value: Any, op: RawOp, completed: bool) -> tuple[Mop, ...]:
+    if not isinstance(value, list | tuple):
+        raise TxnInputError(f"{op.where()}: a txn's value must be a list of [f key value]")
+    out: list[Mop] = []
+    for i, m in enumerate(value):
+        where = f"{op.where()}, micro-op {i}"
+        if not isinstance(m, list | tuple) or len(m) != 3:
+            raise TxnInputError(f"{where}: not a [f key value] triple: {str(m)[:60]}")
+        f, k, v = m
+        name = _MOP_NAMES.get(f) if isinstance(f, str) else None
+        if name is None:
+            raise TxnInputError(f"{where}: unknown micro-op {str(f)[:30]!r} (append, r or w)")
+        key = _freeze(k, where)
+        # A read of a list (list-append) becomes a tuple of its elements, like a written list
+        # (rw-register) does: both compare and hash alike.
+        v = _freeze(v, where) if completed or name != READ else None
+        out.append((name, key, v))
+    return tuple(out)
+
+
+def _is_txn(op: RawOp) -> bool:
+    return op.f is None or op.f == "txn"
+
+
+def transactions(ops: Iterable[RawOp]) -> tuple[list[Txn], dict[str, int]]:
+    """Pair invocations with completions and return the transactions, in completion order
+    (an invocation never completed comes at the end), with counts of what was left out.
+
+    Ops whose ``f`` is not ``txn`` (nemesis ops, other clients) are skipped and counted.
+    Raises :class:`TxnInputError` for a txn op whose value is not a list of micro-ops.
+    """
+    skipped: dict[str, int] = {}
+    open_: dict[Any, RawOp] = {}
+    out: list[tuple[int, RawOp | None, RawOp]] = []
+    for op in ops:
+        if op.process in ("nemesis",) or not _is_txn(op):
+            key = f"f={op.f}" if op.process != "nemesis" else "nemesis"
+            skipped[key] = skipped.get(key, 0) + 1
+            continue
+        if op.type == "invoke":
+            if op.process is None:
+                continue  # without a process an invocation cannot be paired: only its order
+            prev = open_.pop(op.process, None)
+            if prev is not None:  # a process invoked twice: the first never completed
+                out.append((prev.pos, prev, prev))
+            open_[op.process] = op
+            continue
+        inv = open_.pop(op.process, None) if op.process is not None else None
+        out.append((op.pos, inv, op))
+    for inv in open_.values():
+        out.append((inv.pos, inv, inv))
+    out.sort(key=lambda t: t[0])
+    txns: list[Txn] = []
+    for _, inv, comp in out:
+        typ = comp.type if comp is not inv else "info"
+        if typ == "ok":
+            mops = _mops(comp.value, comp, True)
+        elif isinstance(comp.value, list | tuple) and comp is not inv:
+            mops = _mops(comp.value, comp, typ == "ok")
+        elif inv is not None:
+            mops = _mops(inv.value, inv, False)
+        else:
+            mops = _mops(comp.value, comp, False)
+        if inv is not None and comp is not inv and inv.value is not None:
+            _check_shape(inv, comp, mops)
+        txns.append(
+            Txn(
+                id=len(txns),
+                index=comp.index,
+                invoke_index=inv.index if inv is not None else None,
+                process=comp.process,
+                type=typ,
+                mops=mops,
+                invoke_pos=inv.pos if inv is not None else None,
+                complete_pos=comp.pos if typ != "info" else None,
+            )
+        )
+    return txns, skipped
+
+
+def _check_shape(inv: RawOp, comp: RawOp, mops: Sequence[Mop]) -> None:
+    """A completion reports the invoked micro-ops: same count, same f and key, in order."""
+    if not isinstance(inv.value, list | tuple):
+        raise TxnInputError(f"{inv.where()}: a txn's value must be a list of [f key value]")
+    asked = _mops(inv.value, inv, False)
+    if len(asked) != len(mops) or any(a[:2] != m[:2] for a, m in zip(asked, mops, strict=False)):
+        raise TxnInputError(
+            f"{comp.where()}: the completion's micro-ops do not match its invocation {inv.where()}"
+        )
