@@ -84,7 +84,7 @@ MODELS: dict[str, ConsistencyModel] = {
     )
 }
 _ALIASES = {a.lower(): m for m in MODELS.values() for a in (m.name, *m.aka)}
-NAMES: tuple[str, ...] = tuple(_ALIASES)
+NAMES: tuple[str, ...] = tuple(a for m in MODELS.values() for a in (m.name, *m.aka))
 
 
 def model(name: str) -> ConsistencyModel:

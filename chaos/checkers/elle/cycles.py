@@ -172,8 +172,11 @@ class _Search:
                 rev_steps.append(k)
                 s = prev
             path_nodes = [v, *reversed(rev_nodes)]  # v ... u
+            nodes = (u, *path_nodes[:-1])
+            if len(set(nodes)) != len(nodes):
+                continue  # the product graph allows walks through a node twice: not a cycle
             steps = (RW, *reversed(rev_steps))
-            c = Cycle(classify(steps), (u, *path_nodes[:-1]), steps, len(comp))
+            c = Cycle(classify(steps), nodes, steps, len(comp))
             if best is None or len(c.nodes) < len(best.nodes):
                 best = c
                 if len(c.nodes) <= 3:

@@ -116,7 +116,12 @@ def _read_edn(path: Path) -> list[RawOp]:
         except EOFError:
             break
         except EdnError as e:
-            raise TxnInputError(f"{path}: line {_line(text, e.pos)}: not EDN: {e}") from None
+            start = pos
+            while start < len(text) and text[start] in " \t\r\n,":
+                start += 1
+            at, stop = _line(text, start), _line(text, e.pos)
+            where = f" (at line {stop})" if stop != at else ""
+            raise TxnInputError(f"{path}: line {at}: not EDN: {e}{where}") from None
         start = pos
         while start < end and text[start] in " \t\r\n,":
             start += 1
