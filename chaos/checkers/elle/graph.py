@@ -30,6 +30,7 @@ __all__ = [
 ]
 
 WW, WR, RW, PROCESS, REALTIME = 1, 2, 4, 8, 16
+_NONE = 1 << 62  # a history position with no transaction's invocation or completion
 DATA = WW | WR | RW
 KIND_NAMES = {WW: "ww", WR: "wr", RW: "rw", PROCESS: "process", REALTIME: "realtime"}
 
@@ -46,21 +47,38 @@ class DepGraph:
             d = self.succ[u]
             d[v] = d.get(v, 0) | kind
 
-    def edge_count(self, mask: int) -> int:
-        return sum(1 for d in self.succ for b in d.values() if b & mask)
+    def pair_count(self) -> int:
+        """Ordered pairs with at least one edge between them (any relation)."""
+        return sum(map(len, self.succ))
+
+    def _positions(self, txns: Sequence[Txn]) -> list[int]:
+        """The history positions' events in order: ``tid`` for an invocation, ``~tid`` for a
+        completion (no sort: positions are dense)."""
+        top = 0
+        for t in txns:
+            top = max(top, t.invoke_pos or 0, t.complete_pos or 0)
+        at = [_NONE] * (top + 1)
+        for t in txns:
+            if t.invoke_pos is not None:
+                at[t.invoke_pos] = t.id
+            if t.complete_pos is not None:
+                at[t.complete_pos] = ~t.id
+        return at
 
     def add_process_order(self, txns: Sequence[Txn]) -> None:
         """One process runs one transaction at a time: an ``ok`` one precedes the process's
         next. Not after an ``info`` one: the client gave up waiting, the transaction may still
         take effect later."""
         last: dict[object, Txn] = {}
-        for t in sorted(
-            (t for t in txns if t.process is not None and t.invoke_pos is not None),
-            key=lambda t: t.invoke_pos or 0,
-        ):
+        for tid in self._positions(txns):
+            if tid < 0 or tid == _NONE:
+                continue
+            t = txns[tid]
+            if t.process is None:
+                continue
             prev = last.get(t.process)
             if prev is not None and prev.type == "ok":
-                self.add(prev.id, t.id, PROCESS)
+                self.add(prev.id, tid, PROCESS)
             last[t.process] = t
 
     def add_realtime_order(self, txns: Sequence[Txn]) -> None:
@@ -69,65 +87,70 @@ class DepGraph:
         Only the transitive reduction's worth of edges: a sweep over the history keeps the
         frontier of completed transactions that no later-completed one is known to follow; each
         invocation takes an edge from every frontier member, and a completion retires the members
-        it already follows. An ``info`` transaction never completes (it gets edges in, none out).
+        it already follows. An ``info`` transaction never completes (it gets edges in, none out);
+        a ``fail`` one never happened.
         """
-        events: list[tuple[int, int, Txn]] = []
-        for t in txns:
-            if t.type == "fail":
-                continue
-            if t.invoke_pos is not None:
-                events.append((t.invoke_pos, 0, t))
-            if t.type == "ok" and t.complete_pos is not None:
-                events.append((t.complete_pos, 1, t))
-        events.sort(key=lambda e: (e[0], e[1]))
         frontier: tuple[int, ...] = ()
         seen_at_invoke: dict[int, tuple[int, ...]] = {}
         succ = self.succ
-        for _, what, t in events:
-            tid = t.id
-            if what == 0:
-                seen_at_invoke[tid] = frontier
+        for e in self._positions(txns):
+            if e == _NONE:
+                continue
+            if e >= 0:
+                if txns[e].type == "fail":
+                    continue
+                seen_at_invoke[e] = frontier
                 for u in frontier:
-                    if u != tid:
-                        d = succ[u]
-                        d[tid] = d.get(tid, 0) | REALTIME
+                    d = succ[u]
+                    d[e] = d.get(e, 0) | REALTIME
+                continue
+            tid = ~e
+            if txns[tid].type != "ok":
+                continue
+            before = seen_at_invoke.pop(tid, ())
+            if before:
+                gone = set(before)
+                frontier = (*(u for u in frontier if u not in gone), tid)
             else:
-                before = seen_at_invoke.pop(tid, ())
-                if before:
-                    gone = set(before)
-                    frontier = (*(u for u in frontier if u not in gone), tid)
-                else:
-                    frontier = (*frontier, tid)
+                frontier = (*frontier, tid)
 
     def cyclic_components(self, mask: int, within: Iterable[int] | None = None) -> list[set[int]]:
         """The strongly connected components of more than one transaction, over the edges
         ``mask`` selects (and only among ``within`` if given), smallest first."""
         succ = self.succ
-        nodes = set(range(len(succ))) if within is None else set(within)
-        out_deg: dict[int, int] = {}
-        preds: dict[int, list[int]] = {u: [] for u in nodes}
+        nodes = range(len(succ)) if within is None else set(within)
+        inside = None if within is None else nodes
+        # Trim forwards, then backwards: a node no edge enters (or none leaves) lies on no
+        # cycle, and removing it may expose more. Kahn's algorithm in plain loops; in a valid
+        # history the forward pass alone removes everything.
+        in_deg = dict.fromkeys(nodes, 0)
         for u in nodes:
-            n = 0
             for v, b in succ[u].items():
-                if b & mask and v in nodes:
-                    n += 1
-                    preds[v].append(u)
-            out_deg[u] = n
-        in_deg = {u: len(p) for u, p in preds.items()}
-        # Trim: a node with no edge in or no edge out lies on no cycle; removing it may expose
-        # more such nodes. Plain loops: in a valid history this removes everything.
-        stack = [u for u in nodes if not in_deg[u] or not out_deg[u]]
-        alive = set(nodes)
+                if b & mask and (inside is None or v in inside):
+                    in_deg[v] += 1
+        stack = [u for u, d in in_deg.items() if not d]
         while stack:
             u = stack.pop()
-            if u not in alive:
-                continue
-            alive.discard(u)
+            del in_deg[u]
             for v, b in succ[u].items():
-                if b & mask and v in alive:
+                if b & mask and v in in_deg:
                     in_deg[v] -= 1
                     if not in_deg[v]:
                         stack.append(v)
+        alive = set(in_deg)
+        if not alive:
+            return []
+        out_deg = dict.fromkeys(alive, 0)
+        preds: dict[int, list[int]] = {u: [] for u in alive}
+        for u in alive:
+            for v, b in succ[u].items():
+                if b & mask and v in alive:
+                    out_deg[u] += 1
+                    preds[v].append(u)
+        stack = [u for u, d in out_deg.items() if not d]
+        while stack:
+            u = stack.pop()
+            alive.discard(u)
             for p in preds[u]:
                 if p in alive:
                     out_deg[p] -= 1
