@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.checkers.elle import list_append, rw_register
-from chaos.checkers.elle.consistency import ConsistencyModel, model
+from chaos.checkers.elle.consistency import CYCLE_TYPES, ConsistencyModel, model
 from chaos.checkers.elle.cycles import find_cycles
 from chaos.checkers.elle.explain import cycle_anomaly
 from chaos.checkers.elle.graph import PROCESS, REALTIME
@@ -33,6 +33,9 @@ DATA_MODELS = ("list-append", "rw-register")
 DEFAULT_CONSISTENCY = "strict-serializable"
 DEFAULT_TIME_LIMIT = 60.0
 _ORDER = (
+    # cycles first (they carry the most evidence: the report draws them), weakest first
+    *(f"{c}{v}" for v in ("", "-process", "-realtime") for c in CYCLE_TYPES),
+    "lost-update",
     "G1a",
     "G1b",
     "garbage-read",
@@ -40,7 +43,6 @@ _ORDER = (
     "duplicate-elements",
     "incompatible-order",
     "cyclic-versions",
-    "lost-update",
 )
 
 
