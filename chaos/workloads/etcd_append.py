@@ -47,9 +47,8 @@ PREFIX = "/append/"
 ACTIVE_KEYS = 3
 MAX_APPENDS = 24
 RETRIES = 20
-UNSAFE_THINK = (
-    0.05  # seconds between the unsafe client's read and its write: the work a client does
-)
+# seconds between the unsafe client's read and its write: the work a client does
+UNSAFE_THINK = 0.05
 OPTIONS = ("client", "consistency")
 
 

@@ -103,6 +103,8 @@ def check_transactions(
     }
     if skipped:
         stats["skipped_ops"] = skipped
+    if inf.incomplete:
+        stats["incomplete"] = inf.incomplete
     if cut:
         stats["search_cut_short"] = {"components": len(cut), "largest": max(cut)}
     n = len(txns)
@@ -116,6 +118,9 @@ def check_transactions(
     elif not kinds["ok"] and not kinds["info"]:
         verdict = Verdict.UNKNOWN
         summary = f"no transaction that may have happened among {n}: nothing to check"
+    elif inf.incomplete:
+        verdict = Verdict.UNKNOWN
+        summary = f"no forbidden anomaly found, but {'; '.join(inf.incomplete)}"
     elif cut:
         verdict = Verdict.UNKNOWN
         summary = (

@@ -33,6 +33,8 @@ class Inference:
     explainer: Explainer
     anomalies: list[dict[str, Any]] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
+    # why edges the data proves were left out (a bound hit): the history cannot be called valid
+    incomplete: list[str] = field(default_factory=list)
 
 
 def show(v: Any) -> str:

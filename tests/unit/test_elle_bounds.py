@@ -1,0 +1,49 @@
+"""Where the Elle checker stops short — a time limit, an edge budget — it never says valid."""
+
+from __future__ import annotations
+
+import pytest
+
+from chaos.checkers.elle import check_transactions, rw_register, transactions
+from chaos.checkers.verdict import Verdict
+from tests.unit.elle_history import concurrent, serial, then
+
+WRITE_SKEW = then(
+    concurrent(
+        ("ok", 0, [("r", "y", []), ("append", "x", 1)]),
+        ("ok", 1, [("r", "x", []), ("append", "y", 2)]),
+    ),
+    serial(("ok", 2, [("r", "x", [1]), ("r", "y", [2])])),
+)
+
+
+def test_a_search_out_of_time_is_unknown_unless_a_forbidden_cycle_is_in_hand() -> None:
+    txns, _ = transactions(WRITE_SKEW)
+    # snapshot isolation allows the write skew: with no time to look for the cycles it forbids,
+    # the answer is unknown, not valid
+    r = check_transactions(txns, "list-append", "snapshot-isolation", time_limit=0.0)
+    assert r.verdict is Verdict.UNKNOWN, r.summary
+    assert "ran out of time" in r.summary and r.stats["search_cut_short"]["components"] == 1
+    # any cycle of the component is forbidden by serializable: the fallback cycle says invalid
+    r = check_transactions(txns, "list-append", "serializable", time_limit=0.0)
+    assert r.verdict is Verdict.INVALID
+    (a,) = r.anomalies
+    assert a["type"] == "G2-item" and len(a["steps"]) == 2
+    # with time, the same history under snapshot isolation is valid
+    r = check_transactions(txns, "list-append", "snapshot-isolation", time_limit=10.0)
+    assert r.verdict is Verdict.VALID
+
+
+def test_rw_edges_left_out_make_the_verdict_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = concurrent(
+        ("ok", 0, [("r", "x", None)]),
+        ("ok", 1, [("r", "x", None)]),
+        ("ok", 2, [("w", "x", 1)]),
+        ("ok", 3, [("w", "x", 2)]),
+    )
+    txns, _ = transactions(h)
+    assert check_transactions(txns, "rw-register", "serializable").verdict is Verdict.VALID
+    monkeypatch.setattr(rw_register, "MAX_RW_EDGES", 3)  # 2 nil readers x 2 writes > 3
+    r = check_transactions(txns, "rw-register", "serializable")
+    assert r.verdict is Verdict.UNKNOWN
+    assert "4 anti-dependency (rw) edges were not inferred" in r.summary
