@@ -117,6 +117,17 @@ def test_g1a_aborted_read_and_an_info_write_that_may_have_happened() -> None:
     assert r.verdict is Verdict.VALID, r.summary  # info: it may have happened, and did
 
 
+def test_g1a_in_a_read_that_is_not_the_longest() -> None:
+    ok = ("ok", 0, [("append", "x", 1), ("append", "x", 2)])
+    aborted = ("fail", 1, [("append", "x", 3)])
+    r1 = ("ok", 2, [("r", "x", [1, 2])])
+    r2 = ("ok", 3, [("r", "x", [3])])
+    r = check(then(serial(aborted), concurrent(ok, r1, r2)), "read-committed")
+    assert r.verdict is Verdict.INVALID
+    (g1a,) = found(r, "G1a")
+    assert g1a["explanation"].startswith("op 7 read 3 in key x, appended by op 1, which failed")
+
+
 def test_g1b_intermediate_read_and_the_final_read() -> None:
     w = ("ok", 0, [("append", "x", 1), ("append", "x", 2)])
     r = check(concurrent(w, ("ok", 1, [("r", "x", [1])])), "read-committed")

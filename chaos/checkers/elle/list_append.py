@@ -209,6 +209,11 @@ def infer(txns: Sequence[Txn]) -> Inference:
                         f"{txns[reads[longest]].index}: neither is a prefix of the other",
                     },
                 )
+                # the version order below checks the longest read's elements; these are the
+                # only others that can name an element nobody (or a failed txn) appended
+                for i, e in enumerate(r):
+                    if (k, e) not in writer and e not in longest:
+                        _unwritten(found, txns, failed, reads, k, i, e)
         compatible[k] = good
         prev_w: int | None = None
         for i, e in enumerate(longest):
