@@ -303,3 +303,30 @@ def test_cli_history_with_no_transaction_is_unknown(tmp_path: Path) -> None:
     f.write_text("{:type :fail, :value [[:append 1 2]]}\n")
     r = _run([str(f), "--model", "list-append"])
     assert r.exit_code == 2, r.output
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a list, a comment before it, a discarded form, a map over two lines
+        "; comment\n({:type :ok, :value [[:append 5 3] [:r 6 []]]}\n"
+        " #_ {:type :ok, :value [[:r 5 [9]]]}\n {:type :ok,\n  :value [[:append 6 4] [:r 5 []]]}\n"
+        " {:type :ok, :value [[:r 5 [3]] [:r 6 [4]]]})\n",
+        # Jepsen's records, one per line
+        "#jepsen.history.Op{:type :ok, :value [[:append 5 3] [:r 6 []]], :index 0}\n"
+        "#jepsen.history.Op{:type :ok, :value [[:append 6 4] [:r 5 []]], :index 1}\n"
+        "#jepsen.history.Op{:type :ok, :value [[:r 5 [3]] [:r 6 [4]]], :index 2}\n",
+        # top-level forms with no enclosing collection, commas as whitespace
+        "{:type :ok, :f :txn, :value [[:append 5 3], [:r 6 []]]},\n"
+        "{:type :ok, :f :txn, :value [[:append 6 4], [:r 5 nil]]},\n"
+        "{:type :ok, :f :txn, :value [[:r 5 [3]], [:r 6 [4]]]}\n",
+    ],
+)
+def test_cli_reads_the_edn_shapes_jepsen_writes(tmp_path: Path, text: str) -> None:
+    f = tmp_path / "h.edn"
+    f.write_text(text)
+    r = _run([str(f), "--model", "list-append", "--consistency", "serializable"])
+    assert r.exit_code == 1, r.output
+    assert "G2-item: T1 = op 0 (ok); T2 = op 1 (ok)." in r.output
+    r = _run([str(f), "--model", "list-append", "--consistency", "snapshot-isolation"])
+    assert r.exit_code == 0, r.output
