@@ -74,7 +74,7 @@ def cycle_anomaly(
         )
     )
     legend = "; ".join(
-        f"{w['name']} = op {txns[t].describe()[3:]}" for w, t in zip(who, cycle.nodes, strict=True)
+        f"{w['name']} = {txns[t].describe()}" for w, t in zip(who, cycle.nodes, strict=True)
     )
     chain = " < ".join(names[t] for t in cycle.nodes) + f" < {names[cycle.nodes[0]]}"
     text = "; ".join(s["text"] for s in steps)
