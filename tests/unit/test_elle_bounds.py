@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.checkers.elle import check_transactions, rw_register, transactions
+from chaos.checkers.elle import check_transactions, graph, rw_register, transactions
 from chaos.checkers.verdict import Verdict
 from tests.unit.elle_history import concurrent, serial, then
 
@@ -47,3 +47,24 @@ def test_rw_edges_left_out_make_the_verdict_unknown(monkeypatch: pytest.MonkeyPa
     r = check_transactions(txns, "rw-register", "serializable")
     assert r.verdict is Verdict.UNKNOWN
     assert "4 anti-dependency (rw) edges were not inferred" in r.summary
+
+
+def test_realtime_edges_past_the_budget_make_the_verdict_unknown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # three transactions complete together, three more start after: nine real-time edges
+    first = concurrent(*(("ok", p, [("append", "x", p + 1)]) for p in range(3)))
+    later = concurrent(*(("ok", p, [("r", "x", [1, 2, 3])]) for p in range(3, 6)))
+    txns, _ = transactions(then(first, later))
+    assert check_transactions(txns, "list-append").verdict is Verdict.VALID
+    monkeypatch.setattr(graph, "MAX_REALTIME_EDGES", 5)
+    r = check_transactions(txns, "list-append")
+    assert r.verdict is Verdict.UNKNOWN
+    assert "real-time edges past the first 5 were not added" in r.summary
+    # a forbidden anomaly found without them still decides
+    garbage = concurrent(*(("ok", p, [("r", "x", [9])]) for p in range(3, 6)))
+    stale = then(first, garbage)
+    txns, _ = transactions(stale)
+    r = check_transactions(txns, "list-append")
+    assert r.verdict is Verdict.INVALID and r.anomalies[0]["type"] == "garbage-read"
+    assert r.stats["incomplete"]

@@ -81,6 +81,7 @@ def check_transactions(
     deadline = t1 + (time_limit if time_limit is not None else float("inf"))
     cycles, cut = find_cycles(inf.graph, cm.order_edges, deadline)
     t2 = time.monotonic()
+    incomplete = [*inf.incomplete, *inf.graph.incomplete]
     anomalies = [cycle_anomaly(c, txns, inf.explainer, cm.forbidden(c.type)) for c in cycles]
     for a in inf.anomalies:
         a["forbidden"] = cm.forbidden(a["type"])
@@ -103,8 +104,8 @@ def check_transactions(
     }
     if skipped:
         stats["skipped_ops"] = skipped
-    if inf.incomplete:
-        stats["incomplete"] = inf.incomplete
+    if incomplete:
+        stats["incomplete"] = incomplete
     if cut:
         stats["search_cut_short"] = {"components": len(cut), "largest": max(cut)}
     n = len(txns)
@@ -118,9 +119,9 @@ def check_transactions(
     elif not kinds["ok"] and not kinds["info"]:
         verdict = Verdict.UNKNOWN
         summary = f"no transaction that may have happened among {n}: nothing to check"
-    elif inf.incomplete:
+    elif incomplete:
         verdict = Verdict.UNKNOWN
-        summary = f"no forbidden anomaly found, but {'; '.join(inf.incomplete)}"
+        summary = f"no forbidden anomaly found, but {'; '.join(incomplete)}"
     elif cut:
         verdict = Verdict.UNKNOWN
         summary = (

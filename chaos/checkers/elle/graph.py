@@ -30,6 +30,7 @@ __all__ = [
 ]
 
 WW, WR, RW, PROCESS, REALTIME = 1, 2, 4, 8, 16
+MAX_REALTIME_EDGES = 20_000_000
 _NONE = 1 << 62  # a history position with no transaction's invocation or completion
 DATA = WW | WR | RW
 KIND_NAMES = {WW: "ww", WR: "wr", RW: "rw", PROCESS: "process", REALTIME: "realtime"}
@@ -41,6 +42,8 @@ class DepGraph:
 
     def __init__(self, n: int) -> None:
         self.succ: list[dict[int, int]] = [{} for _ in range(n)]
+        # why edges the history proves were left out (a bound hit): then it cannot be valid
+        self.incomplete: list[str] = []
 
     def add(self, u: int, v: int, kind: int) -> None:
         if u != v:
@@ -93,6 +96,7 @@ class DepGraph:
         frontier: tuple[int, ...] = ()
         seen_at_invoke: dict[int, tuple[int, ...]] = {}
         succ = self.succ
+        budget = MAX_REALTIME_EDGES
         for e in self._positions(txns):
             if e == _NONE:
                 continue
@@ -100,6 +104,14 @@ class DepGraph:
                 if txns[e].type == "fail":
                     continue
                 seen_at_invoke[e] = frontier
+                budget -= len(frontier)
+                if budget < 0:
+                    # a frontier this wide for this long is a history built against the sweep
+                    # (thousands completed together, then thousands invoked): left out, said
+                    self.incomplete.append(
+                        f"real-time edges past the first {MAX_REALTIME_EDGES} were not added"
+                    )
+                    return
                 for u in frontier:
                     d = succ[u]
                     d[e] = d.get(e, 0) | REALTIME
