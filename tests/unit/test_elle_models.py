@@ -276,6 +276,11 @@ def test_cli_reads_chaos_jsonl(tmp_path: Path) -> None:
         ("{:type :done, :value []}\n", ":type must be"),
         ("{:type :ok, :value [[:append {:a 1} 2]]}\n", "must not be a map"),
         ("{:type :ok, :value [[:r 1 5]]}\n", "returned 5, not a list"),
+        (
+            "{:type :invoke, :process 0, :value [[:append 1 2]]}\n"
+            "{:type :ok, :process 0, :value [[:r 1 [2]]]}\n",
+            "op 1 (line 2): the completion's micro-ops do not match its invocation op 0",
+        ),
     ],
 )
 def test_cli_bad_transactions_exit_3_naming_the_op(tmp_path: Path, text: str, message: str) -> None:

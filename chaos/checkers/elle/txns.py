@@ -25,7 +25,8 @@ READ = "r"
 WRITE = "w"
 _MOP_NAMES = {"append": APPEND, "r": READ, "read": READ, "w": WRITE, "write": WRITE}
 
-Mop = tuple[str, Any, Any]  # (f, key, value), f one of APPEND / READ / WRITE
+Mop = tuple[str, Any, Any]
+_INT_ONLY = frozenset({int})  # (f, key, value), f one of APPEND / READ / WRITE
 
 
 class TxnInputError(ValueError):
@@ -91,7 +92,7 @@ def _freeze(v: Any, where: object) -> Any:
     t = type(v)
     if t is int or v is None:
         return v
-    if t is list and all(type(x) is int for x in v):
+    if t is list and set(map(type, v)) <= _INT_ONLY:
         return tuple(v)  # the common case: a read of a list of integers
     if isinstance(v, list | tuple):
         return tuple(_freeze(x, where) for x in v)
@@ -190,16 +191,26 @@ def transactions(ops: Iterable[RawOp]) -> tuple[list[Txn], dict[str, int]]:
 
 def _check_shape(inv: RawOp, comp: RawOp, mops: Sequence[Mop]) -> None:
     """A completion reports the invoked micro-ops: same count, same f and key, in order."""
-    if not isinstance(inv.value, list | tuple):
-        raise TxnInputError(f"{inv.where()}: a txn's value must be a list of [f key value]")
     asked = inv.value
-    if len(asked) != len(mops) or any(
-        not isinstance(a, list | tuple)
-        or len(a) != 3
-        or _MOP_NAMES.get(a[0]) != m[0]
-        or (a[1] != m[1] and _freeze(a[1], inv.where()) != m[1])
-        for a, m in zip(asked, mops, strict=False)
-    ):
+    if not isinstance(asked, list | tuple):
+        raise TxnInputError(f"{inv.where()}: a txn's value must be a list of [f key value]")
+    names = _MOP_NAMES
+    try:
+        same = len(asked) == len(mops) and [(names.get(a[0]), a[1]) for a in asked] == [
+            m[:2] for m in mops
+        ]
+    except (IndexError, KeyError, TypeError):  # a malformed invoked micro-op
+        same = False
+    if not same and len(asked) == len(mops):
+        # keys compare after the completion's freezing (a vector key is a tuple there)
+        try:
+            same = all(
+                names.get(a[0]) == m[0] and _freeze(a[1], inv.where()) == m[1]
+                for a, m in zip(asked, mops, strict=True)
+            )
+        except (IndexError, KeyError, TypeError, TxnInputError):
+            same = False
+    if not same:
         raise TxnInputError(
             f"{comp.where()}: the completion's micro-ops do not match its invocation {inv.where()}"
         )
