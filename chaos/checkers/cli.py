@@ -180,6 +180,8 @@ def _check_txn_file(
         click.echo(clean(p), err=True)
     lost = [p for p in problems if not p.truncated]
     r = results[0]
+    if problems and not any(r.stats.get("txns", {}).values()) and not r.stats.get("skipped_ops"):
+        bad(f"no readable op in {path}")
     verdict = r.verdict
     if lost and verdict is Verdict.VALID:
         verdict = Verdict.UNKNOWN

@@ -410,3 +410,21 @@ def test_a_snapshot_isolation_store_shows_write_skew_under_serializable() -> Non
         kinds |= {a["type"] for a in r.anomalies if a["forbidden"]}
     assert "G2-item" in kinds, kinds
     assert not kinds - {"G2-item"}, kinds
+
+
+def test_cli_jsonl_with_unreadable_lines(tmp_path: Path) -> None:
+    head = json.dumps({"format": "chaos.history", "version": 1}) + "\n"
+    ok = [
+        {"index": 0, "time": 0, "process": 0, "type": "invoke", "f": "txn",
+         "value": [["append", 1, 1]]},
+        {"index": 1, "time": 0.1, "process": 0, "type": "ok", "f": "txn",
+         "value": [["append", 1, 1]]},
+    ]  # fmt: skip
+    f = tmp_path / "history.jsonl"
+    f.write_text(head + "not json\n" + "".join(json.dumps(x) + "\n" for x in ok))
+    r = _run([str(f), "--model", "list-append"])
+    assert r.exit_code == 2, r.output  # a line was lost: valid becomes unknown
+    assert "verdict: unknown (1 unreadable line(s) skipped)" in r.output
+    f.write_text(head + "not json\n{also not}\n")
+    r = _run([str(f), "--model", "list-append"])
+    assert r.exit_code == 3 and "no readable op in" in r.output, r.output
