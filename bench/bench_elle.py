@@ -218,7 +218,7 @@ def main() -> None:
             f"{f.name}: {r['cpu']:.2f} s CPU, {r['wall']:.2f} s wall (load {load:.1f}), "
             f"peak RSS {r['rss_mb']:.0f} MB, exit {r['rc']}; "
             f"infer {st.get('infer_s')} s, cycles {st.get('cycles_s')} s, "
-            f"{st.get('edges')} edges; {r['summary'] or r['err']}"
+            f"{st.get('ordered_pairs')} ordered pairs; {r['summary'] or r['err']}"
         )
 
 
