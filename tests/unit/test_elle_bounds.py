@@ -68,3 +68,28 @@ def test_realtime_edges_past_the_budget_make_the_verdict_unknown(
     r = check_transactions(txns, "list-append")
     assert r.verdict is Verdict.INVALID and r.anomalies[0]["type"] == "garbage-read"
     assert r.stats["incomplete"]
+
+
+def test_many_cycles_are_counted_all_and_explained_twenty() -> None:
+    pairs = []
+    for i in range(25):
+        x, y = f"x{i}", f"y{i}"
+        pairs.append(("ok", 2 * i, [("r", y, []), ("append", x, 1)]))
+        pairs.append(("ok", 2 * i + 1, [("r", x, []), ("append", y, 2)]))
+    reads = [("ok", 100, [("r", f"x{i}", [1]), ("r", f"y{i}", [2])]) for i in range(25)]
+    txns, _ = transactions(then(concurrent(*pairs), serial(*reads)))
+    r = check_transactions(txns, "list-append", "serializable")
+    g2 = [a for a in r.anomalies if a["type"] == "G2-item"]
+    assert len(g2) == 20 and all(a["count"] == 25 for a in g2)
+    assert r.stats["anomaly_types"] == {"G2-item": 25}
+    assert "G2-item (25)" in r.summary
+    # cases of a non-cycle anomaly: counted once each, not once per kept case
+    inc = concurrent(
+        ("ok", 0, [("append", "k", 1), ("append", "k", 2)]),
+        ("ok", 1, [("r", "k", [2])]),
+        ("ok", 2, [("r", "k", [1, 2])]),
+        ("ok", 3, [("r", "k", [2, 1])]),
+    )
+    txns, _ = transactions(inc)
+    r = check_transactions(txns, "list-append", "serializable")
+    assert r.stats["anomaly_types"]["incompatible-order"] == 2

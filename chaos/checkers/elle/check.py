@@ -32,6 +32,7 @@ __all__ = ["DATA_MODELS", "DEFAULT_CONSISTENCY", "check_file", "check_transactio
 DATA_MODELS = ("list-append", "rw-register")
 DEFAULT_CONSISTENCY = "strict-serializable"
 DEFAULT_TIME_LIMIT = 60.0
+MAX_CYCLES = 20  # cycles of one anomaly type explained and kept (all are counted)
 _ORDER = (
     # cycles first (they carry the most evidence: the report draws them), weakest first
     *(f"{c}{v}" for v in ("", "-process", "-realtime") for c in CYCLE_TYPES),
@@ -82,14 +83,24 @@ def check_transactions(
     cycles, cut = find_cycles(inf.graph, cm.order_edges, deadline)
     t2 = time.monotonic()
     incomplete = [*inf.incomplete, *inf.graph.incomplete]
-    anomalies = [cycle_anomaly(c, txns, inf.explainer, cm.forbidden(c.type)) for c in cycles]
+    # One cycle per anomaly type per component can still be hundreds in a broken history: the
+    # shortest MAX_CYCLES of each type are explained and kept, all are counted.
+    by_cycle_type: dict[str, list[Any]] = {}
+    for c in cycles:
+        by_cycle_type.setdefault(c.type, []).append(c)
+    anomalies: list[dict[str, Any]] = []
+    for kind, cs in by_cycle_type.items():
+        cs.sort(key=lambda c: len(c.nodes))
+        for c in cs[:MAX_CYCLES]:
+            a = cycle_anomaly(c, txns, inf.explainer, cm.forbidden(kind))
+            a["count"] = len(cs)
+            anomalies.append(a)
     for a in inf.anomalies:
         a["forbidden"] = cm.forbidden(a["type"])
     anomalies += inf.anomalies
     anomalies.sort(key=_rank)
-    by_type: dict[str, int] = {}
-    for a in anomalies:
-        by_type[a["type"]] = by_type.get(a["type"], 0) + int(a.get("count", 1))
+    # every kept case of a type carries the type's total
+    by_type = {a["type"]: int(a["count"]) for a in anomalies}
     forbidden = sorted({a["type"] for a in anomalies if a["forbidden"]})
     allowed = sorted({a["type"] for a in anomalies if not a["forbidden"]})
     kinds = {t: sum(1 for x in txns if x.type == t) for t in ("ok", "info", "fail")}
