@@ -100,6 +100,30 @@ def test_g2_item_write_skew_allowed_by_si_forbidden_by_serializable() -> None:
     assert r.verdict is Verdict.VALID, r.summary
 
 
+def test_an_append_no_read_shows_still_follows_every_element_read() -> None:
+    """Elle's inference: a committed append that no read shows came after the last element
+    read, and after that version's readers — the edges that make this G2-item."""
+    t1 = ("ok", 0, [("append", 9, 2)])
+    t2 = ("ok", 1, [("append", 8, 1), ("r", 9, [])])
+    t3 = ("ok", 2, [("r", 6, []), ("r", 8, []), ("append", 9, 5)])
+    t4 = ("ok", 3, [("append", 6, 2), ("r", 9, [2])])
+    h = concurrent(t1, t2, t3, t4)
+    r = check(h, "repeatable-read")
+    assert r.verdict is Verdict.INVALID
+    (g2,) = found(r, "G2-item")
+    assert steps(g2) == [
+        "T1 < T2: T1's read of key 9 ([]) missed T2's append of 2 (rw)",
+        "T2 < T3: T3's append of 5 to key 9, which no read shows, came after T2's append of 2, "
+        "the last one read (ww)",
+        "T3 < T1: T3's read of key 8 ([]) missed T1's append of 1, which no read shows (rw)",
+    ]
+    assert check(h, "snapshot-isolation").verdict is Verdict.VALID
+    # T3 appends elsewhere: nothing orders it after T1 on key 9, no cycle
+    t3_ = ("ok", 2, [("r", 6, []), ("r", 8, []), ("append", 10, 5)])
+    r = check(concurrent(t1, t2, t3_, t4), "repeatable-read")
+    assert r.verdict is Verdict.VALID, r.summary
+
+
 # ----------------------------------------------------------- list-append, no cycle needed
 
 

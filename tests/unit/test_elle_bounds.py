@@ -66,7 +66,8 @@ def test_realtime_edges_past_the_budget_make_the_verdict_unknown(
     stale = then(first, garbage)
     txns, _ = transactions(stale)
     r = check_transactions(txns, "list-append")
-    assert r.verdict is Verdict.INVALID and r.anomalies[0]["type"] == "garbage-read"
+    assert r.verdict is Verdict.INVALID
+    assert "garbage-read" in {a["type"] for a in r.anomalies}
     assert r.stats["incomplete"]
 
 

@@ -32,6 +32,7 @@ from chaos.checkers.elle.txns import APPEND, READ, Txn, TxnInputError
 __all__ = ["infer"]
 
 MAX_CASES = 20  # anomalies of one kind kept as evidence (all are counted)
+_NOTHING = object()
 
 
 class _Explainer:
@@ -39,10 +40,20 @@ class _Explainer:
         self,
         writer: dict[tuple[Any, Any], int],
         orders: dict[Any, tuple[Any, ...]],
+        seen: dict[Any, set[Any]],
     ) -> None:
         self.writer = writer
         self.orders = orders
+        self.seen = seen  # key -> every element some read shows
         self._pos: dict[Any, dict[Any, int]] = {}
+
+    def _unread(self, t: Txn, k: Any) -> Any:
+        """An element ``t`` (committed) appended to ``k`` that no read shows, if any."""
+        seen = self.seen.get(k, set())
+        for f, k2, y in t.mops:
+            if f == APPEND and k2 == k and y not in seen:
+                return y
+        return _NOTHING
 
     def _position(self, k: Any) -> dict[Any, int]:
         p = self._pos.get(k)
@@ -69,6 +80,15 @@ class _Explainer:
                         "text": f"{b} appended {show(y)} to key {show(k)} right after {a}'s "
                         f"append of {show(x)} (ww)",
                     }
+                if i is not None and i + 1 == len(vo):
+                    y = self._unread(v, k)
+                    if y is not _NOTHING:
+                        return {
+                            "key": k,
+                            "value": y,
+                            "text": f"{b}'s append of {show(y)} to key {show(k)}, which no read "
+                            f"shows, came after {a}'s append of {show(x)}, the last one read (ww)",
+                        }
         elif kind == WR:
             for k, r in _external_reads(v):
                 if r and w.get((k, r[-1])) == u.id:
@@ -88,6 +108,13 @@ class _Explainer:
                         "value": y,
                         "text": f"{a}'s read of key {show(k)} ({show(r)}) missed {b}'s append "
                         f"of {show(y)} (rw)",
+                    }
+                if r == vo and (y := self._unread(v, k)) is not _NOTHING:
+                    return {
+                        "key": k,
+                        "value": y,
+                        "text": f"{a}'s read of key {show(k)} ({show(r)}) missed {b}'s append "
+                        f"of {show(y)}, which no read shows (rw)",
                     }
         return {"text": f"{a} < {b}"}  # not reached for an edge infer() added
 
@@ -190,9 +217,11 @@ def infer(txns: Sequence[Txn]) -> Inference:
     graph = DepGraph(len(txns))
     orders: dict[Any, tuple[Any, ...]] = {}
     compatible: dict[Any, set[tuple[Any, ...]]] = {}
+    shown: dict[Any, set[Any]] = {}  # key -> every element some read shows
     for k, reads in reads_of.items():
         longest = max(reads, key=len)
         orders[k] = longest
+        elems = set(longest)
         good = set()
         for r, reader in reads.items():
             if longest[: len(r)] == r:
@@ -214,7 +243,9 @@ def infer(txns: Sequence[Txn]) -> Inference:
                 for i, e in enumerate(r):
                     if (k, e) not in writer and e not in longest:
                         _unwritten(found, txns, failed, reads, k, i, e)
+                elems.update(r)
         compatible[k] = good
+        shown[k] = elems
         prev_w: int | None = None
         for i, e in enumerate(longest):
             wk = (k, e)
@@ -227,6 +258,7 @@ def infer(txns: Sequence[Txn]) -> Inference:
             if prev_w is not None and prev_w != w:
                 graph.add(prev_w, w, WW)
             prev_w = w
+    last_readers: dict[Any, list[int]] = {}  # key -> external readers of its whole order
     for tid, k, r in external:
         if r:
             wk = (k, r[-1])
@@ -251,6 +283,24 @@ def infer(txns: Sequence[Txn]) -> Inference:
             w = writer.get(wk)
             if w is not None and w != tid and wk not in dup_appends:
                 graph.add(tid, w, RW)
+        elif r == vo:
+            last_readers.setdefault(k, []).append(tid)
+    # An append no read shows, by a committed transaction, still came after every element a read
+    # shows (were it before one, every read showing that one would show it too): after the last
+    # version read, and after its readers (Elle does the same).
+    for t in txns:
+        if t.type != "ok":
+            continue
+        for f, k, v in t.mops:
+            if f != APPEND or k not in orders or v in shown[k] or (k, v) in dup_appends:
+                continue
+            vo = orders[k]
+            if vo and (k, vo[-1]) not in dup_appends:
+                w = writer.get((k, vo[-1]))
+                if w is not None:
+                    graph.add(w, t.id, WW)
+            for r_tid in last_readers.get(k, ()):
+                graph.add(r_tid, t.id, RW)
     for (k, r), ts in lost.items():
         if len(ts) > 1:
             ops = [txns[t].index for t in ts]
@@ -272,7 +322,9 @@ def infer(txns: Sequence[Txn]) -> Inference:
         "appends": len(writer),
         "duplicate_appends": len(dup_appends),
     }
-    return Inference(graph=graph, explainer=_Explainer(writer, orders), anomalies=out, stats=stats)
+    return Inference(
+        graph=graph, explainer=_Explainer(writer, orders, shown), anomalies=out, stats=stats
+    )
 
 
 def _internal(
