@@ -428,3 +428,30 @@ def test_cli_jsonl_with_unreadable_lines(tmp_path: Path) -> None:
     f.write_text(head + "not json\n{also not}\n")
     r = _run([str(f), "--model", "list-append"])
     assert r.exit_code == 3 and "no readable op in" in r.output, r.output
+
+
+def test_cli_finds_the_elle_papers_example(tmp_path: Path) -> None:
+    """The example history of Kingsbury & Alvaro's paper (completions only, no process): T4's
+    read of key 255 misses T2's append of 8, which T3 read; T4's append of 3 to key 256, which
+    no read shows, follows T3's append of 4, the last one read. A G-single."""
+    f = tmp_path / "paper.edn"
+    f.write_text(
+        "{:index 1 :type :ok :value [[:append 253 1] [:append 253 3] [:append 253 4] "
+        "[:append 255 2] [:append 255 3] [:append 255 4] [:append 255 5] [:append 256 1] "
+        "[:append 256 2]]}\n"
+        "{:index 3 :type :ok, :value [[:append 255 8] [:r 253 [1 3 4]]]}\n"
+        "{:index 5 :type :ok, :value [[:append 256 4] [:r 255 [2 3 4 5 8]] [:r 256 [1 2 4]] "
+        "[:r 253 [1 3 4]]]}\n"
+        "{:index 7 :type :ok :value [[:append 250 10] [:r 253 [1 3 4]] [:r 255 [2 3 4 5]] "
+        "[:append 256 3]]}\n"
+    )
+    r = _run([str(f), "--model", "list-append", "--consistency", "serializable", "--json"])
+    assert r.exit_code == 1, r.output
+    (res,) = json.loads(r.output)["results"]
+    (g,) = [a for a in res["anomalies"] if a["type"] == "G-single"]
+    assert sorted(g["cycle"]) == [3, 5, 7]
+    texts = " ".join(s["text"] for s in g["steps"])
+    assert "read of key 255 ([2 3 4 5]) missed" in texts and "append of 8 (rw)" in texts
+    assert "append of 3 to key 256, which no read shows, came after" in texts
+    r = _run([str(f), "--model", "list-append", "--consistency", "read-committed"])
+    assert r.exit_code == 0, r.output
