@@ -29,7 +29,7 @@ def _ops(events: Sequence[tuple[str, Any, Any]]) -> list[RawOp]:
 
 
 def concurrent(*txns: T) -> list[RawOp]:
-    ev = [("invoke", p, _invoke_value(m)) for _, p, m in txns]
+    ev: list[tuple[str, Any, Any]] = [("invoke", p, _invoke_value(m)) for _, p, m in txns]
     ev += [(t, p, m if t != "info" else _invoke_value(m)) for t, p, m in txns]
     return _ops(ev)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from chaos.checkers.elle import RawOp
 from chaos.checkers.verdict import CheckResult, Verdict
-from tests.unit.elle_history import check, concurrent, found, serial, steps, then
+from tests.unit.elle_history import T, check, concurrent, found, serial, steps, then
 
 # ----------------------------------------------------------------- list-append, cycles
 
@@ -77,7 +77,7 @@ def test_g_nonadjacent_and_its_neighbour() -> None:
     assert sorted(kinds) == ["rw", "rw", "wr", "wr"] and len(g["cycle"]) == 4
     assert "T1's read of key a ([]) missed T2's append of 1 (rw)" in " ".join(steps(g))
     assert not found(r, "G-single")
-    t1_ = ("ok", 0, [("r", "a", []), ("r", "d", [])])  # T1 saw neither: no edge into it
+    t1_: T = ("ok", 0, [("r", "a", []), ("r", "d", [])])  # T1 saw neither: no edge into it
     r = check(then(concurrent(t1_, t2, t3, t4), serial(later)))
     assert r.verdict is Verdict.VALID, r.summary
 
@@ -254,7 +254,7 @@ def test_not_reading_ones_own_write_is_g_single_process() -> None:
 def test_an_info_write_counts_only_where_a_read_proves_it() -> None:
     maybe = ("info", 0, [("append", "x", 1)])
     saw = ("ok", 1, [("r", "x", [1])])
-    missed = ("ok", 2, [("r", "x", [])])
+    missed: T = ("ok", 2, [("r", "x", [])])
     # the read after the read that saw it missed it: a stale read through the info write
     r = check(then(concurrent(maybe), serial(saw), serial(missed)), "strict-serializable")
     assert r.verdict is Verdict.INVALID
@@ -264,7 +264,7 @@ def test_an_info_write_counts_only_where_a_read_proves_it() -> None:
     r = check(then(concurrent(maybe), serial(missed)), "strict-serializable")
     assert r.verdict is Verdict.VALID, r.summary
     # an info txn's own reads are unknown: never evidence
-    blind = ("info", 1, [("r", "x", [])])
+    blind: T = ("info", 1, [("r", "x", [])])
     r = check(then(serial(("ok", 0, [("append", "x", 1)])), concurrent(blind)))
     assert r.verdict is Verdict.VALID
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from chaos.checkers.elle import check_transactions, graph, rw_register, transactions
@@ -94,3 +96,49 @@ def test_many_cycles_are_counted_all_and_explained_twenty() -> None:
     txns, _ = transactions(inc)
     r = check_transactions(txns, "list-append", "serializable")
     assert r.stats["anomaly_types"]["incompatible-order"] == 2
+
+
+def test_rw_register_inference_has_power_on_a_read_modify_write_store() -> None:
+    """Registers read when a transaction starts and written blindly when it ends (the unsafe
+    client's pattern, in memory): the checker must find what that loses, not call it valid."""
+    import random
+
+    from chaos.checkers.elle import RawOp
+
+    found_kinds: set[str] = set()
+    invalid = 0
+    for seed in range(30):
+        rng = random.Random(seed)
+        store: dict[Any, Any] = {}
+        ops: list[RawOp] = []
+        pending: dict[int, tuple[list[list[Any]], dict[Any, Any]]] = {}
+        counter = 0
+        for _ in range(120):
+            p = rng.randrange(4)
+            if p not in pending:
+                mops: list[list[Any]] = []
+                for _ in range(rng.randint(1, 3)):
+                    k = rng.randrange(2)
+                    counter += 1
+                    mops += [["r", k, None], ["w", k, counter]]
+                pending[p] = (mops, dict(store))
+                ops.append(RawOp(pos=len(ops), index=len(ops), process=p, type="invoke",
+                                 f="txn", value=mops))  # fmt: skip
+                continue
+            mops, snap = pending.pop(p)
+            done: list[list[Any]] = []
+            for f, k, v in mops:
+                if f == "r":
+                    done.append(["r", k, snap.get(k)])
+                else:
+                    snap[k] = v
+                    store[k] = v
+                    done.append(["w", k, v])
+            ops.append(RawOp(pos=len(ops), index=len(ops), process=p, type="ok", f="txn",
+                             value=done))  # fmt: skip
+        txns, _ = transactions(ops)
+        r = check_transactions(txns, "rw-register", "snapshot-isolation")
+        invalid += r.verdict is Verdict.INVALID
+        found_kinds |= {a["type"] for a in r.anomalies if a["forbidden"]}
+    assert invalid >= 25, invalid
+    assert "lost-update" in found_kinds, found_kinds

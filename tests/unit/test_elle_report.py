@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from chaos.report import render
 from chaos.report.cycle import cycle_svg
@@ -12,7 +13,7 @@ from chaos.report.html import e
 from tests.unit.elle_history import check, concurrent, found, serial, then
 
 
-def _write_skew(key_x: str = "x") -> dict:  # type: ignore[type-arg]
+def _write_skew(key_x: str = "x") -> dict[str, Any]:
     t1 = ("ok", 0, [("r", "y", []), ("append", key_x, 1)])
     t2 = ("ok", 1, [("r", key_x, []), ("append", "y", 2)])
     later = ("ok", 2, [("r", key_x, [1]), ("r", "y", [2])])
