@@ -390,7 +390,8 @@ def run(
     quiet: bool,
     store: Path,
 ) -> None:
-    """Run WORKLOAD (lab3, lab1, etcd-register, jetstream-queue) on a fresh cluster and check it."""
+    """Run WORKLOAD (lab3, lab1, etcd-register, etcd-append, jetstream-queue) on a fresh cluster
+    and check it."""
     from chaos.checkers.verdict import combine
     from chaos.cluster import backends
     from chaos.core.capabilities import Scenarios
@@ -655,9 +656,15 @@ def explore(
     default=None,
     help="Check a history file (JSONL, Jepsen EDN or log) against a model instead of the "
     "run's own checkers: cas-register, register, kv, set, set-full, queue, total-queue, "
-    "counter, unique-ids.",
+    "counter, unique-ids, list-append, rw-register.",
 )
 @model_options
+@click.option(
+    "--consistency",
+    default=None,
+    help="With --model list-append|rw-register: the consistency model (default "
+    "strict-serializable).",
+)
 @click.option("--time-limit", type=SECONDS, default=None, help="With --model: search budget (s).")
 @click.option("--max-states", type=POSITIVE, default=None, help="With --model: state budget.")
 @click.option("--json", "as_json", is_flag=True, help="With --model: results as JSON.")
@@ -669,6 +676,7 @@ def check(
     time_limit: float | None,
     max_states: int | None,
     as_json: bool,
+    consistency: str | None,
     **model_opts: Any,
 ) -> None:
     """Re-run the checkers on a stored run (offline, no Docker), or check a history file."""
@@ -691,6 +699,8 @@ def check(
         if model is None:
             fail(f"{path} is a history file: say what it should satisfy with --model")
         args = [str(path), "--model", model, *forwarded, *(["--json"] if as_json else [])]
+        if consistency is not None:
+            args += ["--consistency", consistency]
         if time_limit is not None:
             args += ["--time-limit", str(time_limit)]
         if max_states is not None:
@@ -706,6 +716,8 @@ def check(
         except (InputError, OSError) as e:
             fail(clean(e))
         return
+    if consistency is not None:
+        forwarded.append(f"--consistency={consistency}")
     if forwarded:
         fail(f"{' '.join(forwarded)}: only with --model (a run is checked by its lab's checkers)")
     try:

@@ -15,11 +15,13 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import chaos
 from chaos.report.clientops import ClientOp, client_ops
 from chaos.report.clocks import clocks_section, read_clocks
 from chaos.report.contrib import GENERIC_ORDER, ContributorsFor, Section, SectionContributor
+from chaos.report.cycle import cycle_svg
 from chaos.report.faults import FaultBand, fault_bands
 from chaos.report.figures import Plot
 from chaos.report.html import as_text, e, kv_table, section, table
@@ -76,6 +78,10 @@ def task_events(events: list[EventRow], history: list[OpRow]) -> list[EventRow]:
     return sorted(out, key=lambda e: e.time)
 
 
+def _cycle(anomaly: dict[str, Any]) -> str:
+    return cycle_svg(anomaly) or ""
+
+
 def _file_name(task_id: str) -> str:
     return "sequence-" + re.sub(r"[^A-Za-z0-9_.-]", "_", task_id)[:80] + ".svg"
 
@@ -128,6 +134,9 @@ class _Page:
                     f"<h3>{e(r.get('checker', '?'))}: {e(anomaly_title(a))}</h3>",
                     kv_table({k: v for k, v in a.items() if v != anomaly_title(a)}),
                 ]
+                svg = _safe("cycle", partial(_cycle, a))
+                if svg:
+                    body.append(f'<div class="cycle-wrap">{svg}</div>')
                 view = self.tasks.view(tid) if tid else None
                 if view is not None:
                     body.append(

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 
 from chaos.core.workload import Workload
+from chaos.workloads.etcd_append import EtcdAppend
 from chaos.workloads.etcd_register import EtcdRegister
 from chaos.workloads.jetstream_queue import JetStreamQueue
 from chaos.workloads.lab1.workload import Lab1
@@ -16,6 +17,7 @@ BUILTIN: dict[str, Callable[[], Workload]] = {
     "lab1": Lab1,
     "lab3": Lab3,
     "etcd-register": EtcdRegister,
+    "etcd-append": EtcdAppend,
     "jetstream-queue": JetStreamQueue,
 }
 

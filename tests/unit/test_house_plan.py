@@ -51,7 +51,9 @@ def test_workloads_declare_their_capabilities() -> None:
         assert isinstance(wl, TxnPoints)
     for name in registry.names():
         assert isinstance(registry.get(name), RoleResolver), name
-    with pytest.raises(ValueError, match="unknown workload 'lab2'; known: etcd-register"):
+    with pytest.raises(
+        ValueError, match="unknown workload 'lab2'; known: etcd-append, etcd-register"
+    ):
         registry.get("lab2")
 
 

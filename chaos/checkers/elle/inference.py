@@ -1,0 +1,60 @@
+"""What a data model's inference hands the cycle search: the graph, the anomalies found without
+a cycle, and how to put one edge of the graph into words.
+
+Each data model (:mod:`.list_append`, :mod:`.rw_register`) implements :class:`Inference`. The
+contract: every edge in ``graph`` is proven by observed data (a read, a version order the reads
+reveal, the process or real-time order); an ``info`` transaction appears in a data edge only
+where a read proves its write took effect; a ``fail`` transaction appears in none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from chaos.checkers.elle.graph import PROCESS, REALTIME, DepGraph
+from chaos.checkers.elle.txns import Txn
+
+__all__ = ["Explainer", "Inference", "order_text", "show"]
+
+
+class Explainer(Protocol):
+    """Puts one edge into words, naming its transactions ``a`` and ``b`` as given."""
+
+    def explain(self, u: Txn, v: Txn, kind: int, a: str, b: str) -> dict[str, Any]:
+        """``{"key": .., "value": .., "text": "b read a's append of 3 to key 5"}`` for an edge
+        ``u -> v`` of ``kind`` (one bit); must not raise for an edge the inference added."""
+        ...
+
+
+@dataclass
+class Inference:
+    graph: DepGraph
+    explainer: Explainer
+    anomalies: list[dict[str, Any]] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+    # why edges the data proves were left out (a bound hit): the history cannot be called valid
+    incomplete: list[str] = field(default_factory=list)
+
+
+def show(v: Any) -> str:
+    """A value as a Jepsen user writes it: nil, [1 2 3], :k, "s"."""
+    if v is None:
+        return "nil"
+    if isinstance(v, tuple | list):
+        return "[" + " ".join(show(x) for x in v) + "]"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def order_text(u: Txn, v: Txn, kind: int, a: str, b: str) -> dict[str, Any] | None:
+    """The words for a process or real-time edge (the same in every data model)."""
+    if kind == PROCESS:
+        return {"text": f"process {u.process} ran {a} then {b} (process)"}
+    if kind == REALTIME:
+        return {
+            "text": f"{a} completed (op {u.index}) before {b} was invoked "
+            f"(op {v.invoke_index}) (realtime)"
+        }
+    return None

@@ -1,0 +1,382 @@
+"""Dependencies of a list-append history (Elle's traceable versions).
+
+Every appended element is unique, so a read of a list names the writer of each element it holds
+and, in their order, the version order of its key: each read is a prefix of the key's history.
+From the longest read of each key (the version order) and the reads:
+
+- ``ww``: the writer of element i precedes the writer of element i+1;
+- ``wr``: the writer of a read's last element precedes the reader;
+- ``rw``: a reader precedes the writer of the first element its read lacks.
+
+Found without a cycle: duplicate elements in a read, reads that are not prefixes of one another
+(incompatible order), elements appended by a failed transaction (G1a) or by nobody (garbage),
+reads ending in a transaction's non-final append to the key (G1b), a read that disagrees with its
+own transaction's earlier reads and appends (internal), and two transactions that read the same
+version of a key and both appended to it (lost update).
+
+Only the first read of a key in a transaction, before it appends to the key (an *external*
+read), gives ``wr`` and ``rw`` edges; later reads feed the version order and the internal check.
+Reads of ``info`` transactions are unknown and ignored; their appends count only where some read
+holds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from chaos.checkers.elle.graph import RW, WR, WW, DepGraph
+from chaos.checkers.elle.inference import Inference, order_text, show
+from chaos.checkers.elle.txns import APPEND, READ, Txn, TxnInputError
+
+__all__ = ["infer"]
+
+MAX_CASES = 20  # anomalies of one kind kept as evidence (all are counted)
+_NOTHING = object()
+
+
+class _Explainer:
+    def __init__(
+        self,
+        writer: dict[tuple[Any, Any], int],
+        orders: dict[Any, tuple[Any, ...]],
+        seen: dict[Any, set[Any]],
+    ) -> None:
+        self.writer = writer
+        self.orders = orders
+        self.seen = seen  # key -> every element some read shows
+        self._pos: dict[Any, dict[Any, int]] = {}
+
+    def _unread(self, t: Txn, k: Any) -> Any:
+        """An element ``t`` (committed) appended to ``k`` that no read shows, if any."""
+        seen = self.seen.get(k, set())
+        for f, k2, y in t.mops:
+            if f == APPEND and k2 == k and y not in seen:
+                return y
+        return _NOTHING
+
+    def _position(self, k: Any) -> dict[Any, int]:
+        p = self._pos.get(k)
+        if p is None:
+            p = self._pos[k] = {e: i for i, e in enumerate(self.orders.get(k, ()))}
+        return p
+
+    def explain(self, u: Txn, v: Txn, kind: int, a: str, b: str) -> dict[str, Any]:
+        fixed = order_text(u, v, kind, a, b)
+        if fixed is not None:
+            return fixed
+        w = self.writer
+        if kind == WW:
+            for f, k, x in u.mops:
+                if f != APPEND:
+                    continue
+                vo = self.orders.get(k, ())
+                i = self._position(k).get(x)
+                if i is not None and i + 1 < len(vo) and w.get((k, vo[i + 1])) == v.id:
+                    y = vo[i + 1]
+                    return {
+                        "key": k,
+                        "value": y,
+                        "text": f"{b} appended {show(y)} to key {show(k)} right after {a}'s "
+                        f"append of {show(x)} (ww)",
+                    }
+                if i is not None and i + 1 == len(vo):
+                    y = self._unread(v, k)
+                    if y is not _NOTHING:
+                        return {
+                            "key": k,
+                            "value": y,
+                            "text": f"{b}'s append of {show(y)} to key {show(k)}, which no read "
+                            f"shows, came after {a}'s append of {show(x)}, the last one read (ww)",
+                        }
+        elif kind == WR:
+            for k, r in _external_reads(v):
+                if r and w.get((k, r[-1])) == u.id:
+                    return {
+                        "key": k,
+                        "value": r[-1],
+                        "text": f"{b} read {a}'s append of {show(r[-1])} to key {show(k)} "
+                        f"(read {show(r)}) (wr)",
+                    }
+        elif kind == RW:
+            for k, r in _external_reads(u):
+                vo = self.orders.get(k, ())
+                if len(r) < len(vo) and w.get((k, vo[len(r)])) == v.id:
+                    y = vo[len(r)]
+                    return {
+                        "key": k,
+                        "value": y,
+                        "text": f"{a}'s read of key {show(k)} ({show(r)}) missed {b}'s append "
+                        f"of {show(y)} (rw)",
+                    }
+                if r == vo and (y := self._unread(v, k)) is not _NOTHING:
+                    return {
+                        "key": k,
+                        "value": y,
+                        "text": f"{a}'s read of key {show(k)} ({show(r)}) missed {b}'s append "
+                        f"of {show(y)}, which no read shows (rw)",
+                    }
+        return {"text": f"{a} < {b}"}  # not reached for an edge infer() added
+
+
+def _external_reads(t: Txn) -> list[tuple[Any, tuple[Any, ...]]]:
+    if t.type != "ok":
+        return []
+    touched: set[Any] = set()
+    out = []
+    for f, k, v in t.mops:
+        if f == READ and k not in touched:
+            out.append((k, v if v is not None else ()))
+        touched.add(k)
+    return out
+
+
+def infer(txns: Sequence[Txn]) -> Inference:
+    """Infer the dependency graph and the non-cycle anomalies of a list-append history."""
+    writer: dict[tuple[Any, Any], int] = {}
+    dup_appends: set[tuple[Any, Any]] = set()
+    failed: dict[tuple[Any, Any], int] = {}
+    intermediate: set[tuple[Any, Any]] = set()
+    reads_of: dict[Any, dict[tuple[Any, ...], int]] = {}  # key -> distinct read -> a reader
+    external: list[tuple[int, Any, tuple[Any, ...]]] = []
+    lost: dict[tuple[Any, tuple[Any, ...]], list[int]] = {}
+    anomalies: dict[str, list[dict[str, Any]]] = {}
+    counts: dict[str, int] = {}
+
+    def found(kind: str, case: dict[str, Any]) -> None:
+        counts[kind] = counts.get(kind, 0) + 1
+        cases = anomalies.setdefault(kind, [])
+        if len(cases) < MAX_CASES:
+            cases.append({"type": kind, **case})
+
+    for t in txns:
+        tid = t.id
+        if t.type == "fail":
+            for f, k, v in t.mops:
+                if f == APPEND:
+                    failed[(k, v)] = tid
+            continue
+        ok = t.type == "ok"
+        last_append: dict[Any, Any] = {}
+        known: dict[Any, tuple[Any, ...]] = {}  # key -> what a read now must return
+        suffix: dict[Any, list[Any]] = {}  # key -> own appends, no read yet
+        ext_keys: dict[Any, tuple[Any, ...]] = {}
+        for f, k, v in t.mops:
+            if f == APPEND:
+                wk = (k, v)
+                if wk in writer:
+                    dup_appends.add(wk)
+                else:
+                    writer[wk] = tid
+                prev = last_append.get(k)
+                if prev is not None or k in last_append:
+                    intermediate.add((k, prev))
+                last_append[k] = v
+                if k in known:
+                    known[k] = (*known[k], v)
+                else:
+                    suffix.setdefault(k, []).append(v)
+            elif f == READ and ok:
+                r: tuple[Any, ...] = () if v is None else v
+                if not isinstance(r, tuple):
+                    raise TxnInputError(
+                        f"op {t.index}: a list-append read of key {show(k)} returned "
+                        f"{show(r)}, not a list"
+                    )
+                seen = reads_of.get(k)
+                if seen is None:
+                    reads_of[k] = {r: tid}
+                elif r not in seen:
+                    seen[r] = tid
+                if len(set(r)) != len(r):
+                    found(
+                        "duplicate-elements",
+                        {
+                            "txn": t.index,
+                            "key": k,
+                            "read": list(r),
+                            "explanation": f"op {t.index} read key {show(k)} = {show(r)}: an element twice",
+                        },
+                    )
+                if k in known:
+                    if r != known[k]:
+                        found("internal", _internal(t, k, r, known[k], None))
+                elif k in suffix:
+                    own = tuple(suffix[k])
+                    if r[len(r) - len(own) :] != own:
+                        found("internal", _internal(t, k, r, None, own))
+                elif k not in last_append and k not in ext_keys:
+                    ext_keys[k] = r
+                    external.append((tid, k, r))
+                known[k] = r
+        if ok:
+            for k, r in ext_keys.items():
+                if k in last_append:
+                    lost.setdefault((k, r), []).append(tid)
+        # a txn's last append of a key is final: only the earlier ones are intermediate
+    graph = DepGraph(len(txns))
+    orders: dict[Any, tuple[Any, ...]] = {}
+    compatible: dict[Any, set[tuple[Any, ...]]] = {}
+    shown: dict[Any, set[Any]] = {}  # key -> every element some read shows
+    for k, reads in reads_of.items():
+        longest = max(reads, key=len)
+        orders[k] = longest
+        elems = set(longest)
+        good = set()
+        for r, reader in reads.items():
+            if longest[: len(r)] == r:
+                good.add(r)
+            else:
+                found(
+                    "incompatible-order",
+                    {
+                        "key": k,
+                        "reads": [list(r), list(longest)],
+                        "txns": [txns[reader].index, txns[reads[longest]].index],
+                        "explanation": f"key {show(k)} was read as {show(r)} by op "
+                        f"{txns[reader].index} and as {show(longest)} by op "
+                        f"{txns[reads[longest]].index}: neither is a prefix of the other",
+                    },
+                )
+                # the version order below checks the longest read's elements; these are the
+                # only others that can name an element nobody (or a failed txn) appended
+                for i, e in enumerate(r):
+                    if (k, e) not in writer and e not in longest:
+                        _unwritten(found, txns, failed, reads, k, i, e)
+                elems.update(r)
+        compatible[k] = good
+        shown[k] = elems
+        prev_w: int | None = None
+        for i, e in enumerate(longest):
+            wk = (k, e)
+            w = writer.get(wk)
+            if w is None or wk in dup_appends:
+                prev_w = None
+                if w is None:
+                    _unwritten(found, txns, failed, reads, k, i, e)
+                continue
+            if prev_w is not None and prev_w != w:
+                graph.add(prev_w, w, WW)
+            prev_w = w
+    last_readers: dict[Any, list[int]] = {}  # key -> external readers of its whole order
+    for tid, k, r in external:
+        if r:
+            wk = (k, r[-1])
+            w = writer.get(wk)
+            if w is not None and w != tid and wk not in dup_appends:
+                graph.add(w, tid, WR)
+                if wk in intermediate:
+                    found(
+                        "G1b",
+                        {
+                            "txns": [txns[w].index, txns[tid].index],
+                            "key": k,
+                            "value": r[-1],
+                            "explanation": f"op {txns[tid].index} read key {show(k)} = "
+                            f"{show(r)}, ending in {show(r[-1])}, which op {txns[w].index} "
+                            f"appended and then appended to again (intermediate read)",
+                        },
+                    )
+        vo = orders[k]
+        if len(r) < len(vo) and r in compatible[k]:
+            wk = (k, vo[len(r)])
+            w = writer.get(wk)
+            if w is not None and w != tid and wk not in dup_appends:
+                graph.add(tid, w, RW)
+        elif r == vo:
+            last_readers.setdefault(k, []).append(tid)
+    # An append no read shows, by a committed transaction, still came after every element a read
+    # shows (were it before one, every read showing that one would show it too): after the last
+    # version read, and after its readers (Elle does the same).
+    for t in txns:
+        if t.type != "ok":
+            continue
+        for f, k, v in t.mops:
+            if f != APPEND or k not in orders or v in shown[k] or (k, v) in dup_appends:
+                continue
+            vo = orders[k]
+            if vo and (k, vo[-1]) not in dup_appends:
+                w = writer.get((k, vo[-1]))
+                if w is not None:
+                    graph.add(w, t.id, WW)
+            for r_tid in last_readers.get(k, ()):
+                graph.add(r_tid, t.id, RW)
+    for (k, r), ts in lost.items():
+        if len(ts) > 1:
+            ops = [txns[t].index for t in ts]
+            found(
+                "lost-update",
+                {
+                    "key": k,
+                    "read": list(r),
+                    "txns": ops,
+                    "explanation": f"ops {', '.join(map(str, ops))} each read key {show(k)} = "
+                    f"{show(r)} and appended to it: each update was made without the others",
+                },
+            )
+    out = [c for cases in anomalies.values() for c in cases]
+    for c in out:
+        c["count"] = counts[c["type"]]
+    stats = {
+        "keys": len(orders),
+        "appends": len(writer),
+        "duplicate_appends": len(dup_appends),
+    }
+    return Inference(
+        graph=graph, explainer=_Explainer(writer, orders, shown), anomalies=out, stats=stats
+    )
+
+
+def _internal(
+    t: Txn,
+    k: Any,
+    r: tuple[Any, ...],
+    expected: tuple[Any, ...] | None,
+    own: tuple[Any, ...] | None,
+) -> dict[str, Any]:
+    want = (
+        f"{show(expected)} (its own earlier read and appends)"
+        if expected is not None
+        else f"a list ending in its own appends {show(own)}"
+    )
+    return {
+        "txn": t.index,
+        "key": k,
+        "read": list(r),
+        "explanation": f"op {t.index} read key {show(k)} = {show(r)} where it must see {want}",
+    }
+
+
+def _unwritten(
+    found: Any,
+    txns: Sequence[Txn],
+    failed: dict[tuple[Any, Any], int],
+    reads: dict[tuple[Any, ...], int],
+    k: Any,
+    i: int,
+    e: Any,
+) -> None:
+    reader = next(t for r, t in reads.items() if len(r) > i and r[i] == e)
+    if (k, e) in failed:
+        f = txns[failed[(k, e)]]
+        found(
+            "G1a",
+            {
+                "txns": [f.index, txns[reader].index],
+                "key": k,
+                "value": e,
+                "explanation": f"op {txns[reader].index} read {show(e)} in key {show(k)}, "
+                f"appended by op {f.index}, which failed (aborted read)",
+            },
+        )
+    else:
+        found(
+            "garbage-read",
+            {
+                "txns": [txns[reader].index],
+                "key": k,
+                "value": e,
+                "explanation": f"op {txns[reader].index} read {show(e)} in key {show(k)}, "
+                "which no transaction appended",
+            },
+        )
