@@ -41,7 +41,7 @@ from chaos.histories.ops import OpType
 from chaos.histories.store import StoredRun
 from chaos.workloads.generic import classify, drive
 from chaos.workloads.systems import etcd
-from chaos.workloads.systems.roles import system_role
+from chaos.workloads.systems.roles import ETCD_ROLES, system_role
 
 PREFIX = "/append/"
 ACTIVE_KEYS = 3
@@ -58,6 +58,9 @@ class _Aborted(Exception):
 
 class EtcdAppend:
     name = "etcd-append"
+    # Names: what a fault target may name (etcd's members report no events)
+    roles = ETCD_ROLES
+    event_kinds: tuple[str, ...] = ()
 
     def preflight(self, spec: TestSpec) -> None:
         if spec.concurrency < 1:
