@@ -210,9 +210,10 @@ def _short(problem: LineProblem, run_dir: Path) -> str:
 
 
 def run_name(run_dir: Path) -> str:
-    """The run's name as ``spec.json`` spells it (its ``lab``), or "" when it says none."""
-    spec = _read_object(Path(run_dir) / "spec.json", [])
-    return str((spec or {}).get("lab", "") or "")
+    """The run's name as ``spec.json`` spells it (``workload``, or ``lab`` in older runs), or ""
+    when it says none."""
+    spec = _read_object(Path(run_dir) / "spec.json", []) or {}
+    return str(spec.get("workload") or spec.get("lab") or "")
 
 
 def load(run_dir: Path) -> RunData:
