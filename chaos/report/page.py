@@ -22,10 +22,10 @@ from chaos.report.clocks import clocks_section, read_clocks
 from chaos.report.contrib import GENERIC_ORDER, Section, SectionContributor
 from chaos.report.faults import FaultBand, fault_bands
 from chaos.report.figures import Plot
+from chaos.report.findings import Finding, classify, group_by_cause
 from chaos.report.html import as_text, e, kv_table, section, table
 from chaos.report.loading import REPORT_NAME, RunData, load
 from chaos.report.sections import (
-    anomaly_task,
     anomaly_title,
     checker_results,
     checkers_table,
@@ -88,44 +88,73 @@ class _Page:
             f"<details><summary>events of task {e(view.task_id)}</summary>{chain}</details>"
         )
 
-    def anomalies(self) -> str:
+    def card(self, f: Finding, drawn: list[int]) -> str:
+        """One finding with its evidence; its task's diagram while fewer than MAX_DIAGRAMS."""
+        title = anomaly_title(f.record)
+        shown = {k: v for k, v in f.record.items() if v != title and k != "finding"}
+        body = [
+            f'<div class="finding {f.kind}" data-kind="{f.kind}" data-task="{e(f.task() or "")}">'
+            f"<h3>{e(f.checker)}: {e(title)}</h3>",
+            kv_table(shown) if shown else "",
+        ]
+        tid = f.task()
+        view = self.tasks.view(tid) if tid else None
+        if view is not None and drawn[0] < MAX_DIAGRAMS:
+            drawn[0] += 1
+            body.append(_safe("sequence diagram", partial(self.diagram, view, f"task {tid}")))
+        elif tid and view is None:
+            body.append(f'<p class="muted">No events or ops name task {e(tid)}.</p>')
+        body.append("</div>")
+        return "".join(body)
+
+    def findings(self) -> str:
+        """Anomalies by root cause, each cause told by its most explanatory finding; then the
+        observations and notes, folded: they explain, they do not accuse."""
+        found = classify(checker_results(self.run))
+        if not found:
+            return '<p class="muted">The checkers reported no findings.</p>'
         out: list[str] = []
-        drawn = 0
-        rest: list[list[str]] = []
-        for r in checker_results(self.run):
-            for a in r.get("anomalies") or []:
-                if not isinstance(a, dict):
-                    a = {"value": a}
-                tid = anomaly_task(a)
-                if drawn >= MAX_DIAGRAMS:
-                    rest.append([str(r.get("checker", "?")), anomaly_title(a)])
-                    continue
-                drawn += 1
-                body = [
-                    f'<div class="anomaly" data-task="{e(tid or "")}">'
-                    f"<h3>{e(r.get('checker', '?'))}: {e(anomaly_title(a))}</h3>",
-                    kv_table({k: v for k, v in a.items() if v != anomaly_title(a)}),
-                ]
-                view = self.tasks.view(tid) if tid else None
-                if view is not None:
-                    body.append(
-                        _safe("sequence diagram", partial(self.diagram, view, f"task {tid}"))
-                    )
-                elif tid:
-                    body.append(f'<p class="muted">No events or ops name task {e(tid)}.</p>')
-                body.append("</div>")
-                out.append("".join(body))
-        if rest:
-            out.append(f"<h3>{len(rest)} more anomalies</h3>" + table(["checker", "anomaly"], rest))
+        drawn = [0]
+        anomalies = [f for f in found if f.kind == "anomaly"]
+        groups = group_by_cause(anomalies, self.bands)
+        if len(groups) > 1 or (groups and groups[0].rest):
+            out.append(
+                f"<p>{len(anomalies)} anomal{'y' if len(anomalies) == 1 else 'ies'} from "
+                f"{len(groups)} root cause{'' if len(groups) == 1 else 's'}, the most "
+                "explanatory first.</p>"
+            )
+        for g in groups:
+            out.append(f'<div class="cause"><h3 class="cause-title">Root cause: {e(g.cause)}</h3>')
+            out.append(self.card(g.lead, drawn))
+            if g.rest:
+                rows = [[f.checker, anomaly_title(f.record)] for f in g.rest]
+                cards = "".join(self.card(f, drawn) for f in g.rest)
+                out.append(
+                    f"<p>{len(g.rest)} more with the same cause:</p>"
+                    + table(["checker", "anomaly"], rows)
+                    + f"<details><summary>their evidence</summary>{cards}</details>"
+                )
+            out.append("</div>")
+        for kind, heading, why in (
+            ("observation", "Observations", "expected or defended: they do not break the verdict"),
+            ("note", "Notes", "a checker could not decide: worth reading, they prove nothing"),
+        ):
+            mine = [f for f in found if f.kind == kind]
+            if not mine:
+                continue
+            rows = [[f.checker, anomaly_title(f.record)] for f in mine]
+            cards = "".join(self.card(f, drawn) for f in mine)
+            out.append(
+                f'<div class="findings-{kind}"><h3>{heading} ({len(mine)}) '
+                f'<span class="muted">— {why}</span></h3>'
+                + table(["checker", kind], rows, cls=f"grid {kind}")
+                + f"<details><summary>their evidence</summary>{cards}</details></div>"
+            )
         return "".join(out)
 
     def anomaly_tasks(self) -> list[str]:
-        return [
-            t
-            for r in checker_results(self.run)
-            for a in (r.get("anomalies") or [])
-            if isinstance(a, dict) and (t := anomaly_task(a))
-        ]
+        """Every task a finding names: the normal task is one that none names."""
+        return [t for f in classify(checker_results(self.run)) if (t := f.task())]
 
     def normal_task(self) -> str:
         tid = self.tasks.normal(self.anomaly_tasks())
@@ -200,7 +229,7 @@ def build_page(run: RunData, contributors: Sequence[SectionContributor] = ()) ->
     p = _Page(run)
     lab = run.lab
     p.add("checkers", "Checkers", lambda: checkers_table(run))
-    p.add("anomalies", "Anomalies and their evidence", p.anomalies)
+    p.add("anomalies", "Findings and their evidence", p.findings)
     if p.tasks.events_by_task:
         p.add("normal", "A normal task, for comparison", p.normal_task)
     p.add("timeline", "Timeline", p.timeline)
