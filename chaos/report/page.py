@@ -40,6 +40,8 @@ from chaos.report.tasks import TaskIndex, TaskView
 from chaos.report.timeline import timeline_data, timeline_html
 
 MAX_DIAGRAMS = 12
+# below this many completed client ops the generic plots are folded away
+FEW_OPS = 20
 
 
 def _note(what: str, x: Exception) -> str:
@@ -189,7 +191,15 @@ class _Page:
         from chaos.report.plots import make_plots  # matplotlib is imported only to draw
 
         self.plots = make_plots(self.ops, self.bands, self.run.path / "plots", self.end)
-        return plots_section(self.plots)
+        done = sum(1 for op in self.ops if op.completed)
+        if done >= FEW_OPS:
+            return plots_section(self.plots)
+        # A handful of points makes empty-looking axes a reader stares at for a meaning.
+        return (
+            f'<p class="muted">Only {done} op{"" if done == 1 else "s"} completed: too few for '
+            "latency and throughput to say anything; the plots are folded.</p>"
+            f"<details><summary>plots</summary>{plots_section(self.plots)}</details>"
+        )
 
     def faults(self) -> str:
         if not self.bands:

@@ -9,13 +9,12 @@ of each other. Each row carries its time, and long gaps are marked.
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any
 
 from chaos.report.faults import FaultBand
-from chaos.report.html import e
+from chaos.report.html import e, fmt_value
 from chaos.report.loading import EventLike, event_json
 from chaos.report.tasks import TaskView
 
@@ -57,9 +56,7 @@ def _steps(view: TaskView) -> list[Step]:
         api = f"api@{op.node}" if op.node else api_of_task
         args = op.value if isinstance(op.value, dict) else {}
         shown = ", ".join(f"{k}={v}" for k, v in args.items() if k != "task_id")
-        steps.append(
-            Step(op.start, "client", api, f"{op.f}({shown})", tip=json.dumps(op.value, default=str))
-        )
+        steps.append(Step(op.start, "client", api, f"{op.f}({shown})", tip=fmt_value(op.value)))
         if not op.completed:
             continue
         colour = {"ok": OK_COLOUR, "fail": BAD_COLOUR}.get(op.type, "#b26a00")
@@ -72,12 +69,12 @@ def _steps(view: TaskView) -> list[Step]:
                 what,
                 colour=colour,
                 dashed=op.type != "ok",
-                tip=json.dumps(op.result, default=str),
+                tip=fmt_value(op.result),
             )
         )
     for ev in view.events:
         lane, d = _lane(ev), ev.data
-        tip = json.dumps(event_json(ev), default=str)
+        tip = fmt_value(event_json(ev))
         k = ev.kind
         if k == "task-accepted":
             steps.append(Step(ev.time, lane, "etcd", "txn: task + idem + outbox", tip=tip))

@@ -118,3 +118,11 @@ def test_values_read_as_words_not_json() -> None:
     cell = kv_table({"holder": holder, "steps": ["a — b", "c"], "paused": ["n1"]})
     assert "{&quot;" not in cell and "\\u2014" not in cell and "[" not in cell
     assert "<ol><li>a — b</li><li>c</li></ol>" in cell
+
+
+def test_a_page_shows_no_json_and_folds_plots_of_a_handful_of_ops(tmp_path: Path) -> None:
+    page = _page(runs.lab1_unsafe_lease(tmp_path, fenced=False))
+    # {&quot; is JSON escaped into HTML text; the timeline's own data sits in a script element
+    assert "{&quot;" not in page and "\\u2014" not in page and "e+09" not in page
+    assert '<a href="spec.json">spec.json</a>' in page
+    assert "Only 12 ops completed" in page and "<details><summary>plots</summary>" in page
