@@ -35,7 +35,7 @@ from chaos.report.sections import (
     problems_section,
     verdict_block,
 )
-from chaos.report.sequence import sequence_svg, step_rows
+from chaos.report.sequence import fault_hits, sequence_svg, step_rows
 from chaos.report.tasks import TaskIndex, TaskView
 from chaos.report.timeline import timeline_data, timeline_html
 
@@ -158,14 +158,38 @@ class _Page:
         """Every task a finding names: the normal task is one that none names."""
         return [t for f in classify(checker_results(self.run)) if (t := f.task())]
 
+    def fault_task(self) -> tuple[str, TaskView, list[FaultBand]] | None:
+        """The first task a fault stopped one of the lanes of, out of the eventful ones."""
+        for tid in self.tasks.eventful():
+            view = self.tasks.view(tid)
+            hits = fault_hits(view) if view is not None else []
+            if view is not None and hits:
+                return tid, view, hits
+        return None
+
+    def has_anomaly(self) -> bool:
+        return any(f.kind == "anomaly" for f in classify(checker_results(self.run)))
+
     def normal_task(self) -> str:
+        if not self.has_anomaly():
+            # A valid run has no anomaly to compare with: what a reader wants is what the
+            # fault did to the task it hit, and that the system recovered.
+            hit = self.fault_task()
+            if hit is not None:
+                hit_id, hit_view, bands = hit
+                faults = ", ".join(b.label for b in bands)
+                return (
+                    f"<p>No finding breaks the verdict. Task <b>{e(hit_id)}</b> is one the "
+                    f"fault hit ({e(faults)}): its hops, with the fault on the lanes it "
+                    "stopped.</p>" + self.diagram(hit_view, f"task {hit_id} (hit by the fault)")
+                )
         tid = self.tasks.normal(self.anomaly_tasks())
         view = self.tasks.view(tid) if tid else None
         if view is None:
             return ""
-        return (
-            f"<p>Task <b>{e(tid)}</b> went the ordinary way — compare its hops with the "
-            "anomaly's.</p>" + self.diagram(view, f"task {tid} (normal)")
+        compare = " — compare its hops with the anomaly's" if self.has_anomaly() else ""
+        return f"<p>Task <b>{e(tid)}</b> went the ordinary way{compare}.</p>" + self.diagram(
+            view, f"task {tid} (normal)"
         )
 
     def excerpt(self) -> str:
@@ -241,7 +265,9 @@ def build_page(run: RunData, contributors: Sequence[SectionContributor] = ()) ->
     p.add("checkers", "Checkers", lambda: checkers_table(run))
     p.add("anomalies", "Findings and their evidence", p.findings)
     if p.tasks.events_by_task:
-        p.add("normal", "A normal task, for comparison", p.normal_task)
+        hit = not p.has_anomaly() and p.fault_task() is not None
+        title = "The task the fault hit" if hit else "A normal task, for comparison"
+        p.add("normal", title, p.normal_task)
     p.add("timeline", "Timeline", p.timeline)
     p.add("faults", "Faults injected", p.faults)
     p.add("plots", "Latency and throughput", p.plot_section)
