@@ -1,7 +1,9 @@
 """The `chaos` command line.
 
-Exit codes: 0 valid, 1 invalid, 2 unknown, 3 bad usage or bad input, 4 environment problem
-(no Docker engine, image build failed), 5 internal error, 130 interrupted.
+Exit statuses: chaos.exits (0 valid, 1 invalid, 2 unknown, 3 bad usage or bad input, 4 environment
+problem, 5 internal error, 130 interrupted). Every option is checked by its click type, and every
+fault, trigger and schedule against the workload, before anything is created: a bad command exits
+3 with one line and leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -19,38 +21,50 @@ from typing import Any, NoReturn
 import click
 
 from chaos.checkers.cli import model_argv, model_options
+from chaos.exits import Exit, usage_status
 from chaos.histories.safe_text import clean
-from chaos.histories.store import DEFAULT_STORE, read_json, workload_of
+from chaos.histories.store import DEFAULT_STORE, read_artefact, read_json, workload_of
 
 # Each command imports what it runs inside its own body, for start-up time alone (nothing here
 # dodges an import cycle: the layers contract in pyproject.toml rules those out): `chaos check`,
 # `chaos ls` and `--help` must not load the Docker SDK and the etcd and NATS clients, which took
 # `import chaos.cli` from 0.45 s to 1.4 s on this machine kind when imported at the top.
 
-EXIT_USAGE = 3
-EXIT_ENV = 4
-EXIT_INTERNAL = 5
-EXIT_INTERRUPTED = 130
+# The types of the numeric options: a value out of range is refused by click while it parses the
+# command line, before any command body runs (so before any container, network or folder exists).
+SECONDS = click.FloatRange(min=0, min_open=True)  # a duration that must pass: > 0
+SECONDS_OR_NONE = click.FloatRange(min=0)  # >= 0
+POSITIVE = click.IntRange(min=1)
+SEED = click.IntRange(min=0)
 
 
 class ChaosGroup(click.Group):
-    """Click exits 2 on a usage error, which is our "unknown" verdict: map it to 3."""
+    """Click exits 2 on a usage error, which is our "unknown" verdict: map it to 3, and keep the
+    status of an error that set its own (an environment problem, 4)."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
+        kwargs.setdefault("prog_name", "chaos")  # also under `python3 -m chaos.cli`
         try:
             return super().main(*args, **kwargs)
         except click.exceptions.Exit as e:
             sys.exit(e.exit_code)
+        except click.UsageError as e:
+            # one line, as every other refusal: click's own layout (a usage block, a hint, the
+            # error) is four
+            where = e.ctx.command_path if e.ctx is not None else "chaos"
+            message = " ".join(e.format_message().split())
+            click.secho(f"chaos: {message} (see {where} -h)", fg="red", err=True)
+            sys.exit(Exit.USAGE)
         except click.ClickException as e:
             e.show()
-            sys.exit(EXIT_USAGE)
+            sys.exit(usage_status(e.exit_code))
         except click.exceptions.Abort:
             click.echo("aborted", err=True)
-            sys.exit(EXIT_INTERRUPTED)
+            sys.exit(Exit.INTERRUPTED)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
-            sys.exit(EXIT_INTERRUPTED)
+            sys.exit(Exit.INTERRUPTED)
         except Exception as e:
             # A bug of chaos's own (bad input has its own error, exit 3): the traceback goes to
             # a log the user can attach to a report, the terminal gets one line.
@@ -70,7 +84,7 @@ def internal_error(e: BaseException) -> NoReturn:
         where = f"details in {name}"
     except OSError:
         traceback.print_exception(e)
-    fail(f"internal error: {type(e).__name__}: {clean(str(e)[:200])}; {where}", EXIT_INTERNAL)
+    fail(f"internal error: {type(e).__name__}: {clean(str(e)[:200])}; {where}", Exit.INTERNAL)
 
 
 @click.group(cls=ChaosGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -98,16 +112,16 @@ def run_errors() -> Iterator[None]:
     try:
         yield
     except ValueError as e:
-        fail(str(e), EXIT_USAGE)
+        fail(str(e), Exit.USAGE)
     except ClusterError as e:
-        fail(str(e), EXIT_ENV)
+        fail(str(e), Exit.ENVIRONMENT)
     except KeyboardInterrupt:
-        fail("interrupted", EXIT_INTERRUPTED)
+        fail("interrupted", Exit.INTERRUPTED)
     except Exception as e:
         internal_error(e)
 
 
-def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+def fail(message: str, code: int = Exit.USAGE) -> NoReturn:
     click.secho(f"chaos: {message}", fg="red", err=True)
     sys.exit(code)
 
@@ -206,7 +220,7 @@ def _options(items: tuple[str, ...]) -> dict[str, str]:
     for item in items:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
-            fail(f"--option {item!r}: expected KEY=VALUE", EXIT_USAGE)
+            fail(f"--option {item!r}: expected KEY=VALUE", Exit.USAGE)
         out[key.strip()] = value.strip()
     return out
 
@@ -238,53 +252,71 @@ def _options(items: tuple[str, ...]) -> dict[str, str]:
     "off-by-one-night, token-reuse, renew-without-check) or a path to a folder with protocol.py.",
 )
 @click.option(
-    "--seed", type=int, default=None, help="Fixes every random choice; printed if omitted."
+    "--seed", type=SEED, default=None, help="Fixes every random choice; printed if omitted."
 )
 @click.option(
-    "--tasks", type=int, default=None, help="Load mode: this many tasks (random amounts)."
+    "--tasks", type=POSITIVE, default=None, help="Load mode: this many tasks (random amounts)."
 )
 @click.option(
-    "--rate", type=float, default=None, help="Load mode: tasks per second for --time-limit."
+    "--rate", type=SECONDS, default=None, help="Load mode: tasks per second for --time-limit."
 )
 @click.option(
     "--time-limit",
-    type=float,
+    type=SECONDS,
     default=30.0,
     show_default=True,
     help="Seconds of workload (load mode) or the bound on the fault phase.",
 )
-@click.option("--concurrency", type=int, default=3, show_default=True)
-@click.option("--recovery-timeout", type=float, default=40.0, show_default=True)
+@click.option(
+    "--concurrency",
+    type=POSITIVE,
+    default=3,
+    show_default=True,
+    help="Clients that perform operations at the same time.",
+)
+@click.option(
+    "--recovery-timeout",
+    type=SECONDS_OR_NONE,
+    default=40.0,
+    show_default=True,
+    help="Seconds, after the faults are healed, for the system to finish its work.",
+)
 @click.option(
     "--ack-wait",
-    type=float,
+    type=SECONDS,
     default=2.0,
     show_default=True,
     help="JetStream AckWait of the workers' consumer, seconds.",
 )
 @click.option(
     "--pause-duration",
-    type=float,
+    type=SECONDS,
     default=None,
     help="Seconds a pause lasts (default: AckWait + 3).",
 )
-@click.option("--nemesis-interval", type=float, default=8.0, show_default=True)
+@click.option(
+    "--nemesis-interval",
+    type=SECONDS,
+    default=8.0,
+    show_default=True,
+    help="Seconds between the faults of a random schedule.",
+)
 @click.option(
     "--nemesis-jitter",
-    type=float,
+    type=click.FloatRange(0, 1),
     default=0.5,
     show_default=True,
-    help="Gaps between faults vary by this fraction of the interval.",
+    help="Gaps between faults vary by this fraction of the interval (0 to 1).",
 )
 @click.option(
     "--fault-duration",
-    type=float,
+    type=SECONDS,
     default=None,
     help="Seconds a scheduled or triggered fault lasts (default: --pause-duration, else AckWait + 3).",
 )
 @click.option(
     "--work-seconds",
-    type=float,
+    type=SECONDS_OR_NONE,
     default=0.5,
     show_default=True,
     help="lab3: how long a worker computes before it commits.",
@@ -301,7 +333,9 @@ def _options(items: tuple[str, ...]) -> dict[str, str]:
     "--scenarios",
     type=click.Choice(["all"]),
     default=None,
-    help="Run the workload's seed scenarios (lab3 has three) and write its lab report JSON.",
+    help="Run the workload's seed scenarios (lab3 has three), one run each with the scenario as "
+    "its fault, and write its lab report JSON. Refused with --nemesis (each scenario is the "
+    "run's fault); --trigger and --schedule apply to every scenario run.",
 )
 @click.option("--lab-report", "lab_report_flag", is_flag=True, help="Same as --scenarios all.")
 @click.option(
@@ -326,7 +360,7 @@ def _options(items: tuple[str, ...]) -> dict[str, str]:
     is_flag=True,
     help="Skip the HTML report page; `chaos report RUN` renders it later from the stored run.",
 )
-@click.option("-q", "--quiet", is_flag=True)
+@click.option("-q", "--quiet", is_flag=True, help="Only the verdict lines, no progress.")
 @store_option
 def run(
     workload: str,
@@ -361,7 +395,8 @@ def run(
     from chaos.cluster import backends
     from chaos.core.capabilities import Scenarios
     from chaos.core.spec import TestSpec
-    from chaos.orchestrator.run import run_test
+    from chaos.orchestrator.explore import run_command
+    from chaos.orchestrator.run import check_spec, run_test
     from chaos.workloads import registry
 
     nodes, nodes_file = _nodes_arg(nodes_arg)
@@ -404,6 +439,12 @@ def run(
         if not isinstance(wl, Scenarios):
             have = [n for n in sorted(registry.BUILTIN) if isinstance(registry.get(n), Scenarios)]
             fail(f"{workload} has no seed scenarios; workloads that have: {', '.join(have)}")
+        if nemesis.strip():
+            # each scenario is its run's fault: a --nemesis beside it would be dropped unsaid
+            fail(
+                f"--nemesis {nemesis} with --scenarios all: each scenario run has the scenario as "
+                "its fault; run the nemesis on its own, or add it with --trigger/--schedule"
+            )
         specs = [
             TestSpec(**base, nemesis=(n,), scenario=n)  # type: ignore[arg-type]
             for n in wl.scenarios
@@ -411,8 +452,20 @@ def run(
     else:
         faults = tuple(n.strip() for n in nemesis.split(",") if n.strip())
         specs = [TestSpec(**base, nemesis=faults)]  # type: ignore[arg-type]
+    with run_errors():
+        # every run of the command checked before the first one starts
+        for spec in specs:
+            check_spec(spec, wl, backend)
     click.echo(f"seed {seed}", err=True)
     outcomes = []
+
+    def command_of(spec: TestSpec) -> str:
+        # one scenario of several is stored with the `chaos run` that makes it alone; a schedule
+        # or nodes file is named only by the command as typed
+        if len(specs) == 1 or spec.schedule or nodes_file is not None:
+            return command
+        return run_command(spec, _rerun_extra(backend_name, store))
+
     with run_errors():
         for spec in specs:
             if len(specs) > 1:
@@ -423,7 +476,7 @@ def run(
                     backend=backend,
                     store=store,
                     progress=say,
-                    command=command,
+                    command=command_of(spec),
                     workload=wl,
                     page=not no_html,
                 )
@@ -439,8 +492,14 @@ def run(
     if isinstance(wl, Scenarios) and (len(outcomes) > 1 or report_path):
         _write_lab_report(wl, outcomes, store / workload, report_path)
     if any(o.interrupted for o in outcomes):
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(Exit.INTERRUPTED)
     sys.exit(combine(r for o in outcomes for r in o.results).exit_code)
+
+
+def _rerun_extra(backend_name: str, store: Path) -> tuple[str, ...]:
+    """The options a stored command needs beside its spec's: the backend and store it ran on."""
+    extra: tuple[str, ...] = ("--backend", backend_name) if backend_name != "docker" else ()
+    return extra + (("--store", str(store)) if store != DEFAULT_STORE else ())
 
 
 def _load_schedule(
@@ -458,7 +517,7 @@ def _load_schedule(
         )
         return plan.to_json()
     except ScheduleError as e:
-        fail(str(e), EXIT_USAGE)
+        fail(str(e), Exit.USAGE)
     return None
 
 
@@ -482,13 +541,27 @@ def _write_lab_report(wl: Any, outcomes: list[Any], folder: Path, report_path: P
 @click.argument("workload")
 @backend_option
 @click.option("--solution", default="reference", show_default=True, help="As for chaos run.")
-@click.option("--seed", type=int, default=None, help="Every run's seed derives from it.")
-@click.option("--budget", type=int, default=40, show_default=True, help="At most this many runs.")
+@click.option("--seed", type=SEED, default=None, help="Every run's seed derives from it.")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=0),
+    default=40,
+    show_default=True,
+    help="At most this many runs after the fault-free trace (0: the trace only).",
+)
 @click.option("--all", "try_all", is_flag=True, help="Go on after the first invalid run.")
-@click.option("--ack-wait", type=float, default=2.0, show_default=True)
-@click.option("--time-limit", type=float, default=30.0, show_default=True)
-@click.option("--recovery-timeout", type=float, default=40.0, show_default=True)
-@click.option("--fault-duration", type=float, default=None, help="How long a pause lasts.")
+@click.option("--ack-wait", type=SECONDS, default=2.0, show_default=True, help="As for chaos run.")
+@click.option(
+    "--time-limit", type=SECONDS, default=30.0, show_default=True, help="As for chaos run."
+)
+@click.option(
+    "--recovery-timeout",
+    type=SECONDS_OR_NONE,
+    default=40.0,
+    show_default=True,
+    help="As for chaos run.",
+)
+@click.option("--fault-duration", type=SECONDS, default=None, help="How long a pause lasts.")
 @click.option(
     "--option", "-o", "options", multiple=True, metavar="KEY=VALUE", help="A workload option."
 )
@@ -525,7 +598,8 @@ def explore(
     from chaos.core.spec import TestSpec
     from chaos.histories.store import write_json
     from chaos.orchestrator.explore import explore as run_explore
-    from chaos.orchestrator.explore import summary_lines, to_json
+    from chaos.orchestrator.explore import run_command, summary_lines, to_json
+    from chaos.orchestrator.run import check_spec
     from chaos.workloads import registry
 
     try:
@@ -535,7 +609,6 @@ def explore(
         fail(str(e))
     if seed is None:
         seed = random.SystemRandom().randrange(1, 2**31)
-    click.echo(f"seed {seed}", err=True)
     spec = TestSpec(
         workload=workload,
         solution=solution,
@@ -546,7 +619,11 @@ def explore(
         fault_duration=fault_duration,
         options=_options(options),
     )
-    command = "chaos " + shlex.join(sys.argv[1:])
+    # each run stores the `chaos run` that reproduces it alone, on the same backend and store
+    extra = _rerun_extra(backend_name, store)
+    with run_errors():
+        check_spec(spec, wl, backend)
+    click.echo(f"seed {seed}", err=True)
     with run_errors():
         found = run_explore(
             spec,
@@ -556,7 +633,7 @@ def explore(
             budget=budget,
             stop_at_first=not try_all,
             progress=_progress(quiet),
-            command=command,
+            command=lambda one: run_command(one, extra),
         )
     for line in summary_lines(found):
         click.echo(clean(line))
@@ -581,8 +658,8 @@ def explore(
     "counter, unique-ids.",
 )
 @model_options
-@click.option("--time-limit", type=float, default=None, help="With --model: search budget (s).")
-@click.option("--max-states", type=int, default=None, help="With --model: state budget.")
+@click.option("--time-limit", type=SECONDS, default=None, help="With --model: search budget (s).")
+@click.option("--max-states", type=POSITIVE, default=None, help="With --model: state budget.")
 @click.option("--json", "as_json", is_flag=True, help="With --model: results as JSON.")
 @click.pass_context
 def check(
@@ -625,7 +702,7 @@ def check(
                 check_file_command.main(args, prog_name="chaos check", standalone_mode=False)
         except click.ClickException as e:
             e.show()
-            sys.exit(EXIT_USAGE)
+            sys.exit(usage_status(e.exit_code))
         except (InputError, OSError) as e:
             fail(clean(e))
         return
@@ -692,7 +769,7 @@ def cleanup(backend_name: str, nodes_file: Path | None, run_id: str | None, all_
     except ValueError as e:
         fail(str(e))
     except ClusterError as e:
-        fail(str(e), EXIT_ENV)
+        fail(str(e), Exit.ENVIRONMENT)
     for line in done:
         click.echo(line)
     removed = sum(1 for line in done if line.startswith("removed "))
@@ -713,7 +790,7 @@ def image_build(force: bool) -> None:
     try:
         tag = DockerBackend().build_image(_progress(False), force=force)
     except ClusterError as e:
-        fail(str(e), EXIT_ENV)
+        fail(str(e), Exit.ENVIRONMENT)
     click.echo(tag)
 
 
@@ -744,7 +821,7 @@ def sandbox_up(n: int, out: Path | None, name: str, user: str) -> None:
     try:
         box = sb.up(n, name=name, out=out, user=user, progress=_progress(False))
     except ClusterError as e:
-        fail(str(e), EXIT_ENV)
+        fail(str(e), Exit.ENVIRONMENT)
     for i, a in enumerate(box.addresses, 1):
         click.echo(f"n{i} {a}", err=True)
     click.echo(f"{n} node(s) up in {box.seconds:.1f} s", err=True)
@@ -760,7 +837,7 @@ def sandbox_down(name: str) -> None:
     try:
         done = sb.down(name=name)
     except ClusterError as e:
-        fail(str(e), EXIT_ENV)
+        fail(str(e), Exit.ENVIRONMENT)
     for line in done:
         click.echo(f"removed {line}")
     if not done:
@@ -786,7 +863,7 @@ def _control_names(value: str | None) -> tuple[str, ...] | None:
     help="The configurations (grade.yaml; default: the lab's own). See docs/grading.md.",
 )
 @click.option("--repeats", type=click.IntRange(1, 1000), default=3, show_default=True)
-@click.option("--seed", type=int, default=None, help="The grade's seed; printed if omitted.")
+@click.option("--seed", type=SEED, default=None, help="The grade's seed; printed if omitted.")
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
@@ -797,7 +874,19 @@ def _control_names(value: str | None) -> tuple[str, ...] | None:
     "--scheduler",
     default=None,
     metavar="ADDRESS",
-    help="A Dask scheduler (tcp://host:8786) whose workers run the runs; default: this machine.",
+    help="A Dask scheduler (tls://host:8786, with --certs) whose workers run the runs; default: "
+    "this machine.",
+)
+@click.option(
+    "--certs",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    default=None,
+    help="The folder `chaos grade-certs` made: TLS to the --scheduler with its client certificate.",
+)
+@click.option(
+    "--insecure",
+    is_flag=True,
+    help="Allow a plain tcp:// --scheduler (whoever reaches it runs code as root on the workers).",
 )
 @click.option(
     "--parallel",
@@ -807,7 +896,7 @@ def _control_names(value: str | None) -> tuple[str, ...] | None:
 )
 @click.option(
     "--run-timeout",
-    type=float,
+    type=SECONDS,
     default=None,
     help="Seconds before a run is stopped (default: its time limit + recovery timeout + 180).",
 )
@@ -838,6 +927,8 @@ def grade_command(
     seed: int | None,
     out: Path | None,
     scheduler: str | None,
+    certs: Path | None,
+    insecure: bool,
     parallel: int | None,
     run_timeout: float | None,
     resume: Path | None,
@@ -864,17 +955,80 @@ def grade_command(
                 resume=resume,
                 chaos_command=tuple(shlex.split(chaos_command)) if chaos_command else None,
                 controls=_control_names(controls),
+                certs=certs,
+                insecure=insecure,
+                check_run=_check_run_argv,
             ),
             say=_progress(quiet),
         )
     except ValueError as e:
         fail(clean(str(e)))
     except OSError as e:
-        fail(f"{clean(str(e))}", EXIT_ENV)
+        fail(f"{clean(str(e))}", Exit.ENVIRONMENT)
     for name, path in outcome.reports.items():
         click.echo(f"{name}: {path}")
     if outcome.interrupted:
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(Exit.INTERRUPTED)
+
+
+def _check_run_argv(argv: list[str]) -> None:
+    """ValueError naming the option when `chaos run` would refuse ``argv`` before it starts: by
+    its types, or a fault target or trigger the workload does not have (creates nothing)."""
+    from chaos.core.spec import TestSpec
+    from chaos.nemesis.registry import make_nemeses
+    from chaos.nemesis.schedule import load_schedule
+    from chaos.workloads import registry
+
+    try:
+        p = run.make_context("run", list(argv)).params
+    except click.UsageError as e:
+        raise ValueError(" ".join(e.format_message().split())) from None
+    wl = registry.get(p["workload"])
+    nodes = str(p["nodes_arg"])
+    schedule = p["schedule_file"]
+    spec = TestSpec(
+        workload=p["workload"],
+        nemesis=tuple(n.strip() for n in p["nemesis"].split(",") if n.strip()),
+        triggers=tuple(p["triggers"]),
+        nodes=int(nodes) if nodes.isdigit() else 0,
+        schedule=None
+        if schedule is None
+        else load_schedule(
+            schedule, default_duration=3.0, workload=wl, workload_name=p["workload"]
+        ).to_json(),
+    )
+    make_nemeses(wl, spec)
+
+
+@main.command("grade-certs")
+@click.argument("folder", type=click.Path(path_type=Path, file_okay=False))
+@click.option(
+    "--host",
+    "hosts",
+    multiple=True,
+    metavar="NAME",
+    help="The scheduler's host name or address, for its certificate (repeatable).",
+)
+@click.option("--days", type=click.IntRange(1, 3650), default=365, show_default=True)
+def grade_certs(folder: Path, hosts: tuple[str, ...], days: int) -> None:
+    """TLS certificates for `chaos grade --scheduler tls://...`: a CA of the grade's own and a
+    certificate for the scheduler, the workers and the client, in a new folder."""
+    from chaos.grade import certs
+
+    try:
+        certs.make(folder, hosts=hosts, days=days)
+    except (ValueError, OSError) as e:
+        fail(clean(str(e)))
+    d = shlex.quote(str(folder))
+    click.echo(
+        f"made {folder}/: ca.pem, scheduler/worker/client .pem and -key.pem (keys owner-only; "
+        "ca-key.pem stays here)\n"
+        f"scheduler: dask scheduler --port 8786 --tls-ca-file {d}/ca.pem "
+        f"--tls-cert {d}/scheduler.pem --tls-key {d}/scheduler-key.pem\n"
+        f"each worker: dask worker tls://SCHEDULER:8786 --resources runs=2 --tls-ca-file "
+        f"{d}/ca.pem --tls-cert {d}/worker.pem --tls-key {d}/worker-key.pem\n"
+        f"the grade: chaos grade SUBMISSIONS --lab LAB --scheduler tls://SCHEDULER:8786 --certs {d}"
+    )
 
 
 @main.command("ls")
@@ -887,19 +1041,28 @@ def ls(store: Path) -> None:
         reverse=True,
     )
     for p in runs:
-        try:
-            s = read_json(p / "spec.json", {})
-        except (OSError, ValueError, RecursionError):
-            s = None
+        # read as `chaos report` and `chaos check` read it (chaos.histories.store)
+        s = read_artefact(p / "spec.json", [])
         if not isinstance(s, dict):  # a listing goes on past a run it cannot read
             s = {"status": "unreadable"}
         v = str(s.get("verdict", s.get("status", "?")))
         click.echo(
             f"{click.style(clean(v).ljust(11), fg=VERDICT_COLOUR.get(v, 'white'))} "
             f"{clean(workload_of(s) or '?'):15} {clean(s.get('solution', '?')):18} "
-            f"{clean(_joined(s.get('nemesis')) or '-'):28} "
+            f"{clean(_faults(s)):28} "
             f"seed={clean(s.get('seed'))}  {clean(p)}"
         )
+
+
+def _faults(spec: dict[str, Any]) -> str:
+    """What a stored run's faults were: its --nemesis, its triggers, its schedule ("-": none)."""
+    parts = [_joined(spec.get("nemesis"))]
+    triggers = spec.get("triggers")
+    if isinstance(triggers, list):
+        parts += [f"trigger '{t}'" for t in triggers]
+    if isinstance(spec.get("schedule"), dict):
+        parts.append("schedule")
+    return ", ".join(p for p in parts if p) or "-"
 
 
 def _joined(value: Any) -> str:

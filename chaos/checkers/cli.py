@@ -34,11 +34,11 @@ from typing import Any, TypeVar
 
 import click
 
+from chaos.exits import Exit
 from chaos.histories.safe_text import clean  # the standard library only: quick to import
 
-__all__ = ["EXIT_BAD_INPUT", "check_file_command", "model_argv", "model_options", "parse_init"]
+__all__ = ["check_file_command", "model_argv", "model_options", "parse_init"]
 
-EXIT_BAD_INPUT = 3
 PROBLEMS_SHOWN = 20
 DEFAULT_TIME_LIMIT = 60.0  # the same as chaos.checkers.linearizable's (kept light: no import)
 DEFAULT_MAX_STATES = 5_000_000
@@ -210,14 +210,14 @@ def _semantics(
 @model_options
 @click.option(
     "--time-limit",
-    type=float,
+    type=click.FloatRange(min=0, min_open=True),
     default=DEFAULT_TIME_LIMIT,
     show_default=True,
     help="Seconds the linearizability search may take before answering unknown.",
 )
 @click.option(
     "--max-states",
-    type=int,
+    type=click.IntRange(min=1),
     default=DEFAULT_MAX_STATES,
     show_default=True,
     help="Configurations the linearizability search may remember before answering unknown.",
@@ -245,7 +245,7 @@ def check_file_command(
         sem = _semantics(model, semantics, init, nil_read, failed_cas)
     except ValueError as e:
         click.secho(f"chaos: {clean(e)}", fg="red", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        sys.exit(Exit.USAGE)
     try:
         results, problems = check_file(
             path,
@@ -258,7 +258,7 @@ def check_file_command(
         )
     except NotAHistory as e:
         click.secho(f"chaos: {clean(e)}", fg="red", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        sys.exit(Exit.USAGE)
     for p in problems[:PROBLEMS_SHOWN]:
         click.echo(clean(p), err=True)
     if len(problems) > PROBLEMS_SHOWN:
@@ -266,7 +266,7 @@ def check_file_command(
     stats = next((r for r in results if r.checker == "stats"), None)
     if stats is not None and not stats.stats.get("count") and problems:
         click.secho(f"chaos: no readable op in {clean(path)}", fg="red", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        sys.exit(Exit.USAGE)
     # A model checker that could not interpret the history (an op the model has no meaning
     # for, a cas without [expected new]) is bad input, not an unknown verdict.
     deciding = model_checkers(model)
@@ -276,7 +276,7 @@ def check_file_command(
     if cannot is not None:
         why = clean(cannot.summary[len("cannot check: ") :])
         click.secho(f"chaos: {clean(path)}: {why}", fg="red", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        sys.exit(Exit.USAGE)
     verdict = combine(main)
     lost = [p for p in problems if not p.truncated]
     if lost and verdict is Verdict.VALID:

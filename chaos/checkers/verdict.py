@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from chaos.exits import Exit
+
 
 class Verdict(StrEnum):
     VALID = "valid"
@@ -24,8 +26,8 @@ class Verdict(StrEnum):
         return {"valid": 0, "unknown": 1, "invalid": 2}[self.value]
 
     @property
-    def exit_code(self) -> int:
-        return {"valid": 0, "invalid": 1, "unknown": 2}[self.value]
+    def exit_code(self) -> Exit:
+        return {"valid": Exit.VALID, "invalid": Exit.INVALID, "unknown": Exit.UNKNOWN}[self.value]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -145,6 +145,22 @@ class RoleResolver(Protocol):
 
 
 @runtime_checkable
+class Names(Protocol):
+    """The words a command may use about the workload, known before anything starts, so that a
+    typo (``--nemesis pause:wroker``, ``--trigger '... until comit'``) is refused before a
+    container does.
+
+    ``roles`` is every role a fault target may name: each component the workload supervises
+    (``worker``, ``etcd``) and each role ``resolve_role`` answers (``leader``, ``holder``).
+    ``event_kinds`` is every event kind its processes report (a trigger's ``until``). Both must
+    be complete — a missing word refuses a command that would have worked — and are compared
+    with real runs by the integration tests (tests/integration/test_report_rerender.py)."""
+
+    roles: Sequence[str]
+    event_kinds: Sequence[str]
+
+
+@runtime_checkable
 class Scenarios(Protocol):
     """The workload has named seed scenarios (``chaos run lab3 --scenarios all``) and a report
     that sums them up.

@@ -6,6 +6,25 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+# TestSpec field -> the `chaos run` option that sets it (the workload is the argument; nemesis,
+# triggers and options are written apart). The defaults are `chaos run`'s: a unit test compares
+# them (tests/unit/test_cli_validation.py).
+RUN_OPTIONS = {
+    "solution": "--solution",
+    "nodes": "--nodes",
+    "tasks": "--tasks",
+    "rate": "--rate",
+    "concurrency": "--concurrency",
+    "time_limit": "--time-limit",
+    "recovery_timeout": "--recovery-timeout",
+    "ack_wait": "--ack-wait",
+    "pause_duration": "--pause-duration",
+    "nemesis_interval": "--nemesis-interval",
+    "nemesis_jitter": "--nemesis-jitter",
+    "fault_duration": "--fault-duration",
+    "work_seconds": "--work-seconds",
+}
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TestSpec:
@@ -36,6 +55,25 @@ class TestSpec:
     work_seconds: float = 0.5
     scenario: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+
+    def run_argv(self) -> list[str]:
+        """The arguments of ``chaos run`` that make this spec again, the seed last (options at
+        their defaults left out). A parsed ``--schedule`` has no argument form: ValueError."""
+        if self.schedule:
+            raise ValueError("a spec with a schedule has no command line (its file is not kept)")
+        argv = [self.workload]
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        for name, option in RUN_OPTIONS.items():
+            value = getattr(self, name)
+            if value != defaults[name] and value is not None:
+                argv += [option, str(value)]
+        if self.nemesis:
+            argv += ["--nemesis", ",".join(self.nemesis)]
+        for phrase in self.triggers:
+            argv += ["--trigger", phrase]
+        for key, value in self.options.items():
+            argv += ["-o", f"{key}={value}"]
+        return [*argv, "--seed", str(self.seed)]
 
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

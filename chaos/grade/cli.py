@@ -11,9 +11,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from chaos.core.capabilities import Gradable
-from chaos.grade import dispatch, ledger, matrix, seeds
+from chaos.grade import certs, dispatch, ledger, matrix, seeds, submissions
 from chaos.grade.session import GradeOutcome, GradeRequest, grade
 from chaos.workloads import registry
 
@@ -32,6 +33,49 @@ class GradeArgs:
     resume: Path | None = None
     chaos_command: tuple[str, ...] | None = None
     controls: tuple[str, ...] | None = None  # None: all the lab's shipped solutions
+    certs: Path | None = None  # the folder `chaos grade-certs` filled: TLS to the scheduler
+    insecure: bool = False  # a plain tcp:// scheduler, knowingly
+    # `chaos run`'s own check of its arguments (ValueError naming the option): each configuration
+    # of the matrix goes through it before anything is written, so a value every run would refuse
+    # (tasks: 0) stops the grade, not every cell of it
+    check_run: Callable[[list[str]], None] | None = None
+
+
+# Dask addresses that are TLS; anything else (tcp://, a bare host:port, ws://) is plain
+TLS_SCHEMES = ("tls", "wss")
+
+
+def scheduler_security(args: GradeArgs, say: Callable[[str], None]) -> Any:
+    """The client's ``Security`` for ``--scheduler``, or None; ValueError for a plain scheduler
+    without ``--insecure`` (Dask runs whatever a connected client submits, and a worker runs
+    chaos as root: a scheduler open to the network is root on every worker)."""
+    if args.scheduler is None:
+        if args.certs is not None or args.insecure:
+            raise ValueError(
+                "--certs and --insecure go with --scheduler (the local cluster listens on "
+                "127.0.0.1 only)"
+            )
+        return None
+    scheme = args.scheduler.split("://", 1)[0].lower() if "://" in args.scheduler else "tcp"
+    if scheme in TLS_SCHEMES:
+        if args.certs is None:
+            raise ValueError(
+                f"--scheduler {args.scheduler}: give --certs DIR, the folder `chaos grade-certs "
+                "DIR` made (the client's certificate and the cluster's CA)"
+            )
+        return certs.client_security(args.certs)
+    if args.certs is not None:
+        raise ValueError(f"--certs: the scheduler {args.scheduler} is not tls://")
+    if not args.insecure:
+        raise ValueError(
+            f"--scheduler {args.scheduler}: refused: a plain Dask scheduler runs whatever any "
+            "client that reaches it submits, as root on every worker; use tls:// with "
+            "certificates (`chaos grade-certs DIR`, then --certs DIR; see docs/grading.md), or "
+            "add --insecure on a network only you can reach"
+        )
+    say(f"warning: {args.scheduler} is plain TCP (--insecure): whoever reaches it is root on "
+        "the workers")  # fmt: skip
+    return None
 
 
 def gradable(lab: str) -> Gradable:
@@ -60,6 +104,12 @@ def request_of(args: GradeArgs, say: Callable[[str], None]) -> GradeRequest:
         raise ValueError("give a submissions folder and --lab (or --resume DIR)")
     wl = gradable(args.lab)
     m = matrix.load(args.matrix_file or wl.grade_matrix)
+    # every input checked before the out folder is: a grade refused for a bad input writes
+    # nothing, so the corrected command is not then refused as "holds a grade already"
+    submissions.discover(args.submissions)
+    controls = _controls(args.controls, wl)
+    if args.check_run is not None:
+        _check_configs(m, args.lab, args.check_run)
     seed = args.seed if args.seed is not None else seeds.new_grade_seed()
     if args.seed is None:
         say(f"grade seed {seed} (--seed {seed} grades the same way again)")
@@ -75,8 +125,16 @@ def request_of(args: GradeArgs, say: Callable[[str], None]) -> GradeRequest:
         out=out,
         run_timeout=args.run_timeout,
         chaos=args.chaos_command,
-        controls=_controls(args.controls, wl),
+        controls=controls,
     )
+
+
+def _check_configs(m: matrix.Matrix, lab: str, check: Callable[[list[str]], None]) -> None:
+    for c in m.configs:
+        try:
+            check([lab, *c.argv()])
+        except ValueError as e:
+            raise ValueError(f"{m.source}: configuration {c.name}: {e}") from None
 
 
 def _controls(names: tuple[str, ...] | None, wl: Gradable) -> tuple[str, ...] | None:
@@ -93,6 +151,7 @@ def _controls(names: tuple[str, ...] | None, wl: Gradable) -> tuple[str, ...] | 
 
 
 def run_grade(args: GradeArgs, say: Callable[[str], None]) -> GradeOutcome:
+    security = scheduler_security(args, say)  # before anything is read or written
     req = request_of(args, say)
     if args.chaos_command and args.resume is not None:
         req = GradeRequest.from_json({**req.to_json(), "chaos": list(args.chaos_command)}, req.out)
@@ -111,4 +170,5 @@ def run_grade(args: GradeArgs, say: Callable[[str], None]) -> GradeOutcome:
         scheduler=args.scheduler,
         parallel=parallel,
         progress=say,
+        security=security,
     )

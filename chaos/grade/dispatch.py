@@ -32,16 +32,19 @@ def default_parallel() -> int:
 
 
 @contextlib.contextmanager
-def connect(scheduler: str | None, parallel: int) -> Iterator[Any]:
-    """A Dask client: to ``scheduler``, or to a local cluster of ``parallel`` run slots.
+def connect(scheduler: str | None, parallel: int, security: Any = None) -> Iterator[Any]:
+    """A Dask client: to ``scheduler`` (over TLS with ``security``, a
+    ``distributed.security.Security``), or to a local cluster of ``parallel`` run slots.
 
     The local cluster is one in-process worker with ``parallel`` threads: each task only waits on
     its ``chaos run`` subprocess, so worker processes would cost memory and buy nothing, and an
-    in-process worker lets Ctrl-C reach its runs (task.stop_all)."""
+    in-process worker lets Ctrl-C reach its runs (task.stop_all). It talks in-process; its only
+    sockets are the scheduler's and the worker's HTTP servers (the dashboard), both on 127.0.0.1:
+    Dask runs whatever reaches it, and nothing but this machine's own users may."""
     from distributed import Client, LocalCluster
 
     if scheduler:
-        client = Client(scheduler, timeout="20s")
+        client = Client(scheduler, timeout="20s", security=security)
         try:
             yield client
         finally:
@@ -52,7 +55,9 @@ def connect(scheduler: str | None, parallel: int) -> Iterator[Any]:
         threads_per_worker=parallel,
         processes=False,
         resources={RESOURCE: parallel},
-        dashboard_address=":0",  # a free port: never clash with another grade's dashboard
+        # a free port (never clash with another grade's), on loopback only
+        dashboard_address="127.0.0.1:0",
+        worker_dashboard_address="127.0.0.1:0",
     )
     try:
         client = Client(cluster)

@@ -161,13 +161,16 @@ def grade(
     parallel: int = 1,
     progress: Callable[[str], None] = lambda m: None,
     client: Any = None,
+    security: Any = None,
 ) -> GradeOutcome:
     """Grade, recording each run as it finishes; write the reports (also when interrupted, with
     what finished). ``client``: an existing Dask client (tests); else one is made from
-    ``scheduler`` or a local cluster of ``parallel`` slots."""
+    ``scheduler`` (with ``security``: see chaos.grade.certs) or a local cluster of ``parallel``
+    slots."""
+    # the rows first: a submissions folder that cannot be read leaves no grade.json behind
+    rows = rows_of(request, controls)
     book = ledger.Ledger(request.out)
     book.write_manifest(request.to_json())
-    rows = rows_of(request, controls)
     done = book.finished()
     jobs = plan(request, rows, done)
     skipped = sum(1 for r in done.values() if r.graded)
@@ -213,7 +216,7 @@ def grade(
             if client is not None:
                 dispatch.run_all(client, jobs, on_done, retries=request.retries)
             else:
-                with dispatch.connect(scheduler, parallel) as c:
+                with dispatch.connect(scheduler, parallel, security) as c:
                     if scheduler and not dispatch.has_run_slots(c):
                         progress(
                             "warning: no worker declares the 'runs' resource "

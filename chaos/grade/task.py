@@ -34,12 +34,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-# chaos run's exit codes (chaos/cli.py)
-EXIT_VERDICT = {0: "valid", 1: "invalid", 2: "unknown"}
-EXIT_USAGE = 3
-EXIT_ENV = 4
-EXIT_INTERNAL = 5
-EXIT_INTERRUPTED = 130
+from chaos.exits import Exit
+
+# chaos run's verdict statuses
+EXIT_VERDICT: dict[int, str] = {
+    Exit.VALID: "valid",
+    Exit.INVALID: "invalid",
+    Exit.UNKNOWN: "unknown",
+}
 # folders of a run that are not worth bringing back: the live exchange with the nodes, and the
 # copy of the solution the nodes saw (the grader has the submission itself)
 SKIP = ("live", "mounts")
@@ -260,7 +262,7 @@ def run_one(job: RunJob) -> Finished:
             worker=_worker_name(),
             command=job.command(),
         )
-        if code == EXIT_ENV:
+        if code == Exit.ENVIRONMENT:
             raise RunEnvironmentError(_reason(said) or "environment error (chaos run exit 4)")
         result = _classify(base, code, said, run_dir, job.timeout)
         return Finished(result=result, archive=_zip(run_dir) if run_dir else b"")
@@ -282,9 +284,9 @@ def _classify(
 ) -> RunResult:
     if code is None:
         return base.with_(status="timeout", message=f"no verdict after {timeout:.0f} s: stopped")
-    if code == EXIT_INTERRUPTED or code < 0:
+    if code == Exit.INTERRUPTED or code < 0:
         return base.with_(status="interrupted", message=_reason(said))
-    if code == EXIT_USAGE:
+    if code == Exit.USAGE:
         return base.with_(status="rejected", message=_reason(said) or "refused by chaos run")
     if code in EXIT_VERDICT:
         checkers, summaries = _findings(run_dir)

@@ -12,6 +12,11 @@ Layout of ``store/<test>/<run-id>/``::
     logs/<node>/*.log process output collected from the nodes
 
 ``store/latest`` and ``store/<test>/latest`` point at the newest run.
+
+This module is the one reader of that layout: :func:`load_run` (strict: ``chaos check``, the
+orchestrator) and ``chaos.report.loading.load`` (lenient: a page also for a run that died early)
+both read the JSON artefacts through :func:`load_artefact` and name the workload with
+:func:`workload_of`, so what ``spec.json`` says is interpreted in one place.
 """
 
 from __future__ import annotations
@@ -25,12 +30,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chaos.histories.files import write_atomic
+from chaos.histories.files import read_regular, write_atomic
 from chaos.histories.jsonl import LineProblem, read_events, read_history, read_raw_events
 from chaos.histories.limits import MAX_INPUT_BYTES, InputError, input_guard
 from chaos.histories.ops import Event, Op
 
 DEFAULT_STORE = Path(os.environ.get("CHAOS_STORE", "store"))
+# The files a stored run is made of: a folder holding none of them is not a run.
+RUN_FILES = (
+    "spec.json",
+    "history.jsonl",
+    "events.jsonl",
+    "final.json",
+    "results.json",
+    "lab-report.json",
+)
 
 
 def new_run_dir(store: Path, test: str) -> Path:
@@ -86,7 +100,13 @@ class NotARun(Exception):
 
 
 # What each JSON artefact of a run must be at its top level.
-_ARTEFACT_TYPES: dict[str, type] = {"spec.json": dict, "final.json": dict, "schedule.json": list}
+_ARTEFACT_TYPES: dict[str, type] = {
+    "spec.json": dict,
+    "final.json": dict,
+    "schedule.json": list,
+    "results.json": dict,
+    "lab-report.json": dict,
+}
 
 
 def _regular(path: Path) -> bool:
@@ -111,9 +131,15 @@ def load_artefact(path: Path, default: Any) -> Any:
     if not _regular(path):
         return default
     try:
+        # opened without following a link and checked again on the open file: the report's
+        # server reads runs a student can still change (a FIFO swapped in would hang a thread)
+        data = read_regular(path, MAX_INPUT_BYTES)
+    except OSError as e:
+        raise NotARun(f"{path}: cannot read: {e.strerror or e}") from None
+    try:
         with input_guard(path):
             try:
-                obj = json.loads(path.read_bytes())
+                obj = json.loads(data)
             except json.JSONDecodeError as e:
                 raise InputError(
                     path, f"not JSON ({e.msg}, column {e.colno})", line=e.lineno
@@ -125,6 +151,17 @@ def load_artefact(path: Path, default: Any) -> Any:
         what = "an object" if want is dict else "a list"
         raise NotARun(str(InputError(path, f"expected {what}, got {type(obj).__name__}", line=1)))
     return obj
+
+
+def read_artefact(path: Path, problems: list[str]) -> Any:
+    """:func:`load_artefact`, leniently: None when the file is absent or unusable, and then the
+    reason, naming the file, appended to ``problems`` (a report shows what it could not read)."""
+    try:
+        return load_artefact(path, None)
+    except NotARun as e:
+        why = str(e).removeprefix(str(path)).lstrip(":0123456789 ") or str(e)
+        problems.append(f"{path.name}: unreadable ({why})")
+        return None
 
 
 def load_run(path: Path) -> StoredRun:

@@ -18,14 +18,15 @@ import random
 from typing import Any
 
 from chaos.cluster.base import Capable
-from chaos.core.capabilities import FaultAims, FaultPoints, PauseTarget
+from chaos.core.capabilities import FaultAims, FaultPoints, Names, PauseTarget
 from chaos.core.spec import TestSpec
 from chaos.nemesis.base import Nemesis
 from chaos.nemesis.faultpoint import FaultPointNemesis
 from chaos.nemesis.pause import PauseNemesis
 from chaos.nemesis.plan import Choice, Step, generate
 from chaos.nemesis.runner import ScheduleNemesis
-from chaos.nemesis.table import FAULTS, NEEDS, fault_table
+from chaos.nemesis.table import BY_NAME, FAULTS, NEEDS, fault_table
+from chaos.nemesis.targets import check_target
 from chaos.nemesis.trigger import TriggerNemesis, bind, parse_trigger
 
 
@@ -86,8 +87,34 @@ def planned_steps(spec: TestSpec, choices: list[Choice]) -> list[Step]:
     )
 
 
+def check_targets(wl: Any, spec: TestSpec) -> None:
+    """ValueError, before anything starts, for a fault whose target can name nothing on this
+    workload: a misspelt role (``pause:wroker``), a node past the cluster, an argument that does
+    not parse. Roles are checked against the workload's :class:`~chaos.core.capabilities.Names`
+    (a workload without it is checked when the fault starts)."""
+    points = wl.fault_points if isinstance(wl, FaultPoints) else {}
+    roles = tuple(wl.roles) if isinstance(wl, Names) else None
+    asked = [
+        (f"--nemesis {name}:{target}", name, target)
+        for name, target in parse_nemesis(spec.nemesis, points)
+        if name not in points and target
+    ]
+    for s in (spec.schedule or {}).get("steps", []):
+        if s.get("target") and s.get("fault") in BY_NAME:
+            asked.append((str(s.get("source") or "--schedule"), s["fault"], str(s["target"])))
+    for where, name, target in asked:
+        kind = BY_NAME[name]
+        try:
+            for t in kind.targets_in(target):
+                check_target(t, roles if kind.roles else (), spec.nodes)
+        except (ValueError, RuntimeError) as e:
+            raise ValueError(f"{where}: {e}") from None
+
+
 def make_nemeses(wl: Any, spec: TestSpec) -> list[Nemesis]:
-    """Every nemesis a spec asks for, ready to run; raises ValueError for a bad name or phrase."""
+    """Every nemesis a spec asks for, ready to run; raises ValueError for a bad name, target or
+    phrase."""
+    check_targets(wl, spec)
     points = wl.fault_points if isinstance(wl, FaultPoints) else {}
     faults = fault_table(wl)
     out: list[Nemesis] = []

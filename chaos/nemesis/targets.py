@@ -17,8 +17,9 @@ at the moment the fault starts, which depends on the run's timing, not only on t
 
 from __future__ import annotations
 
+import difflib
 import random
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from chaos.cluster.base import Reapable
@@ -48,6 +49,42 @@ def split_spec(spec: str) -> tuple[str | None, str | None]:
     if spec in NODE_SELECTORS or _is_node_list(spec):
         return None, spec
     return spec, None
+
+
+def did_you_mean(word: str, known: Collection[str]) -> str:
+    """`` (did you mean 'worker'?)`` for a near miss among ``known``, else ""."""
+    close = difflib.get_close_matches(word, sorted(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_target(spec: str, roles: Collection[str] | None, nodes: int) -> None:
+    """Refuse, before anything starts, a target spec that can name nothing here: a role the
+    workload does not have (``roles``: every role it declares; empty: the fault takes nodes only;
+    None: not declared, not checked), an unknown selector, a node past the cluster's ``nodes`` (0: not known yet). Who plays a role
+    is a fact of the moment the fault starts, resolved then."""
+    role, selector = split_spec(spec)
+    if selector is not None and selector not in NODE_SELECTORS:
+        if not _is_node_list(selector):
+            raise TargetError(
+                f"unknown node selector {selector!r}{did_you_mean(selector, NODE_SELECTORS)}; "
+                f"use {', '.join(NODE_SELECTORS)} or node names (n1+n2)"
+            )
+        names = [f"n{i}" for i in range(1, nodes + 1)]
+        past = [p for p in selector.replace(",", "+").split("+") if p and p not in names]
+        if nodes and past:
+            raise TargetError(f"no node {', '.join(past)}: the nodes are n1..n{nodes}")
+    if role is not None and roles is not None and not roles:
+        raise TargetError(
+            f"unknown node selector {role!r}{did_you_mean(role, NODE_SELECTORS)}: this fault "
+            f"takes nodes only ({', '.join(NODE_SELECTORS)} or node names, n1+n2)"
+        )
+    if role is not None and roles is not None and role not in roles:
+        what = "role or node selector" if selector is None else "role"
+        raise TargetError(
+            f"unknown {what} {role!r}"
+            f"{did_you_mean(role, [*roles, *NODE_SELECTORS])}; node selectors: "
+            f"{', '.join(NODE_SELECTORS)}; roles here: {', '.join(sorted(roles)) or 'none'}"
+        )
 
 
 def _is_node_list(spec: str) -> bool:

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from chaos.core.capabilities import HoldPoint, HoldPoints, TxnPoints, txn_point
+from chaos.core.capabilities import HoldPoint, HoldPoints, Names, TxnPoints, txn_point
 from chaos.core.context import RunContext
 from chaos.core.target import Resolved, Target
 from chaos.histories.ops import Event
@@ -35,6 +35,7 @@ from chaos.nemesis.base import Fault
 from chaos.nemesis.grudge import isolated_grudge
 from chaos.nemesis.plan import parse_duration
 from chaos.nemesis.table import TRIGGER_FAULTS
+from chaos.nemesis.targets import did_you_mean
 
 _PHRASE = re.compile(
     r"^\s*(?P<fault>[a-z]+)\s+(?P<role>[a-z][\w-]*)\s+(?P<moment>on|before|after)\s+"
@@ -87,7 +88,8 @@ def parse_trigger(phrase: str) -> Trigger:
     kind = " ".join(m["kind"].split())
     if fault not in TRIGGER_FAULTS:
         raise TriggerError(
-            f"trigger {phrase!r}: unknown fault {fault!r}; use {', '.join(TRIGGER_FAULTS)}"
+            f"trigger {phrase!r}: unknown fault {fault!r}{did_you_mean(fault, TRIGGER_FAULTS)}; "
+            f"use {', '.join(TRIGGER_FAULTS)}"
         )
     duration = None
     if fm := _FOR.search(rest):
@@ -116,18 +118,33 @@ def parse_trigger(phrase: str) -> Trigger:
 
 def bind(trigger: Trigger, workload: object, workload_name: str) -> Trigger:
     """The trigger with the hold point its ``(role, moment, kind)`` names in the workload's table,
-    or the transaction point ``before|after txn N of FN`` of a workload with ``TxnPoints``."""
+    or the transaction point ``before|after txn N of FN`` of a workload with ``TxnPoints``; its
+    ``until`` checked against the event kinds the workload's ``Names`` declares."""
+    _check_until(trigger, workload, workload_name)
     if txn := _TXN.match(trigger.kind):
         return dataclasses.replace(trigger, point=_bind_txn(trigger, txn, workload, workload_name))
     points = workload.hold_points if isinstance(workload, HoldPoints) else {}
     point = points.get((trigger.role, trigger.moment, trigger.kind))
     if point is None:
-        known = "; ".join(f"{r} {mo} {k}" for r, mo, k in points) or "none"
+        said = f"{trigger.role} {trigger.moment} {trigger.kind}"
+        known = [f"{r} {mo} {k}" for r, mo, k in points]
         raise TriggerError(
             f"trigger {trigger.phrase!r}: {workload_name} has no hold point for "
-            f"'{trigger.role} {trigger.moment} {trigger.kind}'; known: {known}"
+            f"'{said}'{did_you_mean(said, known)}; known: {'; '.join(known) or 'none'}"
         )
     return dataclasses.replace(trigger, point=point)
+
+
+def _check_until(trigger: Trigger, workload: object, name: str) -> None:
+    if trigger.until is None or not isinstance(workload, Names):
+        return
+    kinds = tuple(workload.event_kinds)
+    if trigger.until not in kinds:
+        raise TriggerError(
+            f"trigger {trigger.phrase!r}: {name}'s processes report no event "
+            f"{trigger.until!r}{did_you_mean(trigger.until, kinds)}; they report: "
+            f"{', '.join(sorted(kinds))}"
+        )
 
 
 def _bind_txn(trigger: Trigger, m: re.Match[str], workload: object, name: str) -> HoldPoint:

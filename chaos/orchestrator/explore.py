@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ from chaos.core.workload import Workload
 from chaos.histories.ops import Op
 from chaos.histories.store import load_run
 from chaos.orchestrator.run import RunOutcome, render_page, run_test
+from chaos.report.loading import REPORT_NAME
 
 # trigger faults tried at every transaction point: (label, phrase suffix)
 FAULTS: tuple[tuple[str, str], ...] = (
@@ -180,6 +182,11 @@ def probe_seed(seed: int, label: str) -> int:
     return int.from_bytes(digest[:4], "big") % (2**31 - 1) + 1
 
 
+def run_command(spec: TestSpec, extra: tuple[str, ...] = ()) -> str:
+    """The ``chaos run`` command that makes one of the explore's runs again, alone."""
+    return shlex.join(["chaos", "run", *spec.run_argv(), *extra])
+
+
 def explore(
     spec: TestSpec,
     *,
@@ -189,16 +196,19 @@ def explore(
     budget: int,
     stop_at_first: bool = True,
     progress: Callable[[str], None] = lambda m: None,
-    command: str = "",
+    command: Callable[[TestSpec], str] = run_command,
 ) -> Exploration:
-    """Trace ``spec``'s solution fault-free, then try every point (see the module docstring)."""
+    """Trace ``spec``'s solution fault-free, then try every point (see the module docstring).
+
+    Each run stores ``command(its spec)`` as the command that reproduces it: a ``chaos run`` with
+    its own trigger and seed, not the explore that made it."""
     base = dataclasses.replace(spec, nemesis=(), triggers=(), schedule=None, scenario=None)
     progress("trace: one fault-free run to learn the solution's transactions")
 
     def run(one: TestSpec) -> RunOutcome:
         # pages only for the runs worth opening (not valid): drawing one is ~2 s of a ~13 s run
-        got = run_test(one, backend=backend, store=store, workload=workload, command=command,
-                       page=False)  # fmt: skip
+        got = run_test(one, backend=backend, store=store, workload=workload,
+                       command=command(one), page=False)  # fmt: skip
         if got.verdict is not Verdict.VALID:
             render_page(got.run_dir, workload, progress)
         return got
@@ -237,19 +247,36 @@ def explore(
     return found
 
 
+SAID_CHARS = 300
+
+
+def shortened(text: str, limit: int = SAID_CHARS) -> str:
+    """``text`` cut to ``limit`` characters at a word's end, with an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + "…"
+
+
 def summary_lines(found: Exploration) -> list[str]:
-    """The explore's answer in lines: the trace, each run, the coverage."""
+    """The explore's answer in lines: the trace, each run (a run not valid with its sentence and
+    its page), the coverage."""
     calls = ", ".join(f"{fn}: {n} txn(s)" for fn, n in found.txns.items()) or "none"
     lines = [f"trace: {calls} ({found.trace_run})"]
     if found.trace_verdict is not Verdict.VALID:
         lines.append(
-            f"  the fault-free run itself is {found.trace_verdict.value}: {found.trace_said}"
+            f"  the fault-free run itself is {found.trace_verdict.value}: "
+            f"{shortened(found.trace_said)}"
         )
+        lines.append(f"           report: {found.trace_run / REPORT_NAME}")
     for t in found.tried:
         note = "" if t.reached else " [not reached]"
         lines.append(f"  {t.verdict.value:<8}{t.probe.label}{note}  ({t.run_dir.name})")
-        if t.verdict is not Verdict.VALID and t.said:
-            lines.append(f"           {t.said[:300]}")
+        if t.verdict is not Verdict.VALID:
+            if t.said:
+                lines.append(f"           {shortened(t.said)}")
+            lines.append(f"           report: {t.run_dir / REPORT_NAME}")
     reached, tried = found.coverage()
     left = len(found.probes) - tried
     lines.append(

@@ -136,6 +136,16 @@ def interrupts_raise() -> Iterator[None]:
             signal.signal(s, h)
 
 
+def check_spec(spec: TestSpec, wl: Workload, backend: Backend) -> list[Nemesis]:
+    """The nemeses of ``spec``, once everything it names is checked against the workload and the
+    backend; ValueError for anything that cannot work. Creates nothing: ``chaos run`` checks every
+    spec of a command with it before the first run starts."""
+    wl.preflight(spec)
+    nemeses = make_nemeses(wl, spec)
+    refuse_unsupported(wl, spec, backend)
+    return nemeses
+
+
 def run_test(
     spec: TestSpec,
     *,
@@ -157,9 +167,7 @@ def run_test(
     """
     t_start = time.monotonic()
     wl = workload if workload is not None else registry.get(spec.workload)
-    wl.preflight(spec)
-    nemeses = make_nemeses(wl, spec)
-    refuse_unsupported(wl, spec, backend)
+    nemeses = check_spec(spec, wl, backend)
     versions = backend.prepare(progress)
 
     run_dir = new_run_dir(store, spec.workload)

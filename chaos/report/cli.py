@@ -2,8 +2,8 @@
 
 The report knows no workload: ``chaos.cli`` builds these commands with a lookup from a run's name
 to its workload's section contributors (chaos.report.contrib). ``report_command`` and
-``serve_command`` are the generic ones (generic sections only). The exit codes repeat chaos.cli's
-convention (3 bad usage or input, 4 environment problem).
+``serve_command`` are the generic ones (generic sections only). Errors exit with chaos.exits'
+statuses (3 bad usage or input, 4 environment problem).
 """
 
 from __future__ import annotations
@@ -14,12 +14,10 @@ from typing import IO, Any
 
 import click
 
+from chaos.exits import Exit
 from chaos.report.contrib import ContributorsFor, no_contributors
-from chaos.report.loading import NotARunDir, run_name
+from chaos.report.loading import NotARunDir
 from chaos.report.serve import DEFAULT_HOST, DEFAULT_PORT, make_server
-
-EXIT_USAGE = 3
-EXIT_ENV = 4
 
 
 class _Failed(click.ClickException):
@@ -40,11 +38,11 @@ def make_report_command(contributors_for: ContributorsFor = no_contributors) -> 
         from chaos.report.page import render
 
         try:
-            out = render(run_dir, contributors_for(run_name(run_dir)))
+            out = render(run_dir, contributors_for)
         except NotARunDir as x:
-            raise _Failed(str(x), EXIT_USAGE) from None
+            raise _Failed(str(x), Exit.USAGE) from None
         except OSError as x:
-            raise _Failed(f"cannot write the report: {x}", EXIT_ENV) from None
+            raise _Failed(f"cannot write the report: {x}", Exit.ENVIRONMENT) from None
         click.echo(str(out))
 
     return report_command
@@ -61,14 +59,18 @@ def make_serve_command(contributors_for: ContributorsFor = no_contributors) -> c
     )
     @click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to bind.")
     @click.option(
-        "--port", default=DEFAULT_PORT, show_default=True, type=int, help="Port (0: any free)."
+        "--port",
+        default=DEFAULT_PORT,
+        show_default=True,
+        type=click.IntRange(0, 65535),
+        help="Port (0: any free).",
     )
     def serve_command(store: Path, host: str, port: int) -> None:
         """Browse the stored runs: list, open reports, download a run as a zip."""
         try:
             server = make_server(store, host, port, contributors_for=contributors_for)
         except OSError as x:
-            raise _Failed(f"cannot listen on {host}:{port}: {x}", EXIT_ENV) from None
+            raise _Failed(f"cannot listen on {host}:{port}: {x}", Exit.ENVIRONMENT) from None
         if host not in ("127.0.0.1", "localhost", "::1"):
             click.secho(f"warning: serving {store} to the network on {host}", fg="yellow", err=True)
         click.echo(f"serving {store.resolve()} at {server.url} (Ctrl-C to stop)")

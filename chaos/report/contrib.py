@@ -5,7 +5,7 @@ faults, plots, final state, parameters — and never asks which lab a run belong
 with a story of its own to tell (lab1's unsafe lease, lab3's lab-report table) hands the page a
 :class:`SectionContributor`; ``render(run_dir, contributors=...)`` places what it returns among the
 generic sections. ``chaos report`` and ``chaos serve`` find the contributors of a run through its
-workload (``ContributorsFor``: the run's name, as ``spec.json`` spells it, to its contributors).
+workload (``ContributorsFor``: the workload the loaded run names, to its contributors).
 """
 
 from __future__ import annotations

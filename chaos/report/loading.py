@@ -3,18 +3,20 @@
 ``chaos.histories.store.load_run`` refuses a folder without a history; a report must not: a run
 that died during set-up still has a spec worth showing. Every file is optional here, and what is
 absent or unreadable is listed in ``missing`` / ``problems`` so the page can say so.
+
+The run's layout, its JSON artefacts and the workload ``spec.json`` names all come from
+``chaos.histories.store`` (the same reading ``chaos check`` does); only the line files are read
+here, into the report's lighter rows. A page once lost its workload's sections because this module
+read ``spec.json``'s old ``lab`` key itself.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
-from chaos.histories.files import read_regular
-from chaos.histories.limits import MAX_INPUT_BYTES
 from chaos.histories.ops import OP_FIELDS, Event, Op, event_fields, op_fields
 from chaos.histories.reader import (
     EVENTS_FORMAT,
@@ -24,17 +26,9 @@ from chaos.histories.reader import (
     dict_blocks,
     read_records,
 )
-from chaos.histories.store import workload_of
+from chaos.histories.store import RUN_FILES, read_artefact, workload_of
 
 REPORT_NAME = "report.html"
-RUN_FILES = (
-    "spec.json",
-    "history.jsonl",
-    "events.jsonl",
-    "final.json",
-    "results.json",
-    "lab-report.json",
-)
 
 
 class OpRow(NamedTuple):
@@ -166,23 +160,6 @@ class RunData:
         return t
 
 
-def _read_object(path: Path, problems: list[str]) -> dict[str, Any] | None:
-    if not path.exists():
-        return None
-    try:
-        # a regular file, not followed through a link, read up to the input bound: a FIFO named
-        # final.json hung `chaos report` and a `serve` thread; a deep value overflowed the stack
-        obj = json.loads(read_regular(path, MAX_INPUT_BYTES))
-    except (OSError, ValueError, RecursionError) as e:
-        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)[:200]
-        problems.append(f"{path.name}: unreadable ({why})")
-        return None
-    if not isinstance(obj, dict):
-        problems.append(f"{path.name}: not a JSON object")
-        return None
-    return obj
-
-
 _HISTORY: LineFormat[OpRow] = LineFormat(
     HISTORY_FORMAT, OpRow.from_json, dict_blocks(OpRow.from_json)
 )
@@ -209,13 +186,6 @@ def _short(problem: LineProblem, run_dir: Path) -> str:
     return str(problem).replace(f"{run_dir}/", "")
 
 
-def run_name(run_dir: Path) -> str:
-    """The run's name as ``spec.json`` spells it (``workload``, or ``lab`` in older runs), or ""
-    when it says none."""
-    spec = _read_object(Path(run_dir) / "spec.json", []) or {}
-    return str(spec.get("workload") or spec.get("lab") or "")
-
-
 def load(run_dir: Path) -> RunData:
     run_dir = run_dir.resolve()
     if not run_dir.is_dir() or not any((run_dir / f).exists() for f in RUN_FILES):
@@ -224,12 +194,14 @@ def load(run_dir: Path) -> RunData:
     problems: list[str] = []
 
     def obj(name: str) -> dict[str, Any]:
-        got = _read_object(run_dir / name, problems)
+        # a regular file, not followed through a link, read up to the input bound: a FIFO named
+        # final.json hung `chaos report` and a `serve` thread; a deep value overflowed the stack
+        got = read_artefact(run_dir / name, problems)
         if got is None:
             if not (run_dir / name).exists():
                 missing.append(name)
             return {}
-        return got
+        return dict(got)
 
     spec = obj("spec.json")
     history: list[OpRow] = []

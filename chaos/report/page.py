@@ -19,7 +19,7 @@ from pathlib import Path
 import chaos
 from chaos.report.clientops import ClientOp, client_ops
 from chaos.report.clocks import clocks_section, read_clocks
-from chaos.report.contrib import GENERIC_ORDER, Section, SectionContributor
+from chaos.report.contrib import GENERIC_ORDER, ContributorsFor, Section, SectionContributor
 from chaos.report.faults import FaultBand, fault_bands
 from chaos.report.figures import Plot
 from chaos.report.findings import Finding, classify, group_by_cause
@@ -327,11 +327,15 @@ def _expected(c: SectionContributor) -> dict[str, str]:
         return {}
 
 
-def render(run_dir: Path, contributors: Sequence[SectionContributor] = ()) -> Path:
+def render(
+    run_dir: Path, contributors: Sequence[SectionContributor] | ContributorsFor = ()
+) -> Path:
     """Write ``run_dir/report.html`` (and ``run_dir/plots/``) and return the page's path.
 
-    ``contributors`` add the run's workload's own sections (chaos.report.contrib); without any
-    the page has the generic sections only.
+    ``contributors`` add the run's workload's own sections (chaos.report.contrib): the sections
+    themselves, or a lookup from the workload the loaded run names to its sections (``chaos
+    report``, ``chaos serve``: the name is read by the same loader as everything else on the
+    page). Without any the page has the generic sections only.
     """
     # A large run is a few hundred thousand small acyclic objects built in one go; the cyclic
     # collector would rescan the growing heap over and over and more than double the time.
@@ -339,7 +343,8 @@ def render(run_dir: Path, contributors: Sequence[SectionContributor] = ()) -> Pa
     gc.disable()
     try:
         run = load(Path(run_dir))
-        page = build_page(run, contributors)
+        chosen = contributors(run.lab) if callable(contributors) else contributors
+        page = build_page(run, chosen)
     finally:
         if was_enabled:
             gc.enable()

@@ -33,7 +33,7 @@ from chaos.histories.store import workload_of
 from chaos.report.contrib import ContributorsFor, no_contributors
 from chaos.report.html import as_text, e
 from chaos.report.http_safety import answer_for, public_error
-from chaos.report.loading import REPORT_NAME, run_name
+from chaos.report.loading import REPORT_NAME
 from chaos.report.zipstream import write_zip
 
 DEFAULT_HOST = "127.0.0.1"
@@ -289,7 +289,7 @@ class _Handler(BaseHTTPRequestHandler):
                 # every other command importing this module need not pay for
                 from chaos.report.page import render
 
-                render(run_dir, self.server.contributors_for(run_name(run_dir)))
+                render(run_dir, self.server.contributors_for)
         self._send(HTTPStatus.OK, (run_dir / REPORT_NAME).read_bytes(), "text/html; charset=utf-8")
 
     def _file(self, target: Path) -> None:

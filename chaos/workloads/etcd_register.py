@@ -25,7 +25,7 @@ from chaos.histories.ops import OpType
 from chaos.histories.store import StoredRun
 from chaos.workloads.generic import classify, drive
 from chaos.workloads.systems import etcd
-from chaos.workloads.systems.roles import system_role
+from chaos.workloads.systems.roles import ETCD_ROLES, system_role
 
 PREFIX = "/register/"
 OPS_PER_KEY = 60
@@ -34,6 +34,9 @@ VALUES = 5
 
 class EtcdRegister:
     name = "etcd-register"
+    # Names: what a fault target may name (etcd's members report no events)
+    roles = ETCD_ROLES
+    event_kinds: tuple[str, ...] = ()
 
     def preflight(self, spec: TestSpec) -> None:
         if spec.concurrency < 1:

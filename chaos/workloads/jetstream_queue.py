@@ -21,7 +21,7 @@ from chaos.histories.ops import OpType
 from chaos.histories.store import StoredRun
 from chaos.workloads.generic import classify, drive
 from chaos.workloads.systems import nats
-from chaos.workloads.systems.roles import system_role
+from chaos.workloads.systems.roles import NATS_ROLES, system_role
 
 STREAM = "QUEUE"
 SUBJECT = "queue.items"
@@ -92,6 +92,9 @@ class _Client:
 
 class JetStreamQueue:
     name = "jetstream-queue"
+    # Names: what a fault target may name (the broker reports no events)
+    roles = NATS_ROLES
+    event_kinds: tuple[str, ...] = ()
 
     def preflight(self, spec: TestSpec) -> None:
         pass

@@ -30,7 +30,6 @@ from chaos.grade.matrix import Config, Matrix
 from chaos.grade.submissions import Submission
 from chaos.grade.task import RunResult
 from chaos.report import render
-from chaos.report.loading import run_name
 from chaos.report.serve import ReportServer, index_page, make_server
 from tests.fixtures import synthetic_runs as runs
 from tests.integration.test_report_browser import _run
@@ -108,7 +107,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ):
         run_dir = make(root)
         # as `chaos report RUN` draws it: the workload's own sections found by the run's name
-        render(run_dir, _report_contributors(run_name(run_dir)))
+        render(run_dir, _report_contributors)
     return root
 
 

@@ -75,3 +75,45 @@ def test_controls_are_all_the_labs_unless_chosen_and_a_resume_keeps_the_choice(
     code, out = _grade(str(subs), "--lab", "lab3", "--controls", "reference,nonesuch",
                        "--out", str(tmp_path / "x"))  # fmt: skip
     assert code == 3 and "--controls: no shipped solution nonesuch" in out
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:1", "127.0.0.1:1", "ws://127.0.0.1:1"])
+def test_a_plain_scheduler_is_refused_without_insecure_before_anything_is_written(
+    tmp_path: Path, subs: Path, address: str
+) -> None:
+    out = tmp_path / "o"
+    code, said = _grade(str(subs), "--lab", "lab3", "--scheduler", address, "--out", str(out))
+    assert code == 3, said
+    lines = said.strip().splitlines()
+    assert len(lines) == 1, said  # one line: why, and what to do
+    assert f"--scheduler {address}: refused" in lines[0]
+    assert "as root on every worker" in lines[0]
+    assert "chaos grade-certs DIR" in lines[0] and "--insecure" in lines[0]
+    assert not out.exists()
+
+
+def test_tls_needs_certs_and_certs_need_tls(tmp_path: Path, subs: Path) -> None:
+    out = tmp_path / "o"
+    code, said = _grade(str(subs), "--lab", "lab3", "--scheduler", "tls://127.0.0.1:1",
+                        "--out", str(out))  # fmt: skip
+    assert code == 3 and "give --certs DIR" in said
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, said = _grade(str(subs), "--lab", "lab3", "--scheduler", "tls://127.0.0.1:1",
+                        "--certs", str(empty), "--out", str(out))  # fmt: skip
+    assert code == 3 and "no ca.pem, client.pem, client-key.pem there" in said
+    code, said = _grade(str(subs), "--lab", "lab3", "--scheduler", "tcp://127.0.0.1:1",
+                        "--certs", str(empty), "--out", str(out))  # fmt: skip
+    assert code == 3 and "is not tls://" in said
+    code, said = _grade(str(subs), "--lab", "lab3", "--insecure", "--out", str(out))
+    assert code == 3 and "go with --scheduler" in said
+    assert not out.exists()
+
+
+def test_insecure_lets_a_plain_scheduler_through_with_a_warning(tmp_path: Path) -> None:
+    from chaos.grade.cli import GradeArgs, scheduler_security
+
+    said: list[str] = []
+    args = GradeArgs(submissions=tmp_path, lab="lab3", scheduler="tcp://h:8786", insecure=True)
+    assert scheduler_security(args, said.append) is None
+    assert said and "whoever reaches it is root on the workers" in said[0]

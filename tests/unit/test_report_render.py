@@ -10,7 +10,7 @@ import pytest
 
 from chaos.report import NotARunDir, Section, SectionContributor, render
 from chaos.report import plots as plots_mod
-from chaos.report.loading import RunData, run_name
+from chaos.report.loading import RunData
 from chaos.workloads.lab1.report import UnsafeLeaseSection
 from chaos.workloads.lab3.report import LabReportSection
 from tests.fixtures import synthetic_runs as runs
@@ -23,11 +23,14 @@ SECTIONS: dict[str, list[SectionContributor]] = {
 
 
 def _page(run_dir: Path, contributors: list[SectionContributor] | None = None) -> str:
-    if contributors is None:
-        contributors = SECTIONS.get(run_name(run_dir), [])
-    out = render(run_dir, contributors)
+    # as chaos report does: the sections of the workload the loaded run names
+    out = render(run_dir, contributors if contributors is not None else _sections_of)
     assert out == run_dir.resolve() / "report.html"
     return out.read_text(encoding="utf-8")
+
+
+def _sections_of(workload: str) -> list[SectionContributor]:
+    return SECTIONS.get(workload, [])
 
 
 def _timeline(page: str) -> dict:

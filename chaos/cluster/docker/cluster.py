@@ -8,6 +8,9 @@ Processes inside a node are reached from the host: a named process writes its pi
 host maps that pid to its own pid namespace to signal it directly (the container's PID 1 would
 ignore signals sent from inside). Files are read and written through ``/proc/<pid>/root``, and
 network commands run with ``nsenter`` in the node's network namespace, using the host's tools.
+
+The run's bridge is confined on the host side before any node exists (chaos.cluster.docker.firewall:
+the nodes reach each other, and nothing of the host or any other network).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import docker
 import docker.errors
 
 from chaos.cluster.base import ClusterError, ExecResult
-from chaos.cluster.docker import procfs
+from chaos.cluster.docker import firewall, procfs
 from chaos.cluster.docker.resources import (
     LABEL_LIVE,
     LABEL_OWNER,
@@ -106,6 +109,13 @@ class DockerCluster:
         # internal: the nodes reach each other and the host reaches them, nothing else is routed
         self._network = self._client.networks.create(
             name, driver="bridge", labels=self.labels, check_duplicate=True, internal=True
+        )
+        # and the host answers them on none of its addresses, nor forwards them anywhere: before
+        # any node exists (recorded first, so the reaper finds it after a crash)
+        firewall.install(
+            firewall.Record(
+                run_id=self.run_id, bridge=bridge_of(self._network), owner=self.labels[LABEL_OWNER]
+            )
         )
         # only chaos's own package, never the checkout around it (other runs' stores live there)
         volumes = {
@@ -352,6 +362,15 @@ class DockerCluster:
     def freezer_state(self, node: str) -> str | None:
         """``FROZEN``, ``FREEZING`` or ``THAWED`` as the kernel's freezer reports the node's cgroup."""
         return procfs.freezer_state(self._init_pid[node])
+
+
+def bridge_of(network: Any) -> str:
+    """The host interface of a bridge network (Docker's ``br-<id>`` unless it was named)."""
+    opts = network.attrs.get("Options") or {}
+    name = str(opts.get("com.docker.network.bridge.name") or f"br-{network.id[:12]}")
+    if not Path("/sys/class/net", name).exists():
+        raise ClusterError(f"network {network.name}: no bridge {name} on this host to confine")
+    return name
 
 
 def _uid(user: str) -> str:

@@ -10,7 +10,9 @@ backend whose nodes outlive the run, like SSH hosts): frozen containers are thaw
 iptables chain is flushed in each node's namespace (partitions and lossy links), every clock file
 of the run is put back to the true time, SIGSTOPped processes get SIGCONT. The same is
 done for any stopped process or leftover chain that faults.json missed (the orchestrator may have
-died between a signal and the record), but only inside the run's own containers.
+died between a signal and the record), but only inside the run's own containers. Last, the run's
+host chain (chaos.cluster.docker.firewall) goes with its containers; a chain whose record names a
+dead orchestrator is reaped even when nothing else of its run is left.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 import docker.errors
 
 from chaos.cluster import clocks
+from chaos.cluster.docker import firewall
 from chaos.cluster.docker.procfs import owner_alive, pidns, pids_in, state
 from chaos.cluster.docker.resources import (
     LABEL_LIVE,
@@ -139,8 +142,11 @@ def reap(client: Any, *, run_id: str | None = None, include_live: bool = False) 
     terminal's run (or another engineer's), and it heals itself.
     """
     orphans = orphaned_runs(client)
+    # host rules whose orchestrator is gone, also when its containers and network are gone already
+    for left in firewall.leftovers():
+        orphans.setdefault(left, None)
     if include_live and run_id is None:
-        targets: dict[str, str | None] = {}
+        targets: dict[str, str | None] = dict.fromkeys(firewall.all_runs())
         for c in list_containers(client, run_filter()):
             rid = (c.labels or {}).get(LABEL_RUN)
             if rid:

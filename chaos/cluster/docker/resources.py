@@ -12,6 +12,7 @@ import docker
 import docker.errors
 
 from chaos.cluster.base import ClusterError
+from chaos.cluster.docker import firewall
 from chaos.cluster.docker.procfs import owner_alive
 
 LABEL_PROJECT = "chaos.project"
@@ -81,10 +82,13 @@ def orphaned_runs(client: docker.DockerClient) -> dict[str, str | None]:
 
 
 def remove_run(client: docker.DockerClient, run_id: str | None) -> list[str]:
-    """Remove the containers and networks of one run (or of every chaos run when ``run_id`` is None).
+    """Remove the containers, host rules and networks of one run (or of every chaos run when
+    ``run_id`` is None).
 
     Paused containers are thawed first (a frozen container cannot be killed cleanly on cgroup v1).
-    Returns what it removed. Only resources labelled ``chaos.project=chaos`` are ever touched.
+    The run's host chain goes after its containers (never a moment with a node and no confinement)
+    and before its network (whose label is how a reaper finds the run). Returns what it removed.
+    Only resources labelled ``chaos.project=chaos`` and the run's own chain are ever touched.
     """
     flt = [f"{LABEL_PROJECT}={PROJECT}"]
     if run_id is not None:
@@ -102,6 +106,8 @@ def remove_run(client: docker.DockerClient, run_id: str | None) -> list[str]:
             # another process (the run's own teardown, a second cleanup) is removing it already
             if not _in_progress(e):
                 raise
+    runs = firewall.all_runs() if run_id is None else {run_id}
+    removed += firewall.remove_all(runs)
     for n in client.networks.list(filters={"label": flt}):
         try:
             n.remove()

@@ -13,6 +13,24 @@ _ACQUIRE_COMMIT = HoldPoint(
     "orders", "acquire-commit", "lab1: between acquire's read of the lock and its write"
 )
 
+# every event kind lab1's replicas report (a trigger's ``until`` names one)
+EVENT_KINDS = (
+    "start",
+    "lock-acquired",
+    "lock-busy",
+    "lock-renewed",
+    "renewal-failed",
+    "lock-released",
+    "job-start",
+    "write",
+    "job-end",
+    "etcd-error",
+    "txn",
+    "fault-point",
+    "crash",
+    "protocol-error",
+)
+
 # (role, moment, event kind) -> the hold point a trigger phrase arms
 HOLD_POINTS: dict[tuple[str, str, str], HoldPoint] = {
     ("holder", "on", "lock-acquired"): _GRANT,

@@ -25,7 +25,7 @@ from chaos.workloads.lab1.protocol_api import REQUIRED
 from chaos.workloads.lab1.report import UnsafeLeaseSection
 from chaos.workloads.lab1.service import COMPONENT
 from chaos.workloads.systems import etcd
-from chaos.workloads.systems.roles import system_role
+from chaos.workloads.systems.roles import ETCD_ROLES, system_role
 
 SOLUTIONS_DIR = Path(__file__).parent / "solutions"
 UNIT = 0.1  # seconds per lab unit: lockAtMostFor 30 units = 3 s
@@ -67,6 +67,9 @@ class Lab1:
     txn_roles: dict[str, str] = {"holder": "orders"}
     one_task: dict[str, str] = {"nights": "1"}
     rival: str = "lock-acquired"
+    # Names: what a fault target and a trigger's ``until`` may name
+    roles = (COMPONENT, "holder", "standby", *ETCD_ROLES)
+    event_kinds = points.EVENT_KINDS
     default_pause = LOCK_AT_MOST * UNIT + 1.5  # past lockAtMostFor, so another replica takes over
 
     def preflight(self, spec: TestSpec) -> None:

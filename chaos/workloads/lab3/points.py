@@ -52,6 +52,28 @@ _PUBLISH = HoldPoint(
 # (role, moment, event kind) -> the hold point a trigger phrase arms. "on delivery" means "having
 # taken the delivery, before acting on it": the commit hold, which sits after any dedup check a
 # solution makes, so a check-then-act bug is caught every time.
+# every event kind lab3's processes report (a trigger's ``until`` names one)
+EVENT_KINDS = (
+    "start",
+    "task-accepted",
+    "publish",
+    "publish-retry",
+    "publish-ack-lost",
+    "marked-published",
+    "delivery",
+    "compute",
+    "commit",
+    "suppressed",
+    "ack",
+    "ack-failed",
+    "txn",
+    "fault-point",
+    "crash",
+    "protocol-error",
+    "relay-error",
+    "worker-error",
+)
+
 HOLD_POINTS: dict[tuple[str, str, str], HoldPoint] = {
     ("worker", "on", "delivery"): _COMMIT,
     ("worker", "before", "commit"): _COMMIT,

@@ -21,7 +21,7 @@ from chaos.workloads import solutions
 from chaos.workloads.lab3 import broker, checkers, keys, lab_report, points
 from chaos.workloads.lab3.report import LabReportSection
 from chaos.workloads.systems import etcd, etcd_record, nats
-from chaos.workloads.systems.roles import system_role
+from chaos.workloads.systems.roles import ETCD_ROLES, NATS_ROLES, system_role
 
 API_PORT = 8080
 STANDARD_SET = [("t1", 2), ("t2", 3), ("t3", 5)]
@@ -61,6 +61,9 @@ class Lab3:
     one_task: dict[str, str] = {"set_size": "1"}
     rival: str = "commit"
     scenarios = points.SCENARIOS
+    # Names: what a fault target and a trigger's ``until`` may name
+    roles = (*ROLES, *ETCD_ROLES, *NATS_ROLES)
+    event_kinds = points.EVENT_KINDS
 
     def pause_target(self, ctx: RunContext) -> Target | None:
         return busy_worker(ctx)

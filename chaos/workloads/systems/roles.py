@@ -7,6 +7,10 @@ from chaos.core.context import RunContext
 from chaos.core.target import Target
 from chaos.workloads.systems import etcd
 
+# the role words a target may use on a workload that runs each system (its Names.roles)
+ETCD_ROLES = ("etcd", "leader", "primaries")
+NATS_ROLES = ("nats", "broker")
+
 
 def system_role(ctx: RunContext, role: str) -> list[Target] | None:
     """Who plays ``role`` now ([] when nobody does), or None when no system here has the role."""
