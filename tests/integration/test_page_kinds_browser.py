@@ -24,14 +24,8 @@ from urllib.parse import unquote, urljoin
 import pytest
 
 from chaos.cli import _report_contributors
-from chaos.grade import report as grade_report
-from chaos.grade import table
-from chaos.grade.matrix import Config, Matrix
-from chaos.grade.submissions import Submission
-from chaos.grade.task import RunResult
-from chaos.report import render
 from chaos.report.serve import ReportServer, index_page, make_server
-from tests.fixtures import synthetic_runs as runs
+from tests.fixtures import page_kinds
 from tests.integration.test_report_browser import _run
 
 WIDTH = 1280
@@ -97,40 +91,20 @@ def _assert_file_links(out: dict[str, Any], page: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("kinds") / "store"
-    for make in (
-        runs.valid_lab3,
-        runs.invalid_lab3,
-        lambda r: runs.lab1_unsafe_lease(r, fenced=True),
-        lambda r: runs.lab1_unsafe_lease(r, fenced=False),
-    ):
-        run_dir = make(root)
-        # as `chaos report RUN` draws it: the workload's own sections found by the run's name
-        render(run_dir, _report_contributors)
-    return root
+def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return page_kinds.build_store(tmp_path_factory.mktemp("kinds") / "store")
 
 
-KINDS = {
-    "lab3-valid": ("lab3", "valid"),
-    "lab3-invalid": ("lab3", "invalid"),
-    "lab1-valid": ("lab1", "valid"),
-    "lab1-invalid": ("lab1", "invalid"),
-}
+@pytest.fixture(scope="module")
+def store(pages: dict[str, Path]) -> Path:
+    return pages["lab3-valid"].parents[2]
 
 
-def _page_of(store: Path, lab: str, verdict: str) -> Path:
-    for page in sorted((store / lab).glob("*/report.html")):
-        results = json.loads((page.parent / "results.json").read_text())
-        if results.get("verdict") == verdict:
-            return page
-    raise AssertionError(f"no {verdict} {lab} run in the fixture store")
-
-
-@pytest.mark.parametrize("kind", list(KINDS))
-def test_run_page(kind: str, store: Path, tmp_path: Path) -> None:
-    lab, verdict = KINDS[kind]
-    page = _page_of(store, lab, verdict)
+@pytest.mark.parametrize("kind", list(page_kinds.RUN_KINDS))
+def test_run_page(kind: str, pages: dict[str, Path], tmp_path: Path) -> None:
+    lab, verdict = page_kinds.RUN_KINDS[kind]
+    page = pages[kind]
+    assert json.loads((page.parent / "results.json").read_text())["verdict"] == verdict
     out = _probe(page, tmp_path)
     assert f"verdict {verdict}" in out["verdict"]
     if verdict == "valid":
@@ -144,45 +118,13 @@ def test_run_page(kind: str, store: Path, tmp_path: Path) -> None:
 
 
 def test_class_report(tmp_path: Path) -> None:
-    matrix = Matrix(configs=(Config(name="pause", weight=1.0), Config(name="quiet", weight=1.0)))
-    rows = [
-        Submission(name="control:reference", solution="reference", kind="reference"),
-        Submission(name="control:no-fencing", solution="no-fencing", kind="buggy"),
-        Submission(name="alice", solution="/s/alice"),
-    ]
-    out = tmp_path / "grade"
-    results = []
-    for s in rows:
-        for c in ("pause", "quiet"):
-            bad = s.name == "control:no-fencing" and c == "pause"
-            run_dir = f"runs/{s.name}/{c}/r1"
-            (out / run_dir).mkdir(parents=True)
-            (out / run_dir / "report.html").write_text("<!DOCTYPE html><html></html>")
-            results.append(
-                RunResult(
-                    student=s.name,
-                    config=c,
-                    repeat=1,
-                    seed=1,
-                    status="invalid" if bad else "valid",
-                    checkers=("no-double-apply",) if bad else (),
-                    anomaly="order o1 was applied twice" if bad else None,
-                    command=f"chaos run lab1 --seed 1 --solution /tmp/w/{s.name}",
-                    run_dir=run_dir,
-                )
-            )
-    meta = {
-        "lab": "lab1",
-        "seed": 1,
-        "repeats": 1,
-        "configs": [c.to_json() for c in matrix.configs],
-    }
-    page = grade_report.write_all(out, table.build(rows, matrix, results), meta)["html"]
+    page = page_kinds.class_report(tmp_path / "grade")
     got = _probe(page, tmp_path)
     _assert_readable(got)
     _assert_file_links(got, page)
     text = page.read_text()
     assert "caught 1 of 1 controls" in text and "Flakiness is not measured" in text
+    assert "--solution submissions/alice" in text and "/tmp/worker" not in text
 
 
 @pytest.fixture()
