@@ -138,7 +138,8 @@ def _label(cause: str | None, bands: Sequence[FaultBand]) -> str:
     for b in bands:
         if str(b.fault_id) == cause:
             end = "never healed" if b.open else f"{b.end:.2f} s"
-            return f"{b.fault} of {b.target} (fault {cause}, {b.start:.2f} s to {end})"
+            where = f" of {b.target}" if b.target else ""
+            return f"{b.fault}{where} (fault {cause}, {b.start:.2f} s to {end})"
     return f"fault {cause}"
 
 

@@ -232,7 +232,7 @@ class _Page:
             [
                 b.fault_id,
                 b.fault,
-                b.target,
+                b.target or "not recorded",
                 f"{b.start:.3f}",
                 "never healed" if b.open else f"{b.end:.3f}",
                 f"{b.end - b.start:.3f}",

@@ -126,3 +126,10 @@ def test_a_page_shows_no_json_and_folds_plots_of_a_handful_of_ops(tmp_path: Path
     assert "{&quot;" not in page and "\\u2014" not in page and "e+09" not in page
     assert '<a href="spec.json">spec.json</a>' in page
     assert "Only 12 ops completed" in page and "<details><summary>plots</summary>" in page
+
+
+def test_a_fault_with_no_recorded_target_reads_without_a_question_mark() -> None:
+    point = FaultBand(fault_id="3", fault="txn-error-complete", start=1.0, end=2.0, open=False)
+    assert point.target == "" and point.label == "txn-error-complete"
+    (g,) = group_by_cause(classify([_r("counter", "invalid", {"time": 1.5})]), [point])
+    assert g.cause == "txn-error-complete (fault 3, 1.00 s to 2.00 s)"
