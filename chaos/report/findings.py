@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from chaos.report.faults import FaultBand
+from chaos.report.sections import anomaly_title
 
 __all__ = ["KINDS", "RULES", "Finding", "Group", "classify", "group_by_cause"]
 
@@ -43,6 +44,8 @@ RULES: dict[tuple[str, str], Kind] = {
 _BY_VERDICT: dict[str, Kind] = {"invalid": "anomaly", "valid": "observation", "unknown": "note"}
 # keys whose numbers are times in seconds since the run's origin, in the checkers' records
 _TIME_KEYS = ("time", "at", "start", "from", "acquired")
+# the keys chaos.report.sections.anomaly_title takes a finding's own sentence from
+_SENTENCE_KEYS = ("summary", "message", "description", "explanation")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +56,15 @@ class Finding:
     checker: str
     record: dict[str, Any]
     index: int  # position in results.json, for a stable order
+    summary: str = ""  # the checker's sentence
+    # the checker's only finding: a record without a sentence of its own ("task t2",
+    # "counter-excess") is then titled by what the checker said, which is about it
+    alone: bool = False
+
+    def title(self) -> str:
+        if self.alone and self.summary and not any(self.record.get(k) for k in _SENTENCE_KEYS):
+            return self.summary
+        return anomaly_title(self.record)
 
     @property
     def story(self) -> bool:
@@ -64,9 +76,14 @@ class Finding:
         tid = self.record.get("task_id", self.record.get("task"))
         return str(tid) if isinstance(tid, str | int) else None
 
-    def rank(self) -> tuple[int, int]:
-        """Lower explains more: a story, then a task with a diagram, then the rest."""
-        return (0 if self.story else 1 if self.task() else 2, self.index)
+    def rank(self, cited: frozenset[str] = frozenset()) -> tuple[int, int]:
+        """Lower explains more: a story, then a finding another one points to ("see
+        idempotent-create"), then one with a task to draw, then the rest."""
+        if self.story:
+            return (0, self.index)
+        if self.checker in cited:
+            return (1, self.index)
+        return (2 if self.task() else 3, self.index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +111,12 @@ def classify(results: Iterable[dict[str, Any]]) -> list[Finding]:
     for r in results:
         checker = str(r.get("checker", "?"))
         verdict = str(r.get("verdict", "unknown"))
-        for a in r.get("anomalies") or []:
+        found = r.get("anomalies") or []
+        summary = str(r.get("summary") or "")
+        for a in found:
             record = a if isinstance(a, dict) else {"value": a}
-            out.append(Finding(_kind(checker, verdict, record), checker, record, len(out)))
+            kind = _kind(checker, verdict, record)
+            out.append(Finding(kind, checker, record, len(out), summary, len(found) == 1))
     return out
 
 
@@ -157,9 +177,13 @@ def group_by_cause(anomalies: Sequence[Finding], bands: Sequence[FaultBand]) -> 
     groups: dict[str | None, list[Finding]] = {}
     for f in anomalies:
         groups.setdefault(causes[f.index], []).append(f)
+    # a checker's sentence that sends the reader to another ("see idempotent-create") names the
+    # finding that explains it
+    said = " ".join(f"{f.summary} {f.title()}" for f in anomalies)
+    cited = frozenset(f.checker for f in anomalies if f"see {f.checker}" in said)
     out = []
     for cause, members in groups.items():
-        ordered = sorted(members, key=Finding.rank)
+        ordered = sorted(members, key=lambda f: f.rank(cited))
         out.append(Group(_label(cause, bands), ordered[0], tuple(ordered[1:])))
-    out.sort(key=lambda g: g.lead.rank())
+    out.sort(key=lambda g: g.lead.rank(cited))
     return out

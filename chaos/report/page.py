@@ -26,7 +26,6 @@ from chaos.report.findings import Finding, classify, group_by_cause
 from chaos.report.html import as_text, e, kv_table, section, table
 from chaos.report.loading import REPORT_NAME, RunData, load
 from chaos.report.sections import (
-    anomaly_title,
     checker_results,
     checkers_table,
     missing_notice,
@@ -92,7 +91,7 @@ class _Page:
 
     def card(self, f: Finding, drawn: list[int]) -> str:
         """One finding with its evidence; its task's diagram while fewer than MAX_DIAGRAMS."""
-        title = anomaly_title(f.record)
+        title = f.title()
         shown = {k: v for k, v in f.record.items() if v != title and k != "finding"}
         body = [
             f'<div class="finding {f.kind}" data-kind="{f.kind}" data-task="{e(f.task() or "")}">'
@@ -129,7 +128,7 @@ class _Page:
             out.append(f'<div class="cause"><h3 class="cause-title">Root cause: {e(g.cause)}</h3>')
             out.append(self.card(g.lead, drawn))
             if g.rest:
-                rows = [[f.checker, anomaly_title(f.record)] for f in g.rest]
+                rows = [[f.checker, f.title()] for f in g.rest]
                 cards = "".join(self.card(f, drawn) for f in g.rest)
                 out.append(
                     f"<p>{len(g.rest)} more with the same cause:</p>"
@@ -144,7 +143,7 @@ class _Page:
             mine = [f for f in found if f.kind == kind]
             if not mine:
                 continue
-            rows = [[f.checker, anomaly_title(f.record)] for f in mine]
+            rows = [[f.checker, f.title()] for f in mine]
             cards = "".join(self.card(f, drawn) for f in mine)
             out.append(
                 f'<div class="findings-{kind}"><h3>{heading} ({len(mine)}) '

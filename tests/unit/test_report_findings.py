@@ -133,3 +133,29 @@ def test_a_fault_with_no_recorded_target_reads_without_a_question_mark() -> None
     assert point.target == "" and point.label == "txn-error-complete"
     (g,) = group_by_cause(classify([_r("counter", "invalid", {"time": 1.5})]), [point])
     assert g.cause == "txn-error-complete (fault 3, 1.00 s to 2.00 s)"
+
+
+def test_a_finding_another_points_to_leads_and_a_bare_record_takes_its_checkers_sentence() -> None:
+    double = {"task_id": "t2", "kind": "counter-excess", "commits": [{"time": 12.1}]}
+    create = {"task_id": "t2", "outbox": [{"rev": 3}, {"rev": 20}]}
+    found = classify(
+        [
+            {
+                "checker": "double-apply",
+                "verdict": "invalid",
+                "summary": "t2 twice: its create was not idempotent (see idempotent-create)",
+                "anomalies": [double, {"task_id": "t9", "commits": []}],
+            },
+            {
+                "checker": "idempotent-create",
+                "verdict": "invalid",
+                "summary": "task t2: the create wrote 2 outbox entries",
+                "anomalies": [create],
+            },
+        ]
+    )
+    (g,) = group_by_cause(found, [_band("1", 11.4, 11.5)])
+    assert g.lead.checker == "idempotent-create"
+    assert g.lead.title() == "task t2: the create wrote 2 outbox entries"
+    # two findings of double-apply: its summary is about one of them, so neither takes it
+    assert [f.title() for f in g.rest] == ["task t2: counter-excess", "task t9"]
