@@ -95,7 +95,8 @@ _OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
             "type": click.Choice(["valid", "unknown"]),
             "default": None,
             "help": "Verdict for a history with nothing to linearize, printed with a warning "
-            "(default: valid, as Knossos and Porcupine say).",
+            "(default: unknown, the history decides nothing; valid is what Knossos and "
+            "Porcupine say).",
         },
     ),
 ]
@@ -254,7 +255,8 @@ def check_file_command(
             max_states=max_states,
             sem=sem,
             independent=independent,
-            empty=Verdict(empty or "valid"),
+            # one default for an empty history, the API's (unknown, saying why)
+            **({"empty": Verdict(empty)} if empty else {}),
         )
     except NotAHistory as e:
         click.secho(f"chaos: {clean(e)}", fg="red", err=True)

@@ -5,6 +5,10 @@ its final reads, a history that recorded nothing — holds a prefix, and a prefi
 look clean: the double apply had not happened yet, or had happened and not yet been read back.
 So a run whose record is incomplete is never ``valid``: this checker answers ``unknown`` and says
 why, and an anomaly the others found in the prefix still makes the run ``invalid``.
+
+A run where the code under test filled a quota (``final.json`` → ``over_quota``, written by the
+orchestrator: a sized path full, the events past their cap never read) is cut the same way: the
+lab's services failed at something the lab did not ask about, or said things chaos never read.
 """
 
 from __future__ import annotations
@@ -30,6 +34,10 @@ def completeness(run: StoredRun) -> CheckResult:
             f"final.json is missing or empty: the run stopped before its final reads "
             f"(spec.json status: {str(status)[:40]})"
         )
+    over = run.final.get("over_quota") if isinstance(run.final, dict) else None
+    if over:
+        said = [str(x)[:300] for x in over] if isinstance(over, list) else [str(over)[:300]]
+        missing.append(_quota_reason(said))
     if missing:
         return CheckResult(
             checker=CHECKER,
@@ -41,6 +49,14 @@ def completeness(run: StoredRun) -> CheckResult:
         verdict=Verdict.VALID,
         summary=f"{len(run.history)} op(s) recorded and the final state read",
     )
+
+
+def _quota_reason(breaches: list[str]) -> str:
+    paths = [b for b in breaches if not b.startswith("the code under test")]
+    said = [b for b in breaches if b.startswith("the code under test")]
+    if paths:
+        said.insert(0, "the code under test wrote more than its quota to " + ", ".join(paths))
+    return "; ".join(said)
 
 
 def check_stored_run(workload: Any, run: StoredRun) -> list[CheckResult]:

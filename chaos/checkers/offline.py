@@ -35,7 +35,9 @@ from chaos.checkers.stats import stats_rows
 from chaos.checkers.unique_ids import unique_ids_rows
 from chaos.checkers.verdict import CheckResult, Verdict, check_safe
 from chaos.histories import edn, jepsen_log
+from chaos.histories.files import open_input
 from chaos.histories.jsonl import LineProblem, read_history
+from chaos.histories.limits import MAX_INPUT_BYTES
 from chaos.histories.ops import Op
 from chaos.histories.reader import OP_LINES, OpLine, read_blocks
 
@@ -101,7 +103,7 @@ def detect_format(path: Path) -> Format:
         return "edn"
     if suffix == ".log":
         return "log"
-    with open(path, "rb") as fh:
+    with open_input(path, MAX_INPUT_BYTES) as fh:
         head = fh.read(64 * 1024).decode("utf-8", errors="replace")
     for line in head.splitlines():
         s = line.strip()

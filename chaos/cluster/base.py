@@ -109,6 +109,18 @@ class SharedLive(Protocol):
 
 
 @runtime_checkable
+class Sized(Protocol):
+    """Optional capability: the paths the code under test can write have sizes, and the cluster
+    can tell which of them it filled.
+
+    ``over_quota`` names each sized path that is full (or all but full) right now, in words fit
+    for a verdict ("/tmp on n2 (64 MiB)"), or [] when none is; it must only look, never free
+    space or stop anything, and it must be cheap enough to call twice a second."""
+
+    def over_quota(self) -> list[str]: ...
+
+
+@runtime_checkable
 class Reapable(Protocol):
     """Optional capability: name a node or process so that the backend's reaper can heal it after
     the orchestrator died (resume a stopped process, thaw a node).

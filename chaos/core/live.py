@@ -6,8 +6,11 @@ triggers, recovery checks). Polling is cheap here: the files live on the host's 
 
 The events folder is writable by the code under test, so what is there is narration, never
 evidence a verdict rests on, and it is read defensively: only regular files (a planted link, FIFO
-or device is skipped and noted), at most ``FILE_CAP`` bytes of each, lines of at most
-``LINE_CAP`` bytes.
+or device is skipped and noted), lines of at most ``LINE_CAP`` bytes, and per run at most
+``MAX_EVENTS`` events and ``MAX_EVENT_BYTES`` bytes: the events are held in memory (triggers wait
+on them by index) and written to ``events.jsonl``, so the orchestrator's memory and the store's
+disk follow these caps, never what a service writes. Past a cap the tail reads no more and says so
+in :attr:`EventTail.over_quota`; the run is then ``unknown`` (its narration was cut).
 """
 
 from __future__ import annotations
@@ -24,9 +27,11 @@ from chaos.histories.files import UnsafeFile, fsync_dir, read_regular
 from chaos.histories.jsonl import EVENTS_FORMAT, JsonlWriter
 from chaos.histories.ops import Event
 
-FILE_CAP = 256 << 20
 LINE_CAP = 64 << 10
 POLL_CAP = 8 << 20  # read per file per poll, so one flooded file cannot stall the tail
+# A lab run reports a few thousand events; an event held costs about 800 bytes of memory.
+MAX_EVENTS = int(os.environ.get("CHAOS_MAX_EVENTS", "100000"))
+MAX_EVENT_BYTES = int(os.environ.get("CHAOS_MAX_EVENT_BYTES", str(32 << 20)))
 
 
 def to_event(raw: dict[str, Any], origin: float) -> Event:
@@ -36,8 +41,20 @@ def to_event(raw: dict[str, Any], origin: float) -> Event:
 class EventTail:
     """Incrementally reads every events file under ``<live>/events``."""
 
-    def __init__(self, live: Path, origin: float) -> None:
+    def __init__(
+        self,
+        live: Path,
+        origin: float,
+        *,
+        max_events: int = MAX_EVENTS,
+        max_bytes: int = MAX_EVENT_BYTES,
+    ) -> None:
         self._dir = live / "events"
+        self._max_events = max_events
+        self._max_bytes = max_bytes
+        self._read = 0  # bytes read from every file together
+        # why the tail stopped reading (a cap reached), or None
+        self.over_quota: str | None = None
         self._origin = origin
         self._offsets: dict[Path, int] = {}
         self._partial: dict[Path, bytes] = {}
@@ -52,18 +69,21 @@ class EventTail:
             self._noted.add(key)
             self.problems.append(message)
 
+    def _over(self, why: str) -> None:
+        if self.over_quota is None:
+            self.over_quota = f"the code under test wrote more than {why}; the rest was not read"
+            self._note("quota", self.over_quota)
+
     def poll(self) -> list[Event]:
         new: list[Event] = []
         with self._lock:
-            if not self._dir.exists():
+            if self.over_quota is not None or not self._dir.exists():
                 return new
             for path in sorted(self._dir.glob("*.jsonl")):
                 off = self._offsets.get(path, 0)
-                if off >= FILE_CAP:
-                    self._note(f"cap:{path.name}", f"{path.name}: read up to {FILE_CAP} bytes")
-                    continue
+                left = self._max_bytes - self._read
                 try:
-                    chunk = read_regular(path, min(POLL_CAP, FILE_CAP - off), off)
+                    chunk = read_regular(path, min(POLL_CAP, left + 1), off)
                 except UnsafeFile as e:
                     self._note(f"unsafe:{path.name}", f"{path.name}: skipped, {e.strerror}")
                     continue
@@ -71,6 +91,10 @@ class EventTail:
                     continue
                 if not chunk:
                     continue
+                if len(chunk) > left:
+                    self._over(f"{self._max_bytes} bytes of events (CHAOS_MAX_EVENT_BYTES)")
+                    break
+                self._read += len(chunk)
                 self._offsets[path] = off + len(chunk)
                 data = self._partial.pop(path, b"") + chunk
                 lines = data.split(b"\n")
@@ -82,10 +106,15 @@ class EventTail:
                 for line in lines[:-1]:
                     if not line.strip() or len(line) > LINE_CAP:
                         continue
+                    if len(self.events) + len(new) >= self._max_events:
+                        self._over(f"{self._max_events} events (CHAOS_MAX_EVENTS)")
+                        break
                     try:
                         new.append(to_event(json.loads(line), self._origin))
                     except (ValueError, KeyError, TypeError):
                         continue  # a service died mid-line; the merge at the end reports it
+                if self.over_quota is not None:
+                    break
             new.sort(key=lambda e: e.time)
             self.events.extend(new)
             if new:
@@ -132,4 +161,7 @@ class EventTail:
             w.close()
         os.replace(tmp, path)
         fsync_dir(path.parent)
+        with self._lock:
+            # the stored file is what the checkers read: the tail's copy is not needed any more
+            self.events = []
         return len(events)

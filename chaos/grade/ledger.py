@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from chaos.grade.task import RunResult
+from chaos.histories.files import read_input
+from chaos.histories.limits import MAX_INPUT_BYTES
 from chaos.histories.store import read_json, write_json
 
 MANIFEST = "grade.json"
@@ -53,7 +55,8 @@ class Ledger:
         out: dict[str, RunResult] = {}
         if not self.path.exists():
             return out
-        for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
+        data = read_input(self.path, MAX_INPUT_BYTES).decode("utf-8", errors="replace")
+        for line in data.splitlines():
             try:
                 r = RunResult.from_json(json.loads(line))
             except (ValueError, TypeError, KeyError):

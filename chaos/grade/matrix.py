@@ -26,6 +26,10 @@ from typing import Any
 
 import yaml
 
+from chaos.histories.files import read_input_text
+from chaos.histories.limits import InputError
+from chaos.histories.yaml_input import compose
+
 # `chaos run`'s options a configuration may set, with the type of their value. A unit test holds
 # this table against the run command's own options, so that a new option of `chaos run` cannot
 # silently be missing here.
@@ -63,6 +67,10 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # `chaos run`'s defaults, for a run's time bound when a configuration leaves them out
 DEFAULT_TIME_LIMIT = 30.0
 DEFAULT_RECOVERY = 40.0
+
+
+# a matrix is a page of YAML
+MAX_MATRIX_BYTES = 1 << 20
 
 
 class MatrixError(ValueError):
@@ -217,11 +225,9 @@ def parse(text: str, path: Path) -> Matrix:
     """Parse a matrix; MatrixError names file, line and field of the first problem."""
     r = _Reader(path)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        raise MatrixError(f"{path}:{line}: not valid YAML: {getattr(e, 'problem', e)}") from None
+        root = compose(path, text)
+    except InputError as e:
+        raise MatrixError(str(e)) from None
     if root is None:
         raise MatrixError(f"{path}:1: configs: missing (the file is empty)")
     defaults: dict[str, Any] = {}
@@ -268,7 +274,7 @@ def parse(text: str, path: Path) -> Matrix:
 
 def load(path: Path) -> Matrix:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise MatrixError(f"{path}: cannot read: {e}") from None
+        text = read_input_text(path, MAX_MATRIX_BYTES)
+    except InputError as e:
+        raise MatrixError(str(e)) from None
     return parse(text, path)

@@ -14,12 +14,34 @@ The student's code is never imported by the grader: it runs only inside the node
 from __future__ import annotations
 
 import ast
+import contextlib
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from chaos.histories.files import read_input
+from chaos.histories.limits import InputError
+
 # as chaos.node.solution.MAX_SOURCE: a protocol is a page or two
 MAX_SOURCE = 1 << 20
+# as chaos.orchestrator.run.MOUNT_CAP / MOUNT_FILES: what a run copies of a solution
+MAX_SUBMISSION = 64 << 20
+MAX_ENTRIES = 2000
+LINKED = "a symbolic link; links under the submissions folder are not followed"
+
+
+def apparent_size(root: Path) -> tuple[int, int]:
+    """(apparent bytes, entries) under ``root`` from ``lstat`` alone: nothing is read or followed
+    (a sparse file counts at its full size, a FIFO does not block)."""
+    total, count = 0, 0
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        dirs[:] = [d for d in dirs if d not in ("__pycache__", ".git")]
+        for name in dirs + files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(folder, name)).st_size
+                count += 1
+    return total, count
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,13 +62,25 @@ class Submission:
 
 def _problem(folder: Path) -> str | None:
     proto = folder / "protocol.py"
+    if proto.is_symlink():
+        return "protocol.py is a symbolic link (links in a submission are not followed)"
     if not proto.is_file():
         return "no protocol.py"
     size = proto.stat().st_size
     if size > MAX_SOURCE:
         return f"protocol.py is {size >> 10} KB (over {MAX_SOURCE >> 10} KB)"
+    total, count = apparent_size(folder)
+    if total > MAX_SUBMISSION or count > MAX_ENTRIES:
+        return (
+            f"the folder holds {total} bytes in {count} entries, more than a submission may "
+            f"({MAX_SUBMISSION >> 20} MiB, {MAX_ENTRIES} entries)"
+        )
     try:
-        ast.parse(proto.read_bytes(), filename=str(proto))
+        source = read_input(proto, MAX_SOURCE)
+    except InputError as e:
+        return f"protocol.py: {e.args[0].rsplit(': ', 1)[-1]}"
+    try:
+        ast.parse(source, filename=str(proto))
     except SyntaxError as e:
         return f"protocol.py:{e.lineno}: syntax error: {e.msg}"
     except (ValueError, RecursionError, MemoryError) as e:  # NUL bytes, nesting too deep
@@ -61,9 +95,16 @@ def discover(root: Path) -> list[Submission]:
         raise ValueError(f"{root}: not a folder of submissions (one folder per student)")
     out = []
     for p in sorted(root.iterdir(), key=lambda p: p.name):
-        if p.name.startswith((".", "_")) or not p.is_dir():
+        if p.name.startswith((".", "_")):
             continue
-        out.append(Submission(name=p.name, solution=str(p.resolve()), problem=_problem(p)))
+        if p.is_symlink():
+            # a link could lead anywhere on the grader (another student's folder, the host's
+            # files): a row with the reason, never followed
+            if p.is_dir():
+                out.append(Submission(name=p.name, solution=str(p), problem=LINKED))
+            continue
+        if p.is_dir():
+            out.append(Submission(name=p.name, solution=str(p.resolve()), problem=_problem(p)))
     return out
 
 

@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from chaos.exits import Exit
+from chaos.histories.files import read_input
+from chaos.histories.limits import MAX_INPUT_BYTES
 
 # chaos run's verdict statuses
 EXIT_VERDICT: dict[int, str] = {
@@ -319,7 +321,7 @@ def _findings(run_dir: Path | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     if run_dir is None:
         return (), ()
     try:
-        doc = json.loads((run_dir / "results.json").read_text())
+        doc = json.loads(read_input(run_dir / "results.json", MAX_INPUT_BYTES))
         bad = [r for r in doc.get("results", []) if r.get("verdict") != "valid"]
     except (OSError, ValueError, AttributeError):
         return (), ()
@@ -330,31 +332,62 @@ def _findings(run_dir: Path | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     )
 
 
-def _zip(run_dir: Path, skip: tuple[str, ...] = SKIP) -> bytes:
+# what an archive between the grader and its workers may hold, uncompressed: a run folder with its
+# logs (each service's log is cut at 32 MiB) or a submission (64 MiB, checked when it is found)
+MAX_ARCHIVE_BYTES = 1 << 30
+MAX_ARCHIVE_ENTRIES = 20_000
+
+
+class ArchiveTooLarge(ValueError):
+    """An archive (or a folder to archive) past :data:`MAX_ARCHIVE_BYTES` or its entry count."""
+
+
+def _zip(run_dir: Path, skip: tuple[str, ...] = SKIP, *, limit: int = MAX_ARCHIVE_BYTES) -> bytes:
     buf = io.BytesIO()
+    total, count = 0, 0
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         for p in sorted(run_dir.rglob("*")):
             rel = p.relative_to(run_dir)
             if set(rel.parts) & set(skip) or p.is_symlink() or not p.is_file():
                 continue
-            z.write(p, rel.as_posix())
+            total, count = total + p.lstat().st_size, count + 1
+            if total > limit or count > MAX_ARCHIVE_ENTRIES:
+                raise ArchiveTooLarge(
+                    f"{run_dir}: more than {limit} bytes or {MAX_ARCHIVE_ENTRIES} files to pack"
+                )
+            z.writestr(rel.as_posix(), read_input(p, limit))
     return buf.getvalue()
 
 
 def pack_submission(folder: Path) -> bytes:
-    """A student's folder for the workers: its files (no links, caches or VCS folders)."""
-    return _zip(folder, ("__pycache__", ".git"))
+    """A student's folder for the workers: its files (no links, caches or VCS folders), at most
+    what a run copies of a solution."""
+    return _zip(folder, ("__pycache__", ".git"), limit=64 << 20)
 
 
 def unpack(archive: bytes, dest: Path) -> None:
-    """Unpack a run folder; names are checked so that an archive cannot write outside ``dest``."""
+    """Unpack a run folder; names are checked so that an archive cannot write outside ``dest``,
+    and sizes before anything is written (the sizes an archive declares, then what each entry
+    really inflates to: a zip bomb is refused, never written out)."""
     dest.mkdir(parents=True, exist_ok=True)
     root = dest.resolve()
     with zipfile.ZipFile(io.BytesIO(archive)) as z:
-        for info in z.infolist():
+        infos = z.infolist()
+        declared = sum(i.file_size for i in infos)
+        if declared > MAX_ARCHIVE_BYTES or len(infos) > MAX_ARCHIVE_ENTRIES:
+            raise ArchiveTooLarge(
+                f"an archive of {len(infos)} entries and {declared} bytes uncompressed: more "
+                f"than {MAX_ARCHIVE_ENTRIES} entries or {MAX_ARCHIVE_BYTES} bytes"
+            )
+        left = MAX_ARCHIVE_BYTES
+        for info in infos:
             target = (dest / info.filename).resolve()
             if not target.is_relative_to(root) or info.is_dir():
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             with z.open(info) as src, open(target, "wb") as fh:
-                fh.write(src.read())
+                while chunk := src.read(min(1 << 20, left + 1)):
+                    left -= len(chunk)
+                    if left < 0:
+                        raise ArchiveTooLarge(f"{info.filename} inflates past what was declared")
+                    fh.write(chunk)

@@ -26,8 +26,9 @@ from typing import Any
 
 from chaos.histories.edn_fast import ops_from_block
 from chaos.histories.edn_types import EdnError, Keyword, Tagged
+from chaos.histories.files import open_input
 from chaos.histories.jsonl import LineProblem
-from chaos.histories.limits import MAX_DEPTH, MAX_INT_DIGITS
+from chaos.histories.limits import MAX_DEPTH, MAX_INPUT_BYTES, MAX_INT_DIGITS
 from chaos.histories.ops import NEMESIS, Op, OpType
 
 __all__ = [
@@ -667,7 +668,7 @@ def read_history(path: Path) -> tuple[list[Op], list[LineProblem]]:
     JSON speed (:mod:`chaos.histories.edn_fast`); pretty-printed ones as a stream of forms.
     """
     name = str(path)
-    with open(path, "rb") as fh:
+    with open_input(path, MAX_INPUT_BYTES) as fh:
         head = fh.read(_BLOCK)
         if _one_op_per_line(head.decode("utf-8", errors="replace")):
             return _read_line_blocks(_chain_chunks(head, fh), name)

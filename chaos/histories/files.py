@@ -7,15 +7,26 @@ huge file at any name it can write. Everything chaos writes there goes to a fres
 regular file, opened without following a link and without blocking on a FIFO, and is read up to a
 cap. JSON artefacts of the store are written the same way and made durable (the file and its
 folder are fsynced) before the rename counts.
+
+Every other file chaos is asked to read — a grade matrix, a nodes file, a schedule, a history, a
+run's artefacts — goes through :func:`open_input` / :func:`read_input`: the one guarded loader.
+A FIFO, a device, a socket or a folder is refused at once (the open does not block), a file
+larger than the reader's cap is refused by its size before a byte is read and by what was read
+(a file that grows meanwhile), and the error names the file and the reason
+(:class:`~chaos.histories.limits.InputError`: exit 3).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import secrets
 import stat
 from pathlib import Path
+from typing import BinaryIO
+
+from chaos.histories.limits import InputError
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -85,3 +96,62 @@ def read_regular(path: Path, limit: int, offset: int = 0) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def open_input(path: Path, limit: int) -> BinaryIO:
+    """``path`` opened for reading, when it is a regular file of at most ``limit`` bytes; else
+    :class:`InputError` naming it and why. A link the user named is followed (its target must be
+    a regular file all the same). The caller reads at most ``limit`` bytes (see
+    :func:`read_input`): the size is the file's when opened."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK)
+    except FileNotFoundError:
+        raise InputError(path, "cannot read: no such file") from None
+    except IsADirectoryError:
+        raise InputError(path, "a folder, not a file") from None
+    except OSError as e:
+        raise InputError(path, f"cannot be read: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(path, f"{_kind(st.st_mode)}, not a regular file; refused unread")
+        if st.st_size > limit:
+            raise InputError(path, f"{st.st_size} bytes, more than the {limit} chaos reads here")
+        if _NONBLOCK:  # reads of a regular file never block; the flag only guarded the open
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~_NONBLOCK)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_input(path: Path, limit: int) -> bytes:
+    """All of ``path`` (see :func:`open_input`); one that grew past ``limit`` while read is
+    refused, never cut silently."""
+    with open_input(path, limit) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(path, f"grew past the {limit} bytes chaos reads here while read")
+    return data
+
+
+def read_input_text(path: Path, limit: int) -> str:
+    """:func:`read_input` as UTF-8 text; bytes that are not UTF-8 name their line."""
+    data = read_input(path, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise InputError(path, "bytes that are not UTF-8", line=line) from None
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "not a file"

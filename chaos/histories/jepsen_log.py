@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from chaos.histories.edn import EdnError, Keyword, dumps, read_form
+from chaos.histories.files import read_input
 from chaos.histories.jsonl import LineProblem
+from chaos.histories.limits import MAX_INPUT_BYTES
 from chaos.histories.ops import NEMESIS, Op, OpType
 
 __all__ = ["looks_like_log", "parse_op_text", "read_log", "read_log_text"]
@@ -166,7 +168,7 @@ def read_log_text(text: str, name: str = "<log>") -> tuple[list[Op], list[LinePr
 
 def read_log(path: Path) -> tuple[list[Op], list[LineProblem]]:
     """Read a Jepsen log or ``history.txt``; undecodable bytes are reported, not raised."""
-    data = Path(path).read_bytes()
+    data = read_input(Path(path), MAX_INPUT_BYTES)
     text = data.decode("utf-8", errors="replace")
     ops, problems = read_log_text(text, str(path))
     if "\ufffd" in text and b"\xef\xbf\xbd" not in data:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ __all__ = [
     "MAX_INPUT_BYTES",
     "MAX_INT_DIGITS",
     "InputError",
+    "check_depth",
     "check_size",
     "deep_line",
     "input_guard",
@@ -112,14 +114,35 @@ def deep_line(data: bytes, limit: int = MAX_DEPTH) -> tuple[int, int] | None:
 _CAUGHT = (RecursionError, MemoryError, OverflowError, ValueError, UnicodeError)
 
 
+def _head(path: Path, limit: int) -> bytes:
+    """Up to ``limit`` bytes of ``path`` if it is a regular file (never waiting on a FIFO)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        return os.read(fd, limit)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def check_depth(path: Path, data: bytes, limit: int = MAX_DEPTH) -> None:
+    """Refuse ``data`` (the bytes of ``path``) where brackets nest deeper than ``limit``: a
+    parser would recurse that deep (5,000 nested ``[`` once ended chaos with RecursionError)."""
+    found = deep_line(data, limit)
+    if found is not None:
+        line, depth = found
+        raise InputError(path, f"values nest {depth} levels deep; chaos reads {limit}", line=line)
+
+
 def _why(path: Path, e: BaseException) -> InputError:
     if isinstance(e, InputError):
         return e
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(64 << 20)
-    except OSError:
-        head = b""
+    head = _head(path, 64 << 20)
     found = deep_line(head) if isinstance(e, (RecursionError, MemoryError)) else None
     if found is not None:
         line, depth = found

@@ -27,6 +27,8 @@ from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 
+from chaos.histories.files import open_input
+from chaos.histories.limits import MAX_INPUT_BYTES
 from chaos.histories.ops import Event, Op, OpType, op_fields
 
 __all__ = [
@@ -252,7 +254,7 @@ def read_blocks(path: Path, fmt: LineFormat[T], problems: list[LineProblem]) -> 
     """The records of ``path``, a block at a time (a consumer that keeps less than the records,
     as the checkers' rows do, never holds them all); problems are appended as they are found."""
     name = str(path)
-    with open(path, "rb") as fh:
+    with open_input(path, MAX_INPUT_BYTES) as fh:
         # The first line on its own: it is the header, which no block decoder takes.
         first = fh.readline()
         if first:

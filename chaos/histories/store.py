@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chaos.histories.files import read_regular, write_atomic
+from chaos.histories.files import read_input, read_regular, write_atomic
 from chaos.histories.jsonl import LineProblem, read_events, read_history, read_raw_events
 from chaos.histories.limits import MAX_INPUT_BYTES, InputError, input_guard
 from chaos.histories.ops import Event, Op
@@ -69,7 +69,7 @@ def write_json(path: Path, obj: Any) -> None:
 def read_json(path: Path, default: Any = None) -> Any:
     if not path.exists():
         return default
-    return json.loads(path.read_text())
+    return json.loads(read_input(path, MAX_INPUT_BYTES))
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,12 +19,13 @@ long timeline is found at once.
 from __future__ import annotations
 
 import re
-import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from chaos.histories.files import read_input_text
+from chaos.histories.limits import InputError
 from chaos.nemesis.plan import Plan, Step, parse_duration
 from chaos.nemesis.table import FAULTS
 from chaos.nemesis.trigger import TriggerError, bind, parse_trigger
@@ -242,19 +243,9 @@ def load_schedule(
     path: Path, *, default_duration: float = 5.0, workload: object = None, workload_name: str = ""
 ) -> Plan:
     try:
-        st = path.stat()
-        if not stat.S_ISREG(st.st_mode):
-            raise ScheduleError(f"{path}: not a regular file")
-        if st.st_size > MAX_SCHEDULE_BYTES:
-            raise ScheduleError(f"{path}: larger than {MAX_SCHEDULE_BYTES} bytes; not a schedule")
-        data = path.read_bytes()
-    except OSError as e:
-        raise ScheduleError(f"{path}: cannot read: {e.strerror or e}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise ScheduleError(f"{path}:{line}: bytes that are not UTF-8") from None
+        text = read_input_text(path, MAX_SCHEDULE_BYTES)
+    except InputError as e:
+        raise ScheduleError(str(e)) from None
     return parse_schedule(
         text,
         file=str(path),

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
+import stat
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -26,13 +28,29 @@ def protocol_file(path: Path) -> Path:
     return p
 
 
+def _read_source(file: Path) -> bytes:
+    """The source, if it is a regular file of at most MAX_SOURCE bytes: a FIFO would hang the
+    read (this runs on the host, before anything starts), a device would never end. The same
+    rules as chaos.histories.files.read_input, which this layer cannot import."""
+    try:
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise SolutionError(f"{file}: cannot read: {e.strerror or e}") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise SolutionError(f"{file}: not a regular file; refused unread")
+        if st.st_size > MAX_SOURCE:
+            raise SolutionError(f"{file}: over {MAX_SOURCE >> 10} KB; a protocol is a page or two")
+        return fh.read(MAX_SOURCE)
+
+
 def missing_functions(path: Path, required: list[str]) -> list[str]:
     """Names in ``required`` that the file does not define, or defines as a bare TODO."""
     file = protocol_file(path)
-    if file.stat().st_size > MAX_SOURCE:
-        raise SolutionError(f"{file}: over {MAX_SOURCE >> 10} KB; a protocol is a page or two")
+    source = _read_source(file)
     try:
-        tree = ast.parse(file.read_text(errors="replace"), filename=str(file))
+        tree = ast.parse(source.decode(errors="replace"), filename=str(file))
     except SyntaxError as e:
         raise SolutionError(f"{file}:{e.lineno}: syntax error: {e.msg}") from e
     except (RecursionError, MemoryError, ValueError) as e:  # nesting too deep, NUL bytes

@@ -29,9 +29,11 @@ from chaos.core.capabilities import ReportSections, Scenarios, SolutionMounts
 from chaos.core.context import RunContext
 from chaos.core.ledger import FaultLedger
 from chaos.core.live import EventTail
+from chaos.core.quota import QuotaWatch
 from chaos.core.spec import TestSpec
 from chaos.core.supervisor import Supervisor
 from chaos.core.workload import Workload
+from chaos.histories.files import read_regular, write_atomic
 from chaos.histories.jsonl import HistoryRecorder
 from chaos.histories.store import load_run, new_run_dir, read_json, write_json
 from chaos.nemesis.base import ArmsFirst, Nemesis
@@ -66,36 +68,84 @@ def make_live(live: Path, nodes: int) -> None:
         (live / "control" / node).mkdir(parents=True)
 
 
-# a solution folder larger than this is refused (it is copied into every run)
+# a solution larger than this is refused (it is copied into every run), before anything is copied
 MOUNT_CAP = 64 << 20
+MOUNT_FILES = 2000
+_SKIP = ("__pycache__", ".git")
+
+
+def _apparent(root: Path) -> tuple[int, int]:
+    """(apparent bytes, entries) under ``root``, from ``lstat`` alone: nothing is read or
+    followed, so a sparse file counts at its full size and a FIFO does not block."""
+    st = root.lstat()
+    if not root.is_dir() or root.is_symlink():
+        return st.st_size, 1
+    total, count = 0, 0
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        dirs[:] = [d for d in dirs if d not in _SKIP]
+        for name in dirs + files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(folder, name)).st_size
+                count += 1
+    return total, count
+
+
+def check_mounts(mounts: dict[str, str]) -> None:
+    """Refuse (ValueError: exit 3) solutions larger than a solution is, before any copy."""
+    total, count = 0, 0
+    for host in sorted(mounts):
+        try:
+            size, n = _apparent(Path(host))
+        except OSError as e:
+            raise ValueError(f"{host}: cannot be read ({e.strerror})") from None
+        total, count = total + size, count + n
+        if total > MOUNT_CAP or count > MOUNT_FILES:
+            raise ValueError(
+                f"{host} holds {total} bytes in {count} entries, more than a solution may "
+                f"({MOUNT_CAP >> 20} MiB, {MOUNT_FILES} entries); refused before anything "
+                "was copied"
+            )
 
 
 def copy_mounts(mounts: dict[str, str], dest: Path) -> dict[str, str]:
     """Copies of the host paths a workload shows in the nodes, taken when the run starts: the
     nodes see a snapshot, read-only, never the author's live folder or what lies beside it. Links
-    are copied as links (never followed on the host); caches are left out."""
+    are copied as links (never followed on the host); caches are left out. Sizes are checked
+    first (:func:`check_mounts`), and the copy itself stops at the same cap (a file that grew
+    in between)."""
+    check_mounts(mounts)
     out: dict[str, str] = {}
-    total = 0
+    budget = [MOUNT_CAP]
+
+    def bounded(src: str, dst: str, *, follow_symlinks: bool = True) -> str:
+        if os.path.islink(src):
+            os.symlink(os.readlink(src), dst)
+            return dst
+        data = read_regular(Path(src), budget[0] + 1)
+        budget[0] -= len(data)
+        if budget[0] < 0:
+            raise ValueError(f"{src} grew past {MOUNT_CAP >> 20} MiB while it was copied")
+        write_atomic(Path(dst), data, mode=0o644, durable=False)
+        return dst
+
     for i, (host, inside) in enumerate(sorted(mounts.items())):
         src = Path(host)
         target = dest / str(i)
         if src.is_dir():
             shutil.copytree(
-                src, target, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", ".git")
-            )
+                src, target, symlinks=True, ignore=shutil.ignore_patterns(*_SKIP),
+                copy_function=bounded,
+            )  # fmt: skip
         else:
             target.mkdir(parents=True)
-            shutil.copy2(src, target / src.name, follow_symlinks=False)
+            bounded(str(src), str(target / src.name))
             target = target / src.name
-        total += sum(
-            f.stat().st_size
-            for f in [target, *target.rglob("*")]
-            if f.is_file() and not f.is_symlink()
-        )
-        if total > MOUNT_CAP:
-            raise ValueError(f"{host} holds over {MOUNT_CAP >> 20} MB: a solution is a few files")
         out[str(target.resolve())] = inside  # engines take absolute host paths only
     return out
+
+
+class _OverQuota(Exception):
+    """The run cannot go on: the code under test filled a quota while it was being set up."""
 
 
 class Interrupted(Exception):
@@ -141,6 +191,8 @@ def check_spec(spec: TestSpec, wl: Workload, backend: Backend) -> list[Nemesis]:
     backend; ValueError for anything that cannot work. Creates nothing: ``chaos run`` checks every
     spec of a command with it before the first run starts."""
     wl.preflight(spec)
+    if isinstance(wl, SolutionMounts):
+        check_mounts(wl.mounts(spec))
     nemeses = make_nemeses(wl, spec)
     refuse_unsupported(wl, spec, backend)
     return nemeses
@@ -193,6 +245,7 @@ def run_test(
     tail = EventTail(live, origin)
     interrupted = False
     error: str | None = None
+    over: list[str] = []  # quotas the code under test filled, as written into final.json
     # engine check, reaping, image check and preflight, before the run's own clock starts
     timings: dict[str, float] = {"prepare": round(time.monotonic() - t_start, 3)}
     mark = [time.monotonic()]
@@ -250,7 +303,19 @@ def run_test(
                     progress=progress,
                 )
                 stack.callback(ctx.stop.set)
-                wl.deploy(ctx)
+                watch = QuotaWatch(cluster, tail, ctx.stop).start()
+                stack.callback(watch.close)
+                try:
+                    wl.deploy(ctx)
+                except Exception as e:
+                    if not watch.sample():
+                        raise
+                    # the code under test filled a quota before its services were up: the run
+                    # shows nothing, and says why (unknown), rather than failing as chaos's bug
+                    over = watch.close()
+                    error = f"deploy: {type(e).__name__}: {e}"
+                    write_json(run_dir / "final.json", {"error": error, "over_quota": over})
+                    raise _OverQuota from None
                 supervisor.watch()
                 phase("bring_up")
 
@@ -323,6 +388,9 @@ def run_test(
                     errors.append(f"final reads: {type(e).__name__}: {e}")
                     final = {"error": f"{type(e).__name__}: {e}"}
                 final["recovered"] = recovered
+                over = watch.sample()
+                if over:
+                    final["over_quota"] = over
                 write_json(run_dir / "final.json", final)
                 if errors:
                     error = "; ".join(errors)
@@ -330,6 +398,14 @@ def run_test(
         except Interrupted as e:
             interrupted = True
             progress(f"interrupted by {e}: healed and removed every resource of the run")
+        except _OverQuota:
+            progress("the code under test filled a quota before the services were up")
+    if tail.over_quota is not None and tail.over_quota not in over:
+        # the events' cap was reached by the last read (the merge), after the final reads
+        final_now = read_json(run_dir / "final.json", {})
+        if final_now:
+            final_now["over_quota"] = [*over, tail.over_quota]
+            write_json(run_dir / "final.json", final_now)
     return finish(
         run_dir, wl, timings, interrupted, error, progress, warnings=tail.problems, page=page
     )

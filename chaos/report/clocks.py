@@ -14,13 +14,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from chaos.histories.files import read_input
 from chaos.report.html import e, table
 from chaos.report.loading import EventRow
 
 
 def read_clocks(run_dir: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads((run_dir / "live" / "clocks.json").read_text())
+        data = json.loads(read_input(run_dir / "live" / "clocks.json", 16 << 20))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and isinstance(data.get("nodes"), dict) else None

@@ -296,10 +296,16 @@ def test_command_exit_code_is_the_models_verdict_stats_are_warnings(tmp_path: Pa
 
 
 def test_command_empty_history(tmp_path: Path) -> None:
+    from chaos.checkers.offline import check_file
+
     path = _write(tmp_path / "e.edn", h(("nemesis", "info", "pause", None)))
     r = _run(str(path), "-m", "register")
-    assert r.exit_code == 0 and "warning: linearizable-register: nothing to linearize" in r.output
-    assert _run(str(path), "-m", "register", "--empty", "unknown").exit_code == 2
+    # one default for the command line and the API: unknown, saying why
+    assert r.exit_code == 2 and "warning: linearizable-register: nothing to linearize" in r.output
+    assert "the history decides nothing" in r.output
+    (api, *_), _ = check_file(path, "register")
+    assert api.verdict is Verdict.UNKNOWN and "decides nothing" in api.summary
+    assert _run(str(path), "-m", "register", "--empty", "valid").exit_code == 0
 
 
 def test_command_independent_override(tmp_path: Path) -> None:

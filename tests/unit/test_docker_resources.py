@@ -56,6 +56,7 @@ def test_a_container_another_process_is_removing_is_skipped_and_other_conflicts_
 
     class Client:
         networks = Networks()
+        volumes = Networks()  # the run's log volumes: none left here
 
     assert remove_run(Client(), "r") == []  # type: ignore[arg-type]
     busy._explanation = "something else is wrong"

@@ -61,7 +61,7 @@ def test_a_nodes_file_names_nodes_n1_to_nN_with_defaults(tmp_path: Path) -> None
         ),
         (GOOD.replace("key: id_test", "key: nope"), r"nodes.yaml:2: key: no such key file"),
         (GOOD.replace("key: id_test\n", ""), r"nodes.yaml:5: nodes\[0\].key: missing"),
-        ("nodes: [", r"nodes.yaml:1: not YAML"),
+        ("nodes: [", r"nodes.yaml:1: not valid YAML"),
         ("user: x\n", r"nodes.yaml:1: nodes: missing"),
     ],
 )

@@ -16,6 +16,7 @@ the nodes reach each other, and nothing of the host or any other network).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import os
 import shlex
@@ -29,9 +30,19 @@ from typing import Any
 
 import docker
 import docker.errors
+import docker.types
 
 from chaos.cluster.base import ClusterError, ExecResult
 from chaos.cluster.docker import firewall, procfs
+from chaos.cluster.docker.quota import (
+    Quotas,
+    describe,
+    full,
+    join,
+    mount_live,
+    services_group,
+    unmount_keeping,
+)
 from chaos.cluster.docker.resources import (
     LABEL_LIVE,
     LABEL_OWNER,
@@ -77,6 +88,7 @@ class DockerCluster:
         extra_mounts: dict[str, str] | None = None,
         client: docker.DockerClient | None = None,
         limits: NodeLimits | None = None,
+        quotas: Quotas | None = None,
     ) -> None:
         self.run_id = run_id
         self.nodes = [f"n{i}" for i in range(1, nodes + 1)]
@@ -86,6 +98,9 @@ class DockerCluster:
         self._live = live_dir.resolve()
         self._mounts = extra_mounts or {}
         self._limits = limits or NodeLimits()
+        self._quotas = quotas or Quotas()
+        self._live_mounts: list[Path] = []
+        self._groups: dict[str, Path] = {}  # node -> cgroup.procs of its services' memory group
         self._containers: dict[str, Any] = {}
         self._init_pid: dict[str, int] = {}
         self._addr: dict[str, str] = {}
@@ -117,6 +132,12 @@ class DockerCluster:
                 run_id=self.run_id, bridge=bridge_of(self._network), owner=self.labels[LABEL_OWNER]
             )
         )
+        # sized tmpfs mounts where the services write in the live folder, before any node sees it
+        try:
+            self._live_mounts = mount_live(self._live, self._quotas)
+        except OSError as e:  # not root, or no tmpfs: the run cannot be confined
+            msg = f"{e} (the Docker backend mounts sized tmpfs folders as root)"
+            raise ClusterError(msg) from None
         # only chaos's own package, never the checkout around it (other runs' stores live there)
         volumes = {
             str(self._src / "chaos"): {"bind": f"{SRC_MOUNT}/chaos", "mode": "ro"},
@@ -125,7 +146,15 @@ class DockerCluster:
         for host, inside in self._mounts.items():
             # a relative path would be taken for a named volume
             volumes[str(Path(host).resolve())] = {"bind": inside, "mode": "ro"}
+        log_path, log_size = self._quotas.logs
         for node in self.nodes:
+            # labelled with the run: removed with it, and by the reaper
+            logs = self._client.volumes.create(
+                name=f"chaos-{self.run_id}-{node}-logs",
+                driver="local",
+                driver_opts={"type": "tmpfs", "device": "tmpfs", "o": f"size={log_size},mode=755"},
+                labels=self.labels,
+            )
             c = self._client.containers.create(
                 self._image,
                 command=["sleep", "infinity"],
@@ -144,6 +173,12 @@ class DockerCluster:
                 cap_drop=["ALL"],
                 cap_add=list(self._limits.capabilities),
                 security_opt=["no-new-privileges:true"],
+                # nothing lands in the container layer (it has no size): every writable path is
+                # a sized tmpfs (see chaos.cluster.docker.quota)
+                read_only=True,
+                tmpfs=self._quotas.node_tmpfs(),
+                mounts=[docker.types.Mount(log_path, logs.name, type="volume")],
+                shm_size=self._quotas.shm,
             )
             self._containers[node] = c
         for c in self._containers.values():
@@ -154,7 +189,11 @@ class DockerCluster:
             self._addr[node] = c.attrs["NetworkSettings"]["Networks"][name]["IPAddress"]
 
     def teardown(self) -> None:
-        remove_run(self._client, self.run_id)
+        try:
+            remove_run(self._client, self.run_id)
+        finally:
+            while self._live_mounts:
+                unmount_keeping(self._live_mounts.pop())
 
     def __enter__(self) -> DockerCluster:
         try:
@@ -216,12 +255,21 @@ class DockerCluster:
         run = argv
         if user is not None:
             # the root shell opens the log and writes the pid file (both out of the service's
-            # reach), then setpriv drops to the user for good (no-new-privileges on the node)
-            uid, _, gid = _uid(user).partition(":")
-            run = ["setpriv", f"--reuid={uid}", f"--regid={gid or uid}", "--clear-groups", "--",
+            # reach), then setpriv drops to the user for good (no-new-privileges on the node);
+            # before that: the first the kernel's OOM killer takes, and its own limits
+            uid, _, gid = self.service_uid(node, user).partition(":")
+            q = self._quotas
+            run = ["choom", "-n", "1000", "--",
+                   "prlimit", f"--nproc={q.tasks}", f"--fsize={q.file_bytes}",
+                   f"--nofile={q.open_files}", "--",
+                   "setpriv", f"--reuid={uid}", f"--regid={gid or uid}", "--clear-groups", "--",
                    *argv]  # fmt: skip
+        go = f"/run/chaos/{name}.go"
+        # a service waits until the host moved its shell into the services' memory group, so
+        # that nothing it starts is outside (the shell's pid is the service's after exec)
+        wait = f"while [ ! -e {go} ]; do sleep 0.01; done; " if user is not None else ""
         script = (
-            f"mkdir -p /run/chaos /var/log/chaos; echo $$ > {pidfile}; "
+            f"mkdir -p /run/chaos /var/log/chaos; rm -f {go}; echo $$ > {pidfile}; {wait}"
             f"exec {shlex.join(run)} >> /var/log/chaos/{name}.log 2>&1"
         )
         c = self._containers[node]
@@ -230,9 +278,49 @@ class DockerCluster:
         while time.monotonic() < deadline:
             pid = self.pid(node, name)
             if pid is not None:
+                if user is not None:
+                    self._into_services_group(node, name)
                 return pid
             time.sleep(0.02)
         raise ClusterError(f"{name} did not start on {node}; see its log in the run's logs/")
+
+    def _into_services_group(self, node: str, name: str) -> None:
+        procs = self._groups.get(node)
+        if procs is None:
+            procs = services_group(self._init_pid[node], self._quotas.service_memory)
+            if procs is not None:
+                self._groups[node] = procs
+        hp = self.host_pid(node, name)
+        if procs is not None and hp is not None:
+            join(procs, hp)
+        # /run/chaos is root's in the node: nothing the services wrote is on this path
+        write_atomic(self._root(node) / "run" / "chaos" / f"{name}.go", b"", durable=False)
+
+    def service_uid(self, node: str, user: str) -> str:
+        """The uid:gid ``user`` runs as on ``node``. ``nobody`` becomes a uid of this run and
+        node alone: the kernel counts a uid's tasks across the whole host (containers without a
+        user namespace share one count), so with one uid for every run a fork storm in one run
+        would starve the services of every other; and the node's root (etcd, the broker) keeps
+        what the pids limit leaves above the service user's task limit."""
+        if user != "nobody":
+            return user
+        h = int(hashlib.sha256(self.run_id.encode()).hexdigest()[:8], 16)
+        uid = 1_000_000 + (h % 1_000_000) * 100 + self.nodes.index(node)
+        return f"{uid}:{uid}"
+
+    def over_quota(self) -> list[str]:
+        """Each sized path the code under test filled (to within 2 % or 1 MiB of its size)."""
+        out = []
+        for target in self._live_mounts:
+            got = full(target)
+            if got is not None:
+                out.append(f"live/{target.name} ({describe(got[1])})")
+        for node, pid in sorted(self._init_pid.items()):
+            for path in self._quotas.sized_paths():
+                got = full(f"/proc/{pid}/root{path}")
+                if got is not None:
+                    out.append(f"{path} on {node} ({describe(got[1])})")
+        return out
 
     def _ns_pid(self, node: str, name: str) -> int | None:
         # only the node's root shell writes /run/chaos; read it as if anyone could, anyway
@@ -371,8 +459,3 @@ def bridge_of(network: Any) -> str:
     if not Path("/sys/class/net", name).exists():
         raise ClusterError(f"network {network.name}: no bridge {name} on this host to confine")
     return name
-
-
-def _uid(user: str) -> str:
-    """``nobody`` -> ``65534``; a numeric ``uid[:gid]`` as it is (the image has no other users)."""
-    return {"nobody": "65534:65534"}.get(user, user)

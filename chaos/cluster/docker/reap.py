@@ -10,9 +10,10 @@ backend whose nodes outlive the run, like SSH hosts): frozen containers are thaw
 iptables chain is flushed in each node's namespace (partitions and lossy links), every clock file
 of the run is put back to the true time, SIGSTOPped processes get SIGCONT. The same is
 done for any stopped process or leftover chain that faults.json missed (the orchestrator may have
-died between a signal and the record), but only inside the run's own containers. Last, the run's
+died between a signal and the record), but only inside the run's own containers. Then the run's
 host chain (chaos.cluster.docker.firewall) goes with its containers; a chain whose record names a
-dead orchestrator is reaped even when nothing else of its run is left.
+dead orchestrator is reaped even when nothing else of its run is left. Last, the sized tmpfs
+mounts of the live folders of dead orchestrators are removed, their files kept beneath.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import docker.errors
 from chaos.cluster import clocks
 from chaos.cluster.docker import firewall
 from chaos.cluster.docker.procfs import owner_alive, pidns, pids_in, state
+from chaos.cluster.docker.quota import reap_mounts
 from chaos.cluster.docker.resources import (
     LABEL_LIVE,
     LABEL_RUN,
@@ -170,4 +172,7 @@ def reap(client: Any, *, run_id: str | None = None, include_live: bool = False) 
         except Exception as e:  # removal below still ends every fault of the run
             out.append(f"could not heal run {rid} in place ({type(e).__name__}: {e})")
         out += [f"removed {r}" for r in remove_run(client, rid)]
+    # the sized tmpfs mounts of the live folders of orchestrators that are gone (also those that
+    # died before their containers existed, or after they were removed)
+    out += reap_mounts()
     return out

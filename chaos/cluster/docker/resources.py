@@ -70,7 +70,11 @@ def orphaned_runs(client: docker.DockerClient) -> dict[str, str | None]:
     runs: dict[str, str | None] = {}
     alive: set[str] = set()
     flt = {"label": [f"{LABEL_PROJECT}={PROJECT}"]}
-    for obj in [*list_containers(client, flt), *client.networks.list(filters=flt)]:
+    for obj in [
+        *list_containers(client, flt),
+        *client.networks.list(filters=flt),
+        *client.volumes.list(filters=flt),
+    ]:
         labels = obj.attrs.get("Config", {}).get("Labels") or obj.attrs.get("Labels") or {}
         rid = labels.get(LABEL_RUN)
         if rid is None:
@@ -82,8 +86,8 @@ def orphaned_runs(client: docker.DockerClient) -> dict[str, str | None]:
 
 
 def remove_run(client: docker.DockerClient, run_id: str | None) -> list[str]:
-    """Remove the containers, host rules and networks of one run (or of every chaos run when
-    ``run_id`` is None).
+    """Remove the containers, host rules, networks and volumes of one run (or of every chaos run
+    when ``run_id`` is None).
 
     Paused containers are thawed first (a frozen container cannot be killed cleanly on cgroup v1).
     The run's host chain goes after its containers (never a moment with a node and no confinement)
@@ -114,6 +118,15 @@ def remove_run(client: docker.DockerClient, run_id: str | None) -> list[str]:
             removed.append(f"network {n.name}")
         except docker.errors.NotFound:
             pass
+    for v in client.volumes.list(filters={"label": flt}):
+        try:
+            v.remove(force=True)
+            removed.append(f"volume {v.name}")
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as e:
+            if not _in_progress(e) and e.status_code != 409:  # 409: a container still uses it
+                raise
     return removed
 
 

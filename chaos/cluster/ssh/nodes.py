@@ -21,6 +21,10 @@ from typing import Any
 
 import yaml
 
+from chaos.histories.files import read_input_text
+from chaos.histories.limits import InputError
+from chaos.histories.yaml_input import compose
+
 FIELDS = {"host", "port", "user", "key", "agent", "sudo"}
 TOP = FIELDS | {"nodes", "known_hosts", "accept_new_host_keys"}
 
@@ -109,18 +113,16 @@ def _check(
     return out
 
 
+# a nodes file lists a few machines
+MAX_NODES_BYTES = 1 << 20
+
+
 def load(path: Path) -> NodesFile:
     """Read and validate ``path``; raises :class:`NodesFileError` naming file, line and field."""
     try:
-        text = path.read_text()
-    except OSError as e:
-        raise NodesFileError(f"{path}: cannot read: {e.strerror or e}") from e
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f"{mark.line + 1}:" if mark is not None else ""
-        raise NodesFileError(f"{path}:{line} not YAML: {getattr(e, 'problem', e)}") from e
+        root = compose(path, read_input_text(path, MAX_NODES_BYTES))
+    except InputError as e:
+        raise NodesFileError(str(e)) from None
     if root is None:
         raise NodesFileError(f"{path}:1: nodes: the file is empty; it needs a list of nodes")
     base = path.resolve().parent
