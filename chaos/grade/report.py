@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import html
 import io
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,14 @@ from chaos.grade.stats import Interval, Tally
 from chaos.grade.table import Cell, ClassTable, Row
 from chaos.histories.files import write_atomic
 from chaos.histories.store import write_json
+from chaos.report.findings import RULES
+
+# Below this many graded runs a cell's 95% interval spans most of 0..1 (1 run: 0.21-1.00) and
+# tells a reader nothing the count does not: the page shows the count alone.
+MIN_RUNS_FOR_INTERVAL = 5
+# Checkers whose failures the report layer counts as observations (chaos.report.findings): a
+# scenario that did not fire says something about the run's setup, not about a student's code.
+OBSERVERS = frozenset(checker for (checker, _), kind in RULES.items() if kind == "observation")
 
 HTML_NAME = "report.html"
 CSV_NAME = "grades.csv"
@@ -40,13 +49,25 @@ def _tally_json(t: Tally) -> dict[str, Any]:
     }
 
 
-def _cell_json(cell: Cell) -> dict[str, Any]:
+def reproduce(command: str, solution: str) -> str:
+    """The run's command with ``--solution`` naming the submission as the grade was given it:
+    what a run stored is the worker's unpacked copy, a temp folder gone once the grade ends."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return command
+    if "--solution" in argv[:-1]:
+        argv[argv.index("--solution") + 1] = solution
+    return shlex.join(argv)
+
+
+def _cell_json(cell: Cell, solution: str) -> dict[str, Any]:
     shown = cell.shown
     return {
         **_tally_json(cell.tally),
         "broken": dict(cell.broken),
         "run": shown.run_dir if shown else None,
-        "command": shown.command if shown else None,
+        "command": reproduce(shown.command, solution) if shown else None,
         "anomaly": shown.anomaly if shown and not shown.passed else None,
     }
 
@@ -64,7 +85,9 @@ def to_json(table: ClassTable, meta: Mapping[str, Any]) -> dict[str, Any]:
                 "score": r.score,
                 "flaky": list(r.flaky),
                 "reason": r.reason,
-                "cells": {c: _cell_json(cell) for c, cell in r.cells.items()},
+                "cells": {
+                    c: _cell_json(cell, r.submission.solution) for c, cell in r.cells.items()
+                },
             }
             for r in table.rows
         ],
@@ -170,7 +193,13 @@ def _link(out: Path | None, run_dir: str | None) -> str | None:
     return f"{run_dir}/"
 
 
-def _cell_html(cell: Cell, out: Path | None) -> str:
+def _interval(low: float, high: float, runs: int) -> str:
+    if runs < MIN_RUNS_FOR_INTERVAL:
+        return ""
+    return f'<span class="iv">{low:.2f}&ndash;{high:.2f}</span>'
+
+
+def _cell_html(cell: Cell, out: Path | None, solution: str) -> str:
     t = cell.tally
     if cell.env_only:
         return f'<td class="c env" data-v="-1" title="{E(f"{t.env_errors} run(s) failed for an environment reason; not graded")}">environment error</td>'
@@ -181,7 +210,7 @@ def _cell_html(cell: Cell, out: Path | None) -> str:
     shown = cell.shown
     tip = []
     if shown is not None:
-        tip.append(f"re-run this cell: {shown.command}")
+        tip.append(f"re-run this cell: {reproduce(shown.command, solution)}")
         if not shown.passed:
             tip.append(f"r{shown.repeat}: {shown.status}: {shown.anomaly or shown.message or ''}")
     if cell.broken:
@@ -193,7 +222,7 @@ def _cell_html(cell: Cell, out: Path | None) -> str:
     inner = f'<a href="{E(href)}">{text}</a>' if href else text
     return (
         f'<td class="c {klass}" data-v="{t.pass_rate:.4f}" title="{E(chr(10).join(tip))}">'
-        f'{inner}<span class="iv">{i.low:.2f}&ndash;{i.high:.2f}</span></td>'
+        f"{inner}{_interval(i.low, i.high, t.runs)}</td>"
     )
 
 
@@ -210,7 +239,7 @@ def _row_html(r: Row, out: Path | None) -> str:
         f'<tr class="{"control" if r.submission.is_control else "student"}">'
         f"<td>{E(r.name)}</td><td>{E(kind)}</td>"
         f'<td data-v="{sv}">{score}</td>'
-        + "".join(_cell_html(r.cells[c], out) for c in r.cells)
+        + "".join(_cell_html(r.cells[c], out, r.submission.solution) for c in r.cells)
         + f"<td>{note}</td></tr>"
     )
 
@@ -226,8 +255,15 @@ def _tally_html(t: Tally | None, *, false_alarms: bool) -> str:
     label = f"{t.fails}/{t.runs}"
     return (
         f'<td class="c {klass}" data-v="{rate or 0:.4f}">{label} ({_pct(t.detection_rate)})'
-        f'<span class="iv">{iv.low:.2f}&ndash;{iv.high:.2f}</span></td>'
+        f"{_interval(iv.low, iv.high, t.runs)}</td>"
     )
+
+
+def _caught(detections: Mapping[str, Tally], buggy: list[str]) -> str:
+    """How many buggy controls this configuration failed at least once."""
+    n = sum(1 for b in buggy if (t := detections.get(b)) is not None and t.fails > 0)
+    klass = "pass" if n == len(buggy) else "fail" if n == 0 else "mixed"
+    return f'<td class="c {klass}" data-v="{n}">caught {n} of {len(buggy)} controls</td>'
 
 
 def to_html(table: ClassTable, meta: Mapping[str, Any], out: Path | None = None) -> str:
@@ -237,11 +273,14 @@ def to_html(table: ClassTable, meta: Mapping[str, Any], out: Path | None = None)
     controls = [r for r in table.rows if r.submission.is_control]
     buggy = [r.name for r in controls if r.submission.kind == "buggy"]
     has_ref = any(r.submission.kind == "reference" for r in controls)
-    power_head = ("<th>reference: false alarms</th>" if has_ref else "") + "".join(
-        f"<th>{E(b)}: caught</th>" for b in buggy
+    power_head = (
+        ("<th>buggy controls</th>" if buggy else "")
+        + ("<th>reference: false alarms</th>" if has_ref else "")
+        + "".join(f"<th>{E(b)}: caught</th>" for b in buggy)
     )
     power_rows = "".join(
         f"<tr><td>{E(p.config)}</td>"
+        + (_caught(p.detections, buggy) if buggy else "")
         + (_tally_html(p.false_alarms, false_alarms=True) if has_ref else "")
         + "".join(_tally_html(p.detections.get(b), false_alarms=False) for b in buggy)
         + "</tr>"
@@ -252,11 +291,32 @@ def to_html(table: ClassTable, meta: Mapping[str, Any], out: Path | None = None)
             f"<tr><td>{E(a.checker)}</td><td data-v='{a.students}'>{a.students}</td>"
             f"<td data-v='{a.runs}'>{a.runs}</td><td>{E(a.example)}</td></tr>"
             for a in table.anomalies
+            if a.checker not in OBSERVERS
         )
         or '<tr><td colspan="4" class="none">no anomaly in any student run</td></tr>'
     )
     counts = ", ".join(f"{n} {s}" for s, n in sorted(table.counts.items())) or "no runs yet"
     flaky = sum(1 for r in students if r.flaky)
+    repeats = meta.get("repeats")
+    if isinstance(repeats, int) and repeats < 2:
+        # flaky means passed and failed under one configuration: one run per cell cannot show it
+        flakiness = (
+            "Flakiness is not measured: one run per cell cannot both pass and fail "
+            "(grade with <code>--repeats 2</code> or more)."
+        )
+    else:
+        flakiness = f"{flaky} submission(s) flaky under at least one configuration."
+    interval_note = (
+        f"with the Wilson 95% interval of the pass rate below it once a cell has "
+        f"{MIN_RUNS_FOR_INTERVAL} runs or more (fewer runs bound the rate too loosely to show)"
+    )
+    power_note = (
+        ""
+        if buggy
+        else '<p class="note"><b>Only the reference was graded</b>: this table shows false '
+        "alarms only and cannot say which configuration catches which bug; grade with the "
+        "lab's buggy controls (<code>--controls</code>) to measure that.</p>"
+    )
     weights = ", ".join(
         f"{E(str(c['name']))} &times;{c['weight']:g}" for c in meta.get("configs", [])
     )
@@ -266,16 +326,15 @@ def to_html(table: ClassTable, meta: Mapping[str, Any], out: Path | None = None)
 <h1>Class report: {E(str(meta.get("lab", "")))}</h1>
 <p class="note">grade seed <code>{E(str(meta.get("seed", "")))}</code>, {E(str(meta.get("repeats", "")))} repeat(s) per configuration,
 {len(students)} submission(s), {len(controls)} control row(s); runs: {E(counts)}; weights: {weights}.
-{flaky} submission(s) flaky under at least one configuration.</p>
-<p class="note">A cell is passes/runs (a pass is a <em>valid</em> verdict) with the Wilson 95% interval of the pass
-rate below it. Hover for the command that re-runs the cell alone; click for the first failing run's report.
+{flakiness}</p>
+<p class="note">A cell is passes/runs (a pass is a <em>valid</em> verdict), {interval_note}. Hover for the command that re-runs the cell alone; click for the first failing run's report.
 Runs that failed for an environment reason are not graded.</p>
 <h2>Submissions</h2>
 <table class="sortable" id="grades"><thead><tr><th>name</th><th>row</th><th>score</th>{head}<th>notes</th></tr></thead>
 <tbody>{"".join(_row_html(r, out) for r in students + controls)}</tbody></table>
 <h2>Power of each configuration (on the control rows)</h2>
 <p class="note">How often each configuration failed each shipped solution: for a buggy one, that is how often it
-catches the bug; for the reference, how often it raises a false alarm (should be 0).</p>
+catches the bug; for the reference, how often it raises a false alarm (should be 0).</p>{power_note}
 <table class="sortable" id="power"><thead><tr><th>configuration</th>{power_head}</tr></thead>
 <tbody>{power_rows}</tbody></table>
 <h2>Most common anomalies in submissions</h2>

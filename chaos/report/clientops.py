@@ -26,6 +26,9 @@ class ClientOp:
     result: Any
     error: str | None
     node: str | None
+    # the earlier attempts of a retried op (lab3's create: where each went and what it got), as
+    # the completion's ``retried`` lists them; ``node`` is the attempt that answered
+    retried: tuple[dict[str, Any], ...] = ()
 
     @property
     def latency(self) -> float:
@@ -69,6 +72,11 @@ def client_ops(history: Sequence[OpLike], end_time: float) -> list[ClientOp]:
                 result=comp.value if comp else None,
                 error=(comp.error if comp else "no completion recorded"),
                 node=str(node) if node is not None else None,
+                retried=_retried(comp.extra.get("retried") if comp else None),
             )
         )
     return out
+
+
+def _retried(v: Any) -> tuple[dict[str, Any], ...]:
+    return tuple(a for a in v if isinstance(a, dict)) if isinstance(v, list) else ()

@@ -55,13 +55,15 @@ class FaultBand:
         where = ",".join(self.nodes)
         if self.process and where:
             return f"{self.process}@{where}"
-        return where or self.process or "?"
+        # "" when the nemesis op named neither (a lab's fault point fires wherever it is hit):
+        # a reader is better served by no target than by "txn-error-complete ?"
+        return where or self.process or ""
 
     @property
     def label(self) -> str:
         sig = self.detail.get("signal")
         extra = f" ({sig})" if sig else ""
-        return f"{self.fault} {self.target}{extra}"
+        return " ".join(x for x in (self.fault, self.target) if x) + extra
 
     def overlaps(self, t0: float, t1: float) -> bool:
         return self.start <= t1 and self.end >= t0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
@@ -16,15 +17,34 @@ def e(x: Any) -> str:
     return escape(clean(x), quote=True)
 
 
+# Seconds since 1970 between 2001 and 2096: a wall-clock time (a lock's expiry, a record's
+# stamp), which a reader wants as a date, not as 1.79613e+09.
+_EPOCH = (1e9, 4e9)
+
+
 def fmt_value(v: Any, limit: int = 400) -> str:
-    """A JSON value as short text for a table cell."""
-    if isinstance(v, str):
-        s = v
-    elif isinstance(v, float):
-        s = f"{v:.6g}"
-    else:
-        s = json.dumps(v, separators=(", ", ": "), default=str)
+    """A JSON value as short text a person reads: records as ``key value, ...`` and lists joined,
+    never JSON syntax or ``\\u2014`` escapes; wall-clock epochs as UTC dates."""
+    s = _text(v)
     return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bool) or v is None:
+        return {True: "yes", False: "no", None: "none"}[v]
+    if isinstance(v, int | float):
+        if _EPOCH[0] <= v < _EPOCH[1]:
+            frac = f"{float(v) % 1:.3f}"[1:] if isinstance(v, float) else ""
+            return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(v)) + frac + " UTC"
+        return f"{v:.6g}" if isinstance(v, float) else str(v)
+    if isinstance(v, Mapping):
+        return ", ".join(f"{k} {_text(x)}" for k, x in v.items()) or "(empty)"
+    if isinstance(v, list | tuple):
+        sep = "; " if any(isinstance(x, Mapping | list | tuple) for x in v) else ", "
+        return sep.join(_text(x) for x in v) or "(none)"
+    return str(v)
 
 
 def as_text(v: Any) -> str:
@@ -42,14 +62,18 @@ def kv_table(d: Mapping[str, Any], cls: str = "kv") -> str:
 
 
 def _cell(v: Any) -> str:
-    # Evidence is often a list of records (the commits, the event chain): a small table of them
-    # reads far better than one long line of JSON.
+    # Evidence is often a list of records (the commits, the event chain) or one record (a lock
+    # holder): small tables of them read far better than one long line.
     if isinstance(v, list) and 0 < len(v) <= 60 and all(isinstance(x, dict) for x in v):
         cols: list[str] = []
         for x in v:
             cols.extend(k for k in x if k not in cols)
         rows = [[x.get(c, "") for c in cols] for x in v]
         return table(cols, rows, cls="grid nested")
+    if isinstance(v, dict) and 0 < len(v) <= 40:
+        return kv_table(v, cls="kv nested")
+    if isinstance(v, list) and 1 < len(v) <= 60 and all(isinstance(x, str) for x in v):
+        return "<ol>" + "".join(f"<li>{e(x)}</li>" for x in v) + "</ol>"
     return e(fmt_value(v))
 
 

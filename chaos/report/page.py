@@ -24,11 +24,10 @@ from chaos.report.contrib import GENERIC_ORDER, ContributorsFor, Section, Sectio
 from chaos.report.cycle import cycle_svg
 from chaos.report.faults import FaultBand, fault_bands
 from chaos.report.figures import Plot
+from chaos.report.findings import Finding, classify, group_by_cause
 from chaos.report.html import as_text, e, kv_table, section, table
 from chaos.report.loading import REPORT_NAME, EventRow, OpRow, RunData, load
 from chaos.report.sections import (
-    anomaly_task,
-    anomaly_title,
     checker_results,
     checkers_table,
     missing_notice,
@@ -37,11 +36,13 @@ from chaos.report.sections import (
     problems_section,
     verdict_block,
 )
-from chaos.report.sequence import sequence_svg, step_rows
+from chaos.report.sequence import fault_hits, sequence_svg, step_rows
 from chaos.report.tasks import TaskIndex, TaskView
 from chaos.report.timeline import timeline_data, timeline_html
 
 MAX_DIAGRAMS = 12
+# below this many completed client ops the generic plots are folded away
+FEW_OPS = 20
 
 
 def _note(what: str, x: Exception) -> str:
@@ -116,56 +117,109 @@ class _Page:
             f"<details><summary>events of task {e(view.task_id)}</summary>{chain}</details>"
         )
 
-    def anomalies(self) -> str:
+    def card(self, f: Finding, drawn: list[int]) -> str:
+        """One finding with its evidence; its task's diagram while fewer than MAX_DIAGRAMS."""
+        title = f.title()
+        shown = {k: v for k, v in f.record.items() if v != title and k != "finding"}
+        body = [
+            f'<div class="finding {f.kind}" data-kind="{f.kind}" data-task="{e(f.task() or "")}">'
+            f"<h3>{e(f.checker)}: {e(title)}</h3>",
+            kv_table(shown) if shown else "",
+        ]
+        svg = _safe("cycle", partial(_cycle, f.record))
+        if svg:
+            body.append(f'<div class="cycle-wrap">{svg}</div>')
+        tid = f.task()
+        view = self.tasks.view(tid) if tid else None
+        if view is not None and drawn[0] < MAX_DIAGRAMS:
+            drawn[0] += 1
+            body.append(_safe("sequence diagram", partial(self.diagram, view, f"task {tid}")))
+        elif tid and view is None:
+            body.append(f'<p class="muted">No events or ops name task {e(tid)}.</p>')
+        body.append("</div>")
+        return "".join(body)
+
+    def findings(self) -> str:
+        """Anomalies by root cause, each cause told by its most explanatory finding; then the
+        observations and notes, folded: they explain, they do not accuse."""
+        found = classify(checker_results(self.run))
+        if not found:
+            return '<p class="muted">The checkers reported no findings.</p>'
         out: list[str] = []
-        drawn = 0
-        rest: list[list[str]] = []
-        for r in checker_results(self.run):
-            for a in r.get("anomalies") or []:
-                if not isinstance(a, dict):
-                    a = {"value": a}
-                tid = anomaly_task(a)
-                if drawn >= MAX_DIAGRAMS:
-                    rest.append([str(r.get("checker", "?")), anomaly_title(a)])
-                    continue
-                drawn += 1
-                body = [
-                    f'<div class="anomaly" data-task="{e(tid or "")}">'
-                    f"<h3>{e(r.get('checker', '?'))}: {e(anomaly_title(a))}</h3>",
-                    kv_table({k: v for k, v in a.items() if v != anomaly_title(a)}),
-                ]
-                svg = _safe("cycle", partial(_cycle, a))
-                if svg:
-                    body.append(f'<div class="cycle-wrap">{svg}</div>')
-                view = self.tasks.view(tid) if tid else None
-                if view is not None:
-                    body.append(
-                        _safe("sequence diagram", partial(self.diagram, view, f"task {tid}"))
-                    )
-                elif tid:
-                    body.append(f'<p class="muted">No events or ops name task {e(tid)}.</p>')
-                body.append("</div>")
-                out.append("".join(body))
-        if rest:
-            out.append(f"<h3>{len(rest)} more anomalies</h3>" + table(["checker", "anomaly"], rest))
+        drawn = [0]
+        anomalies = [f for f in found if f.kind == "anomaly"]
+        groups = group_by_cause(anomalies, self.bands)
+        if len(groups) > 1 or (groups and groups[0].rest):
+            out.append(
+                f"<p>{len(anomalies)} anomal{'y' if len(anomalies) == 1 else 'ies'} from "
+                f"{len(groups)} root cause{'' if len(groups) == 1 else 's'}, the most "
+                "explanatory first.</p>"
+            )
+        for g in groups:
+            out.append(f'<div class="cause"><h3 class="cause-title">Root cause: {e(g.cause)}</h3>')
+            out.append(self.card(g.lead, drawn))
+            if g.rest:
+                rows = [[f.checker, f.title()] for f in g.rest]
+                cards = "".join(self.card(f, drawn) for f in g.rest)
+                out.append(
+                    f"<p>{len(g.rest)} more with the same cause:</p>"
+                    + table(["checker", "anomaly"], rows)
+                    + f"<details><summary>their evidence</summary>{cards}</details>"
+                )
+            out.append("</div>")
+        for kind, heading, why in (
+            ("observation", "Observations", "expected or defended: they do not break the verdict"),
+            ("note", "Notes", "a checker could not decide: worth reading, they prove nothing"),
+        ):
+            mine = [f for f in found if f.kind == kind]
+            if not mine:
+                continue
+            rows = [[f.checker, f.title()] for f in mine]
+            cards = "".join(self.card(f, drawn) for f in mine)
+            out.append(
+                f'<div class="findings-{kind}"><h3>{heading} ({len(mine)}) '
+                f'<span class="muted">— {why}</span></h3>'
+                + table(["checker", kind], rows, cls=f"grid {kind}")
+                + f"<details><summary>their evidence</summary>{cards}</details></div>"
+            )
         return "".join(out)
 
     def anomaly_tasks(self) -> list[str]:
-        return [
-            t
-            for r in checker_results(self.run)
-            for a in (r.get("anomalies") or [])
-            if isinstance(a, dict) and (t := anomaly_task(a))
-        ]
+        """Every task a finding names: the normal task is one that none names."""
+        return [t for f in classify(checker_results(self.run)) if (t := f.task())]
+
+    def fault_task(self) -> tuple[str, TaskView, list[FaultBand]] | None:
+        """The first task a fault stopped one of the lanes of, out of the eventful ones."""
+        for tid in self.tasks.eventful():
+            view = self.tasks.view(tid)
+            hits = fault_hits(view) if view is not None else []
+            if view is not None and hits:
+                return tid, view, hits
+        return None
+
+    def has_anomaly(self) -> bool:
+        return any(f.kind == "anomaly" for f in classify(checker_results(self.run)))
 
     def normal_task(self) -> str:
+        if not self.has_anomaly():
+            # A valid run has no anomaly to compare with: what a reader wants is what the
+            # fault did to the task it hit, and that the system recovered.
+            hit = self.fault_task()
+            if hit is not None:
+                hit_id, hit_view, bands = hit
+                faults = ", ".join(b.label for b in bands)
+                return (
+                    f"<p>No finding breaks the verdict. Task <b>{e(hit_id)}</b> is one the "
+                    f"fault hit ({e(faults)}): its hops, with the fault on the lanes it "
+                    "stopped.</p>" + self.diagram(hit_view, f"task {hit_id} (hit by the fault)")
+                )
         tid = self.tasks.normal(self.anomaly_tasks())
         view = self.tasks.view(tid) if tid else None
         if view is None:
             return ""
-        return (
-            f"<p>Task <b>{e(tid)}</b> went the ordinary way — compare its hops with the "
-            "anomaly's.</p>" + self.diagram(view, f"task {tid} (normal)")
+        compare = " — compare its hops with the anomaly's" if self.has_anomaly() else ""
+        return f"<p>Task <b>{e(tid)}</b> went the ordinary way{compare}.</p>" + self.diagram(
+            view, f"task {tid} (normal)"
         )
 
     def excerpt(self) -> str:
@@ -191,7 +245,15 @@ class _Page:
         from chaos.report.plots import make_plots  # matplotlib is imported only to draw
 
         self.plots = make_plots(self.ops, self.bands, self.run.path / "plots", self.end)
-        return plots_section(self.plots)
+        done = sum(1 for op in self.ops if op.completed)
+        if done >= FEW_OPS:
+            return plots_section(self.plots)
+        # A handful of points makes empty-looking axes a reader stares at for a meaning.
+        return (
+            f'<p class="muted">Only {done} op{"" if done == 1 else "s"} completed: too few for '
+            "latency and throughput to say anything; the plots are folded.</p>"
+            f"<details><summary>plots</summary>{plots_section(self.plots)}</details>"
+        )
 
     def faults(self) -> str:
         if not self.bands:
@@ -200,7 +262,7 @@ class _Page:
             [
                 b.fault_id,
                 b.fault,
-                b.target,
+                b.target or "not recorded",
                 f"{b.start:.3f}",
                 "never healed" if b.open else f"{b.end:.3f}",
                 f"{b.end - b.start:.3f}",
@@ -231,9 +293,11 @@ def build_page(run: RunData, contributors: Sequence[SectionContributor] = ()) ->
     p = _Page(run)
     lab = run.lab
     p.add("checkers", "Checkers", lambda: checkers_table(run))
-    p.add("anomalies", "Anomalies and their evidence", p.anomalies)
+    p.add("anomalies", "Findings and their evidence", p.findings)
     if p.tasks.events_by_task:
-        p.add("normal", "A normal task, for comparison", p.normal_task)
+        hit = not p.has_anomaly() and p.fault_task() is not None
+        title = "The task the fault hit" if hit else "A normal task, for comparison"
+        p.add("normal", title, p.normal_task)
     p.add("timeline", "Timeline", p.timeline)
     p.add("faults", "Faults injected", p.faults)
     p.add("plots", "Latency and throughput", p.plot_section)

@@ -17,6 +17,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import LogFormatter
 
 from chaos.report.clientops import ClientOp
 from chaos.report.faults import FaultBand
@@ -40,11 +41,20 @@ def _legend(ax: Axes, handles: list[Artist]) -> None:
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
 
 
+def _log_y(ax: Axes) -> None:
+    """A log y axis labelled in plain numbers: matplotlib's ``9x10^3`` minor labels are wider
+    than the fixed left margin and pushed the axis title off the figure."""
+    ax.set_yscale("log")
+    # LogFormatter keeps the default's thinning of minor labels (only on short ranges)
+    ax.yaxis.set_major_formatter(LogFormatter(labelOnlyBase=False))
+    ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
+
+
 def _figure() -> tuple[Figure, Axes]:
     # A fixed layout: constrained layout re-measures every text on every save.
     fig = Figure(figsize=(10, 3.6), dpi=100)
     FigureCanvasAgg(fig)
-    fig.subplots_adjust(left=0.07, right=0.8, top=0.9, bottom=0.14)
+    fig.subplots_adjust(left=0.09, right=0.8, top=0.9, bottom=0.14)
     return fig, fig.add_subplot()
 
 
@@ -114,7 +124,7 @@ def latency_raw(cols: _Columns, bands: list[FaultBand], out: Path) -> Plot:
                 label=f"{f} {ty}",
             )
             data.append(h)
-    ax.set_yscale("log")
+    _log_y(ax)
     ax.set_xlabel("time (s)")
     ax.set_ylabel("latency (ms)")
     ax.set_title("Latency of every completed op (invoke time → completion)")
@@ -154,7 +164,7 @@ def latency_quantiles(cols: _Columns, bands: list[FaultBand], out: Path, end: fl
             ):
                 (line,) = ax.plot(mids, q[:, col], color=colour, marker=".", label=name)
                 data.append(line)
-        ax.set_yscale("log")
+        _log_y(ax)
     ax.set_xlabel("time (s)")
     ax.set_ylabel("latency (ms)")
     ax.set_title("Latency quantiles of ok ops per time window")

@@ -9,18 +9,22 @@ of each other. Each row carries its time, and long gaps are marked.
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any
 
+from chaos.report.clientops import ClientOp
 from chaos.report.faults import FaultBand
-from chaos.report.html import e
+from chaos.report.html import e, fmt_value
 from chaos.report.loading import EventLike, event_json
 from chaos.report.tasks import TaskView
 
 LEFT = 96
 LANE_W = 150
+# The page's content is about 1,200 px wide: lanes narrow down to MIN_LANE_W to fit it, and a
+# diagram with more lanes than that is scaled by the page (max-width), never cut off.
+FIT_WIDTH = 1180
+MIN_LANE_W = 104
 TOP = 46
 ROW_H = 26
 MAX_ROWS = 160
@@ -43,6 +47,8 @@ class Step:
     dashed: bool = False
     mark: str = ""  # "x" crash / lost message, "d" fault point
     tip: str = ""
+    # the time was not recorded, only bounded: drawn just before the first effect it had
+    approx: bool = False
 
 
 def _lane(ev: EventLike) -> str:
@@ -57,9 +63,10 @@ def _steps(view: TaskView) -> list[Step]:
         api = f"api@{op.node}" if op.node else api_of_task
         args = op.value if isinstance(op.value, dict) else {}
         shown = ", ".join(f"{k}={v}" for k, v in args.items() if k != "task_id")
-        steps.append(
-            Step(op.start, "client", api, f"{op.f}({shown})", tip=json.dumps(op.value, default=str))
-        )
+        first = str(op.retried[0].get("node", "")) if op.retried else ""
+        call = f"api@{first}" if first else api
+        steps.append(Step(op.start, "client", call, f"{op.f}({shown})", tip=fmt_value(op.value)))
+        steps.extend(_retries(op, view, api_of_task))
         if not op.completed:
             continue
         colour = {"ok": OK_COLOUR, "fail": BAD_COLOUR}.get(op.type, "#b26a00")
@@ -72,12 +79,12 @@ def _steps(view: TaskView) -> list[Step]:
                 what,
                 colour=colour,
                 dashed=op.type != "ok",
-                tip=json.dumps(op.result, default=str),
+                tip=fmt_value(op.result),
             )
         )
     for ev in view.events:
         lane, d = _lane(ev), ev.data
-        tip = json.dumps(event_json(ev), default=str)
+        tip = fmt_value(event_json(ev))
         k = ev.kind
         if k == "task-accepted":
             steps.append(Step(ev.time, lane, "etcd", "txn: task + idem + outbox", tip=tip))
@@ -129,6 +136,43 @@ def _steps(view: TaskView) -> list[Step]:
     return steps
 
 
+def _retries(op: ClientOp, view: TaskView, api_of_task: str) -> list[Step]:
+    """Each earlier attempt's lost answer, then the retry on the next node.
+
+    The client records only when the op began and ended, not when it gave up on an attempt: a
+    retry is drawn just before the first event its node logged for the task (it must have
+    arrived by then), else just before the op's answer, and its time is marked as a bound.
+    """
+    out: list[Step] = []
+    nodes = [str(a.get("node", "")) for a in op.retried] + [op.node or ""]
+    after = op.start
+    for i, attempt in enumerate(op.retried):
+        lane = f"api@{nodes[i]}" if nodes[i] else api_of_task
+        nxt = f"api@{nodes[i + 1]}" if nodes[i + 1] else api_of_task
+        seen = [x.time for x in view.events if _lane(x) == nxt and x.time > after]
+        at = max(after, min(seen, default=op.end if op.completed else after + 1e-3) - 2e-6)
+        what = str(attempt.get("outcome") or "no answer")
+        err = str(attempt.get("error") or "")
+        label = f"{what}: {err}" if err else what
+        if len(label) > 40:
+            label = label[:39] + "…"
+        tip = fmt_value(attempt)
+        out.append(Step(at, lane, "client", label, "#b26a00", True, "x", tip, approx=True))
+        out.append(
+            Step(
+                at + 1e-6,
+                "client",
+                nxt,
+                f"retry {op.f} (attempt {i + 2})",
+                SOFT,
+                tip=tip,
+                approx=True,
+            )
+        )
+        after = at + 1e-6
+    return out
+
+
 def _lanes(steps: list[Step]) -> list[str]:
     used = {s.src for s in steps} | {s.dst for s in steps if s.dst}
 
@@ -159,6 +203,12 @@ def _band_lanes(band: FaultBand, lanes: list[str]) -> list[str]:
     return hit
 
 
+def fault_hits(view: TaskView) -> list[FaultBand]:
+    """The faults that stopped a lane this task's diagram draws (not merely overlapped it)."""
+    lanes = _lanes(_steps(view))
+    return [b for b in view.bands if _band_lanes(b, lanes)]
+
+
 def sequence_svg(view: TaskView, title: str = "") -> str:
     steps = _steps(view)
     truncated = len(steps) > MAX_ROWS
@@ -176,7 +226,8 @@ def sequence_svg(view: TaskView, title: str = "") -> str:
             rows.append((b.end, None, f"⚡ {b.label} healed"))
     rows.sort(key=lambda r: (r[0], r[1] is not None))
 
-    x_of = {lane: LEFT + i * LANE_W + LANE_W // 2 for i, lane in enumerate(lanes)}
+    lane_w = max(MIN_LANE_W, min(LANE_W, (FIT_WIDTH - LEFT - 10) // len(lanes)))
+    x_of = {lane: LEFT + i * lane_w + lane_w // 2 for i, lane in enumerate(lanes)}
     # A long quiet stretch gets extra room for its "+4.68 s" mark.
     ys: list[float] = []
     y = float(TOP)
@@ -184,7 +235,7 @@ def sequence_svg(view: TaskView, title: str = "") -> str:
         y += ROW_H * (1.6 if i and r[0] - rows[i - 1][0] >= GAP else 1)
         ys.append(y)
     height = int(y + ROW_H + 10)
-    width = LEFT + len(lanes) * LANE_W + 10
+    width = LEFT + len(lanes) * lane_w + 10
     times = [r[0] for r in rows]
 
     def y_at(t: float) -> float:
@@ -209,7 +260,9 @@ def sequence_svg(view: TaskView, title: str = "") -> str:
     for b in view.bands:
         y0, y1 = y_at(b.start), y_at(b.end)
         hit = _band_lanes(b, lanes)
-        xs = [(x_of[lane] - LANE_W // 2 + 4, LANE_W - 8) for lane in hit] or [(4, LEFT - 12)]
+        # only on the lanes it stopped: a band in the margin would cover the time labels, and
+        # a fault that touched none of this task's lanes is told by its begin/heal rows alone
+        xs = [(x_of[lane] - lane_w // 2 + 4, lane_w - 8) for lane in hit]
         tip = f"{b.label} ({b.fault_id}) {b.start:.3f} to {b.end:.3f} s" + (
             " never healed" if b.open else ""
         )
@@ -219,7 +272,7 @@ def sequence_svg(view: TaskView, title: str = "") -> str:
                 f'fill="{b.colour}" fill-opacity="0.35" stroke="{b.colour}">'
                 f"<title>{e(tip)}</title></rect>"
             )
-            if hit and y1 - y0 > 14:
+            if y1 - y0 > 14:
                 out.append(
                     f'<text x="{x + w - 4}" y="{y0 + 12:.1f}" text-anchor="end" font-size="10" '
                     f'fill="#7a4a00">{e(b.fault)}</text>'
@@ -230,7 +283,8 @@ def sequence_svg(view: TaskView, title: str = "") -> str:
             'stroke-dasharray="2,3"/>'
         )
         out.append(
-            f'<rect x="{x - 62}" y="6" width="124" height="24" rx="4" fill="#eef2f7" '
+            f'<rect x="{x - lane_w // 2 + 6}" y="6" width="{lane_w - 12}" height="24" rx="4" '
+            'fill="#eef2f7" '
             'stroke="#8fa3bf"/>'
             f'<text x="{x}" y="22" text-anchor="middle" font-weight="600">{e(lane)}</text>'
         )
@@ -246,7 +300,8 @@ def sequence_svg(view: TaskView, title: str = "") -> str:
                 f"+{t - prev_t:.2f} s</text>"
             )
         prev_t = t
-        out.append(f'<text x="6" y="{y + 4}" fill="#666">{t:.3f} s</text>')
+        when = f"≤{t:.3f} s" if step is not None and step.approx else f"{t:.3f} s"
+        out.append(f'<text x="6" y="{y + 4}" fill="#666">{when}</text>')
         if step is None:
             out.append(
                 f'<text x="{LEFT}" y="{y + 4}" fill="#8a4b00" font-style="italic">{e(label)}</text>'

@@ -90,6 +90,10 @@ class TaskIndex:
         bands = [b for b in self._bands if b.overlaps(t0, t1)]
         return TaskView(task_id=task_id, events=evs, ops=ops, bands=bands)
 
+    def eventful(self) -> list[str]:
+        """Tasks that went beyond the plain path (a redelivery, a suppression, a crash, ...)."""
+        return list(self._eventful)
+
     def chain_score(self, task_id: str) -> tuple[int, int]:
         evs = self.events_by_task.get(task_id, [])
         kinds = {e.kind for e in evs}

@@ -7,14 +7,13 @@ that a large run stays a few megabytes; hover detail is looked up by binary sear
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
 from chaos.report.clientops import ClientOp
 from chaos.report.faults import FaultBand
-from chaos.report.html import e, script_json
+from chaos.report.html import e, fmt_value, script_json
 from chaos.report.loading import EventLike
 
 TYPES = ("ok", "fail", "info")
@@ -34,14 +33,11 @@ def _short(v: Any) -> str:
     if v is None:
         return ""
     if isinstance(v, dict):
-        s = " ".join(
-            f"{k}={x}" if isinstance(x, str | int | float) else f"{k}={json.dumps(x, default=str)}"
-            for k, x in v.items()
-        )
+        s = " ".join(f"{k}={fmt_value(x)}" for k, x in v.items())
     elif isinstance(v, str):
         s = v
     else:
-        s = json.dumps(v, default=str)
+        s = fmt_value(v)
     return s if len(s) <= VALUE_CHARS else s[: VALUE_CHARS - 1] + "…"
 
 

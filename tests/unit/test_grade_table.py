@@ -150,7 +150,8 @@ def test_reports(tmp_path: Path) -> None:
     assert cell is not None
     assert 'href="runs/bob/pause/r2/report.html"' in cell.group(0)
     assert ">1/3<" in cell.group(0)
-    assert "chaos run memory-lab3 --seed 2 --solution bob" in cell.group(0)
+    # the command names the submission as the grade was given it, not the worker's copy
+    assert "chaos run memory-lab3 --seed 2 --solution /s/bob" in cell.group(0)
     assert "counter incremented twice" in cell.group(0)
     # no page rendered for that run: the folder is linked instead
     assert 'href="runs/control:no-dedup/quiet/r1/"' in page
@@ -159,8 +160,12 @@ def test_reports(tmp_path: Path) -> None:
     assert "reference: false alarms" in page and "control:no-dedup: caught" in page
     power = page[page.index('id="power"') :]
     # no false alarm is good news (green); a bug caught 1 time in 3 is not enough (red)
-    assert '<td>pause</td><td class="c pass" data-v="0.0000">0/3 (0%)' in power
-    assert '<td>quiet</td><td class="c pass" data-v="0.0000">0/3 (0%)' in power
+    caught = '<td class="c pass" data-v="1">caught 1 of 1 controls</td>'
+    assert f'<td>pause</td>{caught}<td class="c pass" data-v="0.0000">0/3 (0%)' in power
+    assert f'<td>quiet</td>{caught}<td class="c pass" data-v="0.0000">0/3 (0%)' in power
+    # 3 runs a cell: too few for an interval a reader could use; the count alone is shown
+    assert 'class="iv"' not in page and "0 submission(s) flaky" not in page
+    assert "1 submission(s) flaky" in page
     assert '<td class="c fail" data-v="0.3333">1/3 (33%)' in power
 
     rows = list(csv.DictReader(io.StringIO(paths["csv"].read_text())))
@@ -179,3 +184,39 @@ def test_reports(tmp_path: Path) -> None:
     assert bob["cells"]["pause"]["run"] == "runs/bob/pause/r2"
     assert doc["power"][0]["detections"]["control:no-dedup"]["detection_rate"] == 1.0
     assert doc["anomalies"][0]["checker"] == "double-apply"
+
+
+def test_one_repeat_claims_no_interval_no_flakiness_and_says_what_controls_lack() -> None:
+    rows = [ROWS[0], ROWS[2], ROWS[3]]  # the reference only, alice, bob
+    unfired = _r(
+        "bob",
+        "quiet",
+        1,
+        "unknown",
+        checkers=("scenario-fired",),
+        anomaly="the scenario never fired",
+        summaries=("the scenario never fired",),
+    )
+    results = [
+        *(_r(s, "pause", 1, "valid") for s in ("control:reference", "alice")),
+        _r("control:reference", "quiet", 1, "valid"),
+        _r("alice", "quiet", 1, "valid"),
+        _bad("bob", "pause", 1),
+        unfired,
+    ]
+    meta = {"lab": "memory-lab3", "seed": 1, "repeats": 1, "configs": []}
+    page = report.to_html(table.build(rows, MATRIX, results), meta)
+    assert 'class="iv"' not in page and "0.21" not in page
+    assert "Flakiness is not measured" in page and "submission(s) flaky" not in page
+    assert "Only the reference was graded" in page and "caught" not in page
+    anomalies = page[page.index('id="anomalies"') :]
+    # a scenario that never fired is about the run's setup, not a student's anomaly
+    assert "double-apply" in anomalies and "scenario-fired" not in anomalies
+
+
+def test_five_runs_a_cell_show_the_interval() -> None:
+    results = [_r("alice", c, k, "valid") for c in ("pause", "quiet") for k in range(1, 6)]
+    meta = {"lab": "memory-lab3", "seed": 1, "repeats": 5, "configs": []}
+    page = report.to_html(table.build([ROWS[2]], MATRIX, results), meta)
+    assert '<span class="iv">0.57&ndash;1.00</span>' in page
+    assert "0 submission(s) flaky" in page
