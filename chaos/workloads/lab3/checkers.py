@@ -16,6 +16,7 @@ from chaos.histories.ops import Event, Op, OpType, pair_index
 from chaos.histories.store import StoredRun
 from chaos.workloads.lab3 import keys, record
 from chaos.workloads.lab3.points import FAULT_POINTS
+from chaos.workloads.systems import record_values
 
 CHAIN_KINDS = {
     "task-accepted", "publish", "publish-retry", "publish-ack-lost", "marked-published",
@@ -157,9 +158,16 @@ def _commit_events(events: list[Event]) -> dict[str, list[Event]]:
 
 
 def _record(run: StoredRun) -> dict[str, Any] | None:
-    """etcd's record of the run, when the final reads took one without error."""
+    """etcd's record of the run, when the final reads took all of it: without error, not cut at
+    MAX_EVENTS, with the revision it starts from."""
     rec = (run.final or {}).get("record")
-    if not isinstance(rec, dict) or rec.get("error") or not isinstance(rec.get("txns"), list):
+    if (
+        not isinstance(rec, dict)
+        or rec.get("error")
+        or rec.get("truncated")
+        or not isinstance(rec.get("txns"), list)
+        or not isinstance(rec.get("from_revision"), int)
+    ):
         return None
     return rec
 
@@ -178,6 +186,13 @@ def _record_missing(run: StoredRun) -> str:
         return _no_final(run)
     if isinstance(rec, dict) and rec.get("error"):
         return f"etcd's record of the run could not be read: {rec['error']}"
+    if isinstance(rec, dict) and rec.get("truncated"):
+        return (
+            f"etcd's record of the run was cut after {record_values.MAX_EVENTS} events under "
+            f"{rec.get('prefix')}: the writes after the cut cannot be accounted for"
+        )
+    if isinstance(rec, dict) and not isinstance(rec.get("from_revision"), int):
+        return "etcd's record of the run does not say which revision it starts from"
     return "the run has no etcd record (it ended before its final reads, or predates them)"
 
 
@@ -259,6 +274,10 @@ def double_apply(run: StoredRun) -> CheckResult:
                 "chain": chain(run.events, task_id, faults),
             }
         )
+    for f in story.counter_findings:
+        # every write of the counter must be read for "at most once" to mean anything
+        sentences.append(f"{f.why} — the counter's story cannot be read past it")
+        anomalies.append(f.to_json())
     for u in story.unexplained:
         who = f"a transaction that wrote {', '.join(u['keys'])}"
         sentences.append(
@@ -417,6 +436,15 @@ def counter_checker(run: StoredRun) -> CheckResult:
     rec = _record(run)
     final = run.final or {}
     counter = final.get("counter")
+    if counter is None and "counter_refused" in final:
+        value = final["counter_refused"]
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.INVALID,
+            summary=f"the final read found the counter as {record_values.describe(value)}: "
+            f"{record_values.int_problem(value)} (the lab's counter is a JSON integer)",
+            anomalies=[{"kind": "unreadable", "key": keys.COUNTER, "value": value}],
+        )
     if counter is None:
         return CheckResult(
             checker=name, verdict=Verdict.UNKNOWN, summary=f"no final counter: {_no_final(run)}"
@@ -448,6 +476,95 @@ def counter_checker(run: StoredRun) -> CheckResult:
         summary=f"the counter is {counter} but the {len(accepted)} accepted tasks add up to "
         f"{expected}: {why}",
         anomalies=[{"counter": counter, "expected": expected, "accepted": accepted}],
+        stats=stats,
+    )
+
+
+def exactly_once(run: StoredRun) -> CheckResult:
+    """Exactly-once accounting from etcd's own record: every revision under the lab's prefix is
+    interpreted (a known key with a readable value, a counter change attributed to a task), every
+    completed task was applied exactly once, and the counter's change over the run is the sum of
+    the attributed applies. A record that is missing, cut or compacted is ``unknown``."""
+    name = "exactly-once"
+    rec = _record(run)
+    if rec is None:
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.UNKNOWN,
+            summary=_record_missing(run) + "; without every revision, exactly-once cannot be shown",
+        )
+    amounts, ok, maybe = record.client_amounts(run.history)
+    story = record.applies(rec, amounts)
+    created = record.created_tasks(rec)
+    completed = record.completed_tasks(rec)
+    accepted = ok | {t for t in maybe if t in created}
+    anomalies = [f.to_json() for f in story.findings]
+    sentences = [f.why for f in story.findings]
+    for task_id in sorted(accepted | set(story.by_task) | set(completed)):
+        revs = story.by_task.get(task_id, [])
+        if len(revs) > 1:
+            sentences.append(
+                f"task {task_id} was applied {len(revs)} times (the counter changed by its "
+                f"amount {amounts.get(task_id)} for it at revisions {', '.join(map(str, revs))})"
+            )
+            anomalies.append({"kind": "applied-more-than-once", "task_id": task_id,
+                              "revisions": revs})  # fmt: skip
+        elif not revs and task_id in completed:
+            sentences.append(
+                f"task {task_id} was completed (rev {completed[task_id]} wrote its task record "
+                f"completed) but no transaction applied its amount ({amounts.get(task_id)}) to "
+                "the counter"
+            )
+            anomalies.append({"kind": "completed-never-applied", "task_id": task_id,
+                              "completed_at": completed[task_id]})  # fmt: skip
+        if revs and task_id not in accepted:
+            sentences.append(
+                f"task {task_id} was applied at revision {revs[0]}, but its create was never "
+                "accepted (the client was told it failed)"
+            )
+            anomalies.append({"kind": "applied-not-accepted", "task_id": task_id,
+                              "revisions": revs})  # fmt: skip
+    attributed = sum(amounts[t] * len(r) for t, r in story.by_task.items())
+    total = None if story.final is None else story.final - (story.start or 0)
+    if total is not None and total != attributed:
+        sentences.append(
+            f"the counter changed by {total:+d} over the run (from {story.start} to "
+            f"{story.final}) but the applies attributed to tasks add up to {attributed:+d}"
+        )
+        anomalies.append({"kind": "total", "change": total, "attributed": attributed})
+    counter = (run.final or {}).get("counter")
+    if isinstance(counter, int) and story.final is not None and counter != story.final:
+        sentences.append(
+            f"the final read found the counter at {counter} but etcd's record ends with "
+            f"{story.final}"
+        )
+        anomalies.append({"kind": "final-read", "counter": counter, "record": story.final})
+    stats: dict[str, Any] = {
+        "revisions": story.revisions,
+        "applies": sum(len(v) for v in story.by_task.values()),
+        "completed": len(completed),
+        "counter_change": total,
+        "attributed": attributed,
+        "findings": len(story.findings),
+        "record_revisions": [rec.get("from_revision"), rec.get("to_revision")],
+    }
+    if anomalies:
+        summary = "; ".join(sentences[:4])
+        if len(sentences) > 4:
+            summary += f" (and {len(sentences) - 4} more)"
+        return CheckResult(
+            checker=name, verdict=Verdict.INVALID, summary=summary, anomalies=anomalies,
+            stats=stats,
+        )  # fmt: skip
+    once = sorted(story.by_task, key=lambda t: story.by_task[t][0])
+    at = ", ".join(f"{t} at {story.by_task[t][0]}" for t in once)
+    return CheckResult(
+        checker=name,
+        verdict=Verdict.VALID,
+        summary=f"by etcd's record, each of the {len(completed)} completed task(s) was applied "
+        f"exactly once ({at or 'none'}), the counter's change over the run ({attributed:+d}) is "
+        f"their sum, and all {story.revisions} transactions under {rec.get('prefix')} were "
+        "interpreted",
         stats=stats,
     )
 
@@ -645,6 +762,7 @@ def check_all(run: StoredRun) -> list[CheckResult]:
         check_safe("lost-tasks", lambda: lost_tasks(run)),
         check_safe("double-apply", lambda: double_apply(run)),
         check_safe("counter", lambda: counter_checker(run)),
+        check_safe("exactly-once", lambda: exactly_once(run)),
         check_safe("idempotent-create", lambda: idempotent_create(run)),
         check_safe("delivery-stats", lambda: delivery_stats(run)),
         check_safe("scenario-fired", lambda: scenario_fired(run)),

@@ -20,7 +20,7 @@ from chaos.histories.store import StoredRun
 from chaos.workloads import solutions
 from chaos.workloads.lab3 import broker, checkers, keys, lab_report, points
 from chaos.workloads.lab3.report import LabReportSection
-from chaos.workloads.systems import etcd, etcd_record, nats
+from chaos.workloads.systems import etcd, etcd_record, nats, record_values
 from chaos.workloads.systems.roles import system_role
 
 API_PORT = 8080
@@ -306,14 +306,19 @@ class Lab3:
             )
         finally:
             c.close()
+        # the one reading of the counter the replay of the record uses too: a value one of them
+        # would count and the other refuse is refused by both, and named
+        value = record_values.decode(counter)
         state: dict[str, Any] = {
-            "counter": int(counter) if counter is not None else None,
+            "counter": record_values.as_int(value),
             "tasks": tasks,
             "results": results,
             "dedup": dedup,
             "outbox": {"pending": pending, "published": published},
             "record": record,
         }
+        if counter is not None and state["counter"] is None:
+            state["counter_refused"] = value
         try:
             state.update(broker.read_broker(nats.url(ctx)))
         except Exception as e:
