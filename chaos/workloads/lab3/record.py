@@ -15,6 +15,7 @@ from typing import Any
 from chaos.histories.ops import Op, OpType, pair_index
 from chaos.workloads.lab3 import keys
 from chaos.workloads.systems import record_values
+from chaos.workloads.systems.record_values import Finding
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,19 +31,6 @@ class Change:
     @property
     def delta(self) -> int:
         return self.after - self.before
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Finding:
-    """One revision of the record that no rule of the lab explains: the write, and why."""
-
-    revision: int
-    key: str
-    kind: str  # unreadable | deleted | foreign-key | shape | unexplained-change
-    why: str  # a sentence that starts with "rev N"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"revision": self.revision, "key": self.key, "kind": self.kind, "why": self.why}
 
 
 @dataclass(slots=True, kw_only=True)

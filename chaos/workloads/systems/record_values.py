@@ -13,6 +13,7 @@ refusal is named in the verdict. Pure: no etcd client here.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 # a value longer than this is kept as its length only: the record is evidence, not a backup
@@ -75,3 +76,33 @@ def int_problem(value: Any) -> str | None:
     if isinstance(value, dict) and set(value) == {TRUNCATED}:
         return "too long to read"
     return f"a JSON {type(value).__name__}, not an integer"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finding:
+    """One revision of a lab's record that no rule of the lab explains: the write, and why."""
+
+    revision: int
+    key: str
+    kind: str  # unreadable | deleted | foreign-key | shape | unexplained-change | ...
+    why: str  # a sentence that starts with "rev N"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"revision": self.revision, "key": self.key, "kind": self.kind, "why": self.why}
+
+
+def unusable(record: Any) -> str | None:
+    """Why a stored record cannot account for a run (missing, failed, cut, unanchored), in words,
+    or None when it can."""
+    if not isinstance(record, dict):
+        return "the run has no etcd record (it ended before its final reads, or predates them)"
+    if record.get("error"):
+        return f"etcd's record of the run could not be read: {record['error']}"
+    if record.get("truncated"):
+        return (
+            f"etcd's record of the run was cut after {MAX_EVENTS} events under "
+            f"{record.get('prefix')}: the writes after the cut cannot be accounted for"
+        )
+    if not isinstance(record.get("from_revision"), int) or not isinstance(record.get("txns"), list):
+        return "etcd's record of the run does not say which revision it starts from"
+    return None
