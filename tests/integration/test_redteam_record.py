@@ -52,6 +52,13 @@ CASES: dict[str, tuple[str, int, dict[str, str]]] = {
         "exactly-once": r"rev \d+ changed the counter by \+\d+ \(\d+ → \d+\) in a transaction "
                         r"that wrote no task's keys",
     }),
+    # issue 20's first case as measured on main (valid there): compensated and unparseable
+    "issue20_compensated_unparseable": ("lab3", 1, {
+        "exactly-once": r"rev \d+ wrote the counter as '\+\d+': not a JSON integer.*task t\d was "
+                        r"completed \(rev \d+ wrote its task record completed\) but no transaction",
+        "double-apply": r"rev \d+ wrote the counter as '\+\d+'",
+        "counter": r"the final read found the counter as '\+10'",
+    }),
     "order_balance_string": ("lab1", 1, {
         "exactly-once": r"Rev \d+ wrote order o\d as .*its balance '\+\d+' is not a JSON integer",
         "every-night": r"balance is '\+\d+': not a JSON integer",

@@ -89,6 +89,26 @@ def test_a_counter_stored_unparseable_is_invalid_naming_the_revision() -> None:
     assert verdicts(ONCE_EACH)["double-apply"].verdict is Verdict.VALID
 
 
+def test_issue_20s_compensated_unparseable_run_is_invalid_naming_writes_and_tasks() -> None:
+    # as measured on main, where it was valid: t1 and t2 applied twice each, t3 never, the counter
+    # stored as "+N" (the final read's int() took "+10" for 10)
+    writes = []
+    for t, c in (("t1", 2), ("t1", 4), ("t2", 7), ("t2", 10)):
+        writes.append(dict(apply(t, 0), **{keys.COUNTER: f"+{c}"}))
+    rec = record(*writes, completed_only("t3"))
+    final = final_state(10, ALL_DONE, rec)
+    final["counter"], final["counter_refused"] = None, "+10"
+    got = {c.checker: c for c in checkers.check_all(run(CREATES, [], final))}
+    once = got["exactly-once"]
+    assert once.verdict is Verdict.INVALID
+    assert "rev 5 wrote the counter as '+2': not a JSON integer" in once.summary
+    assert "task t1 was completed (rev 5 wrote its task record completed) but no" in once.summary
+    assert "(and 2 more)" in once.summary  # 4 unreadable writes and 3 tasks, 5 told
+    assert got["double-apply"].verdict is Verdict.INVALID
+    assert got["counter"].verdict is Verdict.INVALID
+    assert "the final read found the counter as '+10'" in got["counter"].summary
+
+
 def test_three_completed_tasks_with_no_apply_is_a_contradiction() -> None:
     bad = record(*(completed_only(t) for t in AMOUNTS), {keys.COUNTER: 10})
     got = exactly_once(bad)

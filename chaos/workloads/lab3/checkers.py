@@ -549,9 +549,13 @@ def exactly_once(run: StoredRun) -> CheckResult:
         "record_revisions": [rec.get("from_revision"), rec.get("to_revision")],
     }
     if anomalies:
-        summary = "; ".join(sentences[:4])
-        if len(sentences) > 4:
-            summary += f" (and {len(sentences) - 4} more)"
+        # the first writes no rule explains, then what they did to the tasks: both halves of the
+        # story in one line, however many revisions there are
+        told = sentences[: min(2, len(story.findings))] + sentences[len(story.findings) :][:3]
+        told = told or sentences[:4]
+        summary = "; ".join(told)
+        if len(sentences) > len(told):
+            summary += f" (and {len(sentences) - len(told)} more)"
         return CheckResult(
             checker=name, verdict=Verdict.INVALID, summary=summary, anomalies=anomalies,
             stats=stats,
