@@ -104,6 +104,19 @@ def test_an_application_that_moves_the_balance_by_another_amount_is_named() -> N
     assert f"the balance moved by {want + 5:+d} (0 → {want + 5})" in got.summary
 
 
+def test_an_order_row_written_as_it_was_is_no_change() -> None:
+    # a solution may create a row empty, or rewrite it unchanged: nothing was applied
+    final = calm()
+    append(final, {keys.order("o3"): {"order": "o3", "balance": 0, "last_token": 0, "night": 0}})
+    row = dict(final["record"]["txns"][2]["puts"][keys.order("o1")])  # o1 as last written
+    append(final, {keys.order("o1"): row})
+    assert check(final).verdict is Verdict.VALID, check(final).summary
+    row = {**row, "last_token": row["last_token"] + 1}  # not as it was: a write with no application
+    rev = append(final, {keys.order("o1"): row})
+    got = check(final)
+    assert got.verdict is Verdict.INVALID and f"Rev {rev} wrote order o1" in got.summary
+
+
 def test_an_application_record_without_its_order_write_is_named() -> None:
     final = calm()
     key = keys.applied("o1", 3, 9, "n3", "abcd")

@@ -5,9 +5,9 @@ Pure functions of ``final.json`` → ``record`` (the replay of every transaction
 :mod:`chaos.workloads.systems.etcd_record`). The rules, one per key of the layout
 (:mod:`chaos.workloads.lab1.keys`):
 
-- an order's row is written only together with one application record of the same order, and the
-  row's balance moves by exactly that night's change (``keys.change_amount``), to that night and
-  token; every ``(order, night)`` is applied at most once over the whole record, deleted keys
+- an order's row is written only together with one application record of the same order (or
+  written as it was: a row created empty), and the row's balance moves by exactly that night's
+  change (``keys.change_amount``), to that night and token; every ``(order, night)`` is applied at most once over the whole record, deleted keys
   included;
 - every version of the lock record has ShedLock's columns and the token; a version with the same
   token as the one before is a renewal or a release (same holder, same ``locked_at``), one with a
@@ -102,6 +102,7 @@ def account(record: dict[str, Any]) -> Accounting:
     """Walk the record's transactions and interpret every write."""
     out = Accounting()
     locks: dict[str, dict[str, Any]] = {}
+    rows: dict[str, tuple[int, int, int]] = {}  # order -> (balance, last_token, night) as written
     for txn in record.get("txns") or []:
         rev = int(txn.get("revision", 0))
         out.revisions += 1
@@ -120,6 +121,7 @@ def account(record: dict[str, Any]) -> Accounting:
             )
             if shape == "order":
                 out.balances[key[len(keys.ORDERS_PREFIX) :]] = 0
+                rows.pop(key[len(keys.ORDERS_PREFIX) :], None)
             if shape == "lock record":
                 locks.pop(key, None)
         applied = {k: v for k, v in puts.items() if shape_of(k) == "application record"}
@@ -139,7 +141,7 @@ def account(record: dict[str, Any]) -> Accounting:
             elif shape == "lock record":
                 _lock_version(rev, key, value, locks, out)
             elif shape == "order":
-                _order_write(rev, key, value, applied, out)
+                _order_write(rev, key, value, applied, rows, out)
             elif shape == "application record":
                 order = key[len(keys.APPLIED_PREFIX) :].split("/")[0]
                 if keys.order(order) not in puts:
@@ -202,7 +204,14 @@ def _lock_version(
     out.findings.append(Finding(revision=rev, key=key, kind="lock-change", why=why))
 
 
-def _order_write(rev: int, key: str, value: Any, applied: dict[str, Any], out: Accounting) -> None:
+def _order_write(
+    rev: int,
+    key: str,
+    value: Any,
+    applied: dict[str, Any],
+    rows: dict[str, tuple[int, int, int]],
+    out: Accounting,
+) -> None:
     order = key[len(keys.ORDERS_PREFIX) :]
     out.order_writes += 1
     before = out.balances.get(order, 0)
@@ -217,9 +226,14 @@ def _order_write(rev: int, key: str, value: Any, applied: dict[str, Any], out: A
             )
         )
         out.balances[order] = None
+        rows.pop(order, None)
         return
+    row = (value["balance"], value["last_token"], value["night"])
+    last, rows[order] = rows.get(order, (0, 0, 0)), row
     out.balances[order] = value["balance"]
     mine = [(k, v) for k, v in applied.items() if k.startswith(f"{keys.APPLIED_PREFIX}{order}/")]
+    if not mine and row == last:
+        return  # written as it was (a row created empty, or rewritten unchanged): no change
     if len(mine) != 1:
         out.findings.append(
             Finding(
