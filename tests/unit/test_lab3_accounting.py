@@ -222,6 +222,10 @@ def test_compensating_double_applies_are_invalid_naming_every_task() -> None:
     assert "task t2 was applied 2 times" in once.summary
     assert "task t3 was completed (rev 9 wrote its task record completed) but no" in once.summary
     assert got["double-apply"].verdict is Verdict.INVALID
+    # double-apply, a matching counter and no lost task agree once exactly-once says why
+    assert checkers.contradictions(list(got.values())) == []
+    without = [r for r in got.values() if r.checker != "exactly-once"]
+    assert checkers.contradictions(without) != []
 
 
 def test_a_second_apply_in_a_transaction_of_its_own_is_invalid() -> None:
