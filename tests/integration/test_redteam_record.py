@@ -59,6 +59,14 @@ CASES: dict[str, tuple[str, int, dict[str, str]]] = {
         "double-apply": r"rev \d+ wrote the counter as '\+\d+'",
         "counter": r"the final read found the counter as '\+10'",
     }),
+    "counter_float": ("lab3", 1, {
+        "exactly-once": r"rev \d+ wrote the counter as \d+\.0: a float, not an integer",
+        "counter": r"the final read found the counter as 10\.0: a float",
+    }),
+    "lock_token_string": ("lab1", 1, {
+        "exactly-once": r"Rev \d+ wrote the lock record /lab1/locks/reconciliation as .*its token "
+                        r"'1' is not a JSON integer",
+    }),
     "order_balance_string": ("lab1", 1, {
         "exactly-once": r"Rev \d+ wrote order o\d as .*its balance '\+\d+' is not a JSON integer",
         "every-night": r"balance is '\+\d+': not a JSON integer",
