@@ -161,15 +161,7 @@ def _record(run: StoredRun) -> dict[str, Any] | None:
     """etcd's record of the run, when the final reads took all of it: without error, not cut at
     MAX_EVENTS, with the revision it starts from."""
     rec = (run.final or {}).get("record")
-    if (
-        not isinstance(rec, dict)
-        or rec.get("error")
-        or rec.get("truncated")
-        or not isinstance(rec.get("txns"), list)
-        or not isinstance(rec.get("from_revision"), int)
-    ):
-        return None
-    return rec
+    return rec if record_values.unusable(rec) is None else None
 
 
 def _no_final(run: StoredRun) -> str:
@@ -181,19 +173,10 @@ def _no_final(run: StoredRun) -> str:
 
 
 def _record_missing(run: StoredRun) -> str:
-    rec = (run.final or {}).get("record")
     if (run.final or {}).get("error"):
         return _no_final(run)
-    if isinstance(rec, dict) and rec.get("error"):
-        return f"etcd's record of the run could not be read: {rec['error']}"
-    if isinstance(rec, dict) and rec.get("truncated"):
-        return (
-            f"etcd's record of the run was cut after {record_values.MAX_EVENTS} events under "
-            f"{rec.get('prefix')}: the writes after the cut cannot be accounted for"
-        )
-    if isinstance(rec, dict) and not isinstance(rec.get("from_revision"), int):
-        return "etcd's record of the run does not say which revision it starts from"
-    return "the run has no etcd record (it ended before its final reads, or predates them)"
+    reason = record_values.unusable((run.final or {}).get("record"))
+    return reason or "etcd's record of the run is complete"
 
 
 def double_apply(run: StoredRun) -> CheckResult:
