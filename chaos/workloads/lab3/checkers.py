@@ -544,7 +544,9 @@ def exactly_once(run: StoredRun) -> CheckResult:
             stats=stats,
         )  # fmt: skip
     once = sorted(story.by_task, key=lambda t: story.by_task[t][0])
-    at = ", ".join(f"{t} at {story.by_task[t][0]}" for t in once)
+    at = ", ".join(f"{t} at {story.by_task[t][0]}" for t in once[:5])
+    if len(once) > 5:
+        at += f", and {len(once) - 5} more"
     return CheckResult(
         checker=name,
         verdict=Verdict.VALID,
