@@ -11,7 +11,7 @@ import msgspec
 
 from chaos.checkers.verdict import Verdict
 from chaos.histories.ops import Event, Op, OpType
-from chaos.workloads.lab1 import checkers
+from chaos.workloads.lab1 import checkers, keys
 from chaos.workloads.lab1.keys import change_amount
 
 PID = {"n1": 101, "n2": 102, "n3": 103}
@@ -97,6 +97,7 @@ def final_of(
     rows: dict[str, Any] = {
         o: {"balance": 0, "last_token": 0, "night": 0, "applied": []} for o in orders
     }
+    txns: list[dict[str, Any]] = []
     for rev, (o, n, tok, node) in enumerate(apps, start=10):
         row = rows[o]
         amount = change_amount(o, n)
@@ -106,11 +107,27 @@ def final_of(
         row["balance"] += amount
         row["last_token"] = tok
         row["night"] = n
+        # etcd's record of the same writes: the row and its application in one transaction
+        app = {"order": o, "night": n, "token": tok, "amount": amount, "node": node, "at": 0.0}
+        puts = {
+            keys.order(o): {"order": o, "balance": row["balance"], "last_token": tok, "night": n},
+            keys.applied(o, n, tok, node, f"{rev:08x}"): app,
+        }
+        txns.append({"revision": rev, "puts": puts, "deletes": []})
     return {
         "config": {"order_ids": list(orders), "nights": limit},
         "orders": rows,
         "nights_done": nights_done,
         "nights": {str(n): {"night": n} for n in nights_done},
+        "record": {
+            "source": "etcd",
+            "prefix": keys.PREFIX,
+            "from_revision": 10,
+            "to_revision": 10 + len(txns),
+            "txns": txns,
+            "error": None,
+            "truncated": False,
+        },
     }
 
 

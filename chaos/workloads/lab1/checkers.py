@@ -33,7 +33,8 @@ from typing import Any
 from chaos.checkers.faults import fault_intervals
 from chaos.checkers.verdict import CheckResult, Verdict, check_safe
 from chaos.histories.ops import Event, Op
-from chaos.workloads.lab1 import keys
+from chaos.workloads.lab1 import accounting, keys
+from chaos.workloads.systems import record_values
 
 STOP_FAULTS = ("pause", "freeze")
 APPLIED = "applied"
@@ -708,7 +709,17 @@ def every_night(
                 anomalies.append({"kind": "change-lost", "night": n, "order": o, "summary": s})
     for o, row in orders.items():
         logged = sum(int(e.get("amount", 0)) for e in row.get("applied", []))
-        if int(row.get("balance", 0)) != logged:
+        balance = record_values.as_int(row.get("balance", 0))
+        if balance is None:
+            # the one reading of integers the record's accounting uses too
+            s = (
+                f"order {o}'s balance is {record_values.describe(row.get('balance'))}: "
+                f"{record_values.int_problem(row.get('balance'))}"
+            )
+            sentences.append(s)
+            anomalies.append({"kind": "unreadable", "order": o, "summary": s})
+            continue
+        if balance != logged:
             s = (
                 f"order {o}'s balance is {row.get('balance')} but its applied changes add up "
                 f"to {logged}: an update was lost"
@@ -728,7 +739,7 @@ def every_night(
         # add (keys.change_amount), whatever the solution logged about its own writes
         for o in order_ids:
             want = sum(keys.change_amount(o, n) for n in range(1, limit + 1))
-            have = _int((orders.get(o) or {}).get("balance"))
+            have = record_values.as_int((orders.get(o) or {}).get("balance", 0))
             if have is not None and have != want:
                 diff = have - want
                 why = (
@@ -1504,6 +1515,7 @@ CHECKERS: dict[
     "unsafe-lease": unsafe_lease_with_clocks,
     "night-reruns": night_reruns,
     "lease-exclusivity": lease_exclusivity,
+    "exactly-once": accounting.exactly_once,
 }
 
 

@@ -19,12 +19,12 @@ from chaos.core.target import Target
 from chaos.histories.ops import OpType
 from chaos.histories.store import StoredRun
 from chaos.workloads import solutions
-from chaos.workloads.lab1 import checkers, points
+from chaos.workloads.lab1 import checkers, keys, points
 from chaos.workloads.lab1.final_state import finished, read_final
 from chaos.workloads.lab1.protocol_api import REQUIRED
 from chaos.workloads.lab1.report import UnsafeLeaseSection
 from chaos.workloads.lab1.service import COMPONENT
-from chaos.workloads.systems import etcd
+from chaos.workloads.systems import etcd, etcd_record
 from chaos.workloads.systems.roles import ETCD_ROLES, system_role
 
 SOLUTIONS_DIR = Path(__file__).parent / "solutions"
@@ -32,6 +32,7 @@ UNIT = 0.1  # seconds per lab unit: lockAtMostFor 30 units = 3 s
 LOCK_AT_MOST = 30
 NIGHTS = 4
 CRON_LEAD = 3.0  # seconds from deploy to the first night in cron mode
+RECORD_START = "/chaos/record-start"  # outside /lab1/: the code under test never reads it
 KNOWN_OPTIONS = ("nights", "lock_at_least", "lock_at_most", "cron", "job", "renew")
 
 
@@ -132,6 +133,15 @@ class Lab1:
     def deploy(self, ctx: RunContext) -> None:
         ctx.progress("starting etcd on every node")
         etcd.deploy(ctx)
+        c = etcd.client(ctx)
+        try:
+            # etcd's record of the run starts after this write (outside the lab's prefix): every
+            # later write under /lab1/ is replayed at the end (see final_state)
+            c.put(RECORD_START, "")
+            _, meta = c.get(RECORD_START)
+            ctx.state["etcd_from_revision"] = int(meta.mod_revision) + 1
+        finally:
+            c.close()
         ctx.progress("starting the orders service on every node")
         for node in ctx.cluster.nodes:
             ctx.supervisor.start_process(
@@ -199,6 +209,15 @@ class Lab1:
             raise
         ctx.history.record(process=0, type=OpType.OK, f="read-final",
                            value={"nights_done": final.get("nights_done")})  # fmt: skip
+        start = ctx.state.get("etcd_from_revision")
+        if start is None:
+            final["record"] = {"source": "etcd", "error": "the run never reached its first write"}
+            return final
+        c = etcd.client(ctx, timeout=3.0)
+        try:
+            final["record"] = etcd_record.replay(c, keys.PREFIX, int(start))
+        finally:
+            c.close()
         return final
 
     def check(self, run: StoredRun) -> list[CheckResult]:

@@ -16,6 +16,7 @@ from chaos.histories.ops import Event, Op, OpType, pair_index
 from chaos.histories.store import StoredRun
 from chaos.workloads.lab3 import confirm, keys, record
 from chaos.workloads.lab3.points import FAULT_POINTS
+from chaos.workloads.systems import record_values
 
 # no "crash": the services never report one (the host makes and records crashes), so a crash
 # event is a forgery and a chain shows the host's crashes instead (host_crashes)
@@ -186,11 +187,10 @@ def _commit_events(events: list[Event]) -> dict[str, list[Event]]:
 
 
 def _record(run: StoredRun) -> dict[str, Any] | None:
-    """etcd's record of the run, when the final reads took one without error."""
+    """etcd's record of the run, when the final reads took all of it: without error, not cut at
+    MAX_EVENTS, with the revision it starts from."""
     rec = (run.final or {}).get("record")
-    if not isinstance(rec, dict) or rec.get("error") or not isinstance(rec.get("txns"), list):
-        return None
-    return rec
+    return rec if record_values.unusable(rec) is None else None
 
 
 def _no_final(run: StoredRun) -> str:
@@ -202,12 +202,10 @@ def _no_final(run: StoredRun) -> str:
 
 
 def _record_missing(run: StoredRun) -> str:
-    rec = (run.final or {}).get("record")
     if (run.final or {}).get("error"):
         return _no_final(run)
-    if isinstance(rec, dict) and rec.get("error"):
-        return f"etcd's record of the run could not be read: {rec['error']}"
-    return "the run has no etcd record (it ended before its final reads, or predates them)"
+    reason = record_values.unusable((run.final or {}).get("record"))
+    return reason or "etcd's record of the run is complete"
 
 
 def double_apply(run: StoredRun) -> CheckResult:
@@ -288,6 +286,10 @@ def double_apply(run: StoredRun) -> CheckResult:
                 "chain": chain(run.events, task_id, faults),
             }
         )
+    for f in story.counter_findings:
+        # every write of the counter must be read for "at most once" to mean anything
+        sentences.append(f"{f.why} — the counter's story cannot be read past it")
+        anomalies.append(f.to_json())
     for u in story.unexplained:
         who = f"a transaction that wrote {', '.join(u['keys'])}"
         sentences.append(
@@ -446,6 +448,15 @@ def counter_checker(run: StoredRun) -> CheckResult:
     rec = _record(run)
     final = run.final or {}
     counter = final.get("counter")
+    if counter is None and "counter_refused" in final:
+        value = final["counter_refused"]
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.INVALID,
+            summary=f"the final read found the counter as {record_values.describe(value)}: "
+            f"{record_values.int_problem(value)} (the lab's counter is a JSON integer)",
+            anomalies=[{"kind": "unreadable", "key": keys.COUNTER, "value": value}],
+        )
     if counter is None:
         return CheckResult(
             checker=name, verdict=Verdict.UNKNOWN, summary=f"no final counter: {_no_final(run)}"
@@ -477,6 +488,101 @@ def counter_checker(run: StoredRun) -> CheckResult:
         summary=f"the counter is {counter} but the {len(accepted)} accepted tasks add up to "
         f"{expected}: {why}",
         anomalies=[{"counter": counter, "expected": expected, "accepted": accepted}],
+        stats=stats,
+    )
+
+
+def exactly_once(run: StoredRun) -> CheckResult:
+    """Exactly-once accounting from etcd's own record: every revision under the lab's prefix is
+    interpreted (a known key with a readable value, a counter change attributed to a task), every
+    completed task was applied exactly once, and the counter's change over the run is the sum of
+    the attributed applies. A record that is missing, cut or compacted is ``unknown``."""
+    name = "exactly-once"
+    rec = _record(run)
+    if rec is None:
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.UNKNOWN,
+            summary=_record_missing(run) + "; without every revision, exactly-once cannot be shown",
+        )
+    amounts, ok, maybe = record.client_amounts(run.history)
+    story = record.applies(rec, amounts)
+    created = record.created_tasks(rec)
+    completed = record.completed_tasks(rec)
+    accepted = ok | {t for t in maybe if t in created}
+    anomalies = [f.to_json() for f in story.findings]
+    sentences = [f.why for f in story.findings]
+    for task_id in sorted(accepted | set(story.by_task) | set(completed)):
+        revs = story.by_task.get(task_id, [])
+        if len(revs) > 1:
+            sentences.append(
+                f"task {task_id} was applied {len(revs)} times (the counter changed by its "
+                f"amount {amounts.get(task_id)} for it at revisions {', '.join(map(str, revs))})"
+            )
+            anomalies.append({"kind": "applied-more-than-once", "task_id": task_id,
+                              "revisions": revs})  # fmt: skip
+        elif not revs and task_id in completed:
+            sentences.append(
+                f"task {task_id} was completed (rev {completed[task_id]} wrote its task record "
+                f"completed) but no transaction applied its amount ({amounts.get(task_id)}) to "
+                "the counter"
+            )
+            anomalies.append({"kind": "completed-never-applied", "task_id": task_id,
+                              "completed_at": completed[task_id]})  # fmt: skip
+        if revs and task_id not in accepted:
+            sentences.append(
+                f"task {task_id} was applied at revision {revs[0]}, but its create was never "
+                "accepted (the client was told it failed)"
+            )
+            anomalies.append({"kind": "applied-not-accepted", "task_id": task_id,
+                              "revisions": revs})  # fmt: skip
+    attributed = sum(amounts[t] * len(r) for t, r in story.by_task.items())
+    total = None if story.final is None else story.final - (story.start or 0)
+    if total is not None and total != attributed:
+        sentences.append(
+            f"the counter changed by {total:+d} over the run (from {story.start} to "
+            f"{story.final}) but the applies attributed to tasks add up to {attributed:+d}"
+        )
+        anomalies.append({"kind": "total", "change": total, "attributed": attributed})
+    counter = (run.final or {}).get("counter")
+    if isinstance(counter, int) and story.final is not None and counter != story.final:
+        sentences.append(
+            f"the final read found the counter at {counter} but etcd's record ends with "
+            f"{story.final}"
+        )
+        anomalies.append({"kind": "final-read", "counter": counter, "record": story.final})
+    stats: dict[str, Any] = {
+        "revisions": story.revisions,
+        "applies": sum(len(v) for v in story.by_task.values()),
+        "completed": len(completed),
+        "counter_change": total,
+        "attributed": attributed,
+        "findings": len(story.findings),
+        "record_revisions": [rec.get("from_revision"), rec.get("to_revision")],
+    }
+    if anomalies:
+        # the first writes no rule explains, then what they did to the tasks: both halves of the
+        # story in one line, however many revisions there are
+        told = sentences[: min(2, len(story.findings))] + sentences[len(story.findings) :][:3]
+        told = told or sentences[:4]
+        summary = "; ".join(told)
+        if len(sentences) > len(told):
+            summary += f" (and {len(sentences) - len(told)} more)"
+        return CheckResult(
+            checker=name, verdict=Verdict.INVALID, summary=summary, anomalies=anomalies,
+            stats=stats,
+        )  # fmt: skip
+    once = sorted(story.by_task, key=lambda t: story.by_task[t][0])
+    at = ", ".join(f"{t} at {story.by_task[t][0]}" for t in once[:5])
+    if len(once) > 5:
+        at += f", and {len(once) - 5} more"
+    return CheckResult(
+        checker=name,
+        verdict=Verdict.VALID,
+        summary=f"by etcd's record, each of the {len(completed)} completed task(s) was applied "
+        f"exactly once ({at or 'none'}), the counter's change over the run ({attributed:+d}) is "
+        f"their sum, and all {story.revisions} transactions under {rec.get('prefix')} were "
+        "interpreted",
         stats=stats,
     )
 
@@ -685,7 +791,12 @@ def contradictions(results: list[CheckResult]) -> list[str]:
     by = {r.checker: r for r in results}
     out: list[str] = []
     da, counter, lost = by.get("double-apply"), by.get("counter"), by.get("lost-tasks")
-    if da and counter and lost:
+    once = by.get("exactly-once")
+    # a completed task that was never applied makes up for a double apply in the sum
+    never = once is not None and any(
+        a.get("kind") == "completed-never-applied" for a in once.anomalies
+    )
+    if da and counter and lost and not never:
         twice = da.verdict is Verdict.INVALID and any("revisions" in a for a in da.anomalies)
         if twice and counter.verdict is Verdict.VALID and lost.verdict is Verdict.VALID:
             out.append("double-apply found an amount applied twice, yet the counter matches and "
@@ -706,6 +817,7 @@ def check_all(run: StoredRun) -> list[CheckResult]:
         check_safe("lost-tasks", lambda: lost_tasks(run)),
         check_safe("double-apply", lambda: double_apply(run)),
         check_safe("counter", lambda: counter_checker(run)),
+        check_safe("exactly-once", lambda: exactly_once(run)),
         check_safe("idempotent-create", lambda: idempotent_create(run)),
         check_safe("delivery-stats", lambda: delivery_stats(run)),
         check_safe("scenario-fired", lambda: scenario_fired(run)),

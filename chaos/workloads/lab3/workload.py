@@ -20,7 +20,7 @@ from chaos.histories.store import StoredRun
 from chaos.workloads import solutions
 from chaos.workloads.lab3 import broker, checkers, keys, lab_report, points
 from chaos.workloads.lab3.report import LabReportSection
-from chaos.workloads.systems import etcd, etcd_record, nats
+from chaos.workloads.systems import etcd, etcd_record, nats, record_values
 from chaos.workloads.systems.roles import ETCD_ROLES, NATS_ROLES, system_role
 
 API_PORT = 8080
@@ -322,20 +322,26 @@ class Lab3:
         c = etcd.client(ctx, timeout=3.0)
         try:
             counter, _ = c.get(keys.COUNTER)
-            tasks = {
-                json.loads(v)["task_id"]: json.loads(v).get("status")
-                for v, _ in c.get_prefix(keys.TASKS_PREFIX)
-            }
+            # by key, read the one way the record's replay reads them: a value the code under test
+            # wrote cannot name another task, nor stop the reads (exactly-once names the write)
+            tasks: dict[str, Any] = {}
+            for v, meta in c.get_prefix(keys.TASKS_PREFIX):
+                task = record_values.decode(v)
+                tasks[meta.key.decode()[len(keys.TASKS_PREFIX) :]] = (
+                    task.get("status") if isinstance(task, dict) else None
+                )
             results = {}
             for v, meta in c.get_prefix(keys.RESULTS_PREFIX):
-                results[meta.key.decode().rsplit("/", 1)[-1]] = json.loads(v)
+                results[meta.key.decode()[len(keys.RESULTS_PREFIX) :]] = record_values.decode(v)
             dedup = sorted(
                 meta.key.decode().rsplit("/", 1)[-1] for _, meta in c.get_prefix(keys.DEDUP_PREFIX)
             )
             pending: list[dict[str, Any]] = []
             published: list[dict[str, Any]] = []
             for v, _ in c.get_prefix(keys.OUTBOX_PREFIX):
-                entry = json.loads(v)
+                entry = record_values.decode(v)
+                if not isinstance(entry, dict):
+                    continue
                 (published if entry.get("status") == "published" else pending).append(entry)
             start = ctx.state.get("etcd_from_revision")
             record = (
@@ -345,14 +351,19 @@ class Lab3:
             )
         finally:
             c.close()
+        # the one reading of the counter the replay of the record uses too: a value one of them
+        # would count and the other refuse is refused by both, and named
+        value = record_values.decode(counter)
         state: dict[str, Any] = {
-            "counter": int(counter) if counter is not None else None,
+            "counter": record_values.as_int(value),
             "tasks": tasks,
             "results": results,
             "dedup": dedup,
             "outbox": {"pending": pending, "published": published},
             "record": record,
         }
+        if counter is not None and state["counter"] is None:
+            state["counter_refused"] = value
         try:
             state.update(broker.read_broker(nats.url(ctx)))
         except Exception as e:

@@ -15,7 +15,6 @@ that need it answer ``unknown``.
 
 from __future__ import annotations
 
-import json
 import secrets
 import threading
 import types
@@ -23,28 +22,15 @@ from typing import Any
 
 import etcd3.watch
 
+from chaos.workloads.systems.record_values import MAX_EVENTS, MAX_VALUE, decode
+
 # python3-etcd3 0.13 no longer depends on six, but its watcher still calls six.itervalues when a
 # watch stream ends (when the client closes), printing a NameError traceback from its thread
 if not hasattr(etcd3.watch, "six"):
     etcd3.watch.six = types.SimpleNamespace(itervalues=lambda d: iter(d.values()))
 
 SENTINEL = "~chaos-record-end"
-# a value longer than this is kept as its length only: the record is evidence, not a backup
-MAX_VALUE = 4096
-# a run that wrote more than this many events under the prefix is cut (and says so)
-MAX_EVENTS = 500_000
-
-
-def _value(raw: bytes | None) -> Any:
-    if raw is None:
-        return None
-    if len(raw) > MAX_VALUE:
-        return {"chaos_truncated_bytes": len(raw)}
-    text = raw.decode("utf-8", errors="replace")
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+__all__ = ["MAX_EVENTS", "MAX_VALUE", "SENTINEL", "replay"]
 
 
 def replay(client: Any, prefix: str, from_revision: int, timeout: float = 10.0) -> dict[str, Any]:
@@ -82,12 +68,12 @@ def replay(client: Any, prefix: str, from_revision: int, timeout: float = 10.0) 
                     for ev in response.events:
                         key = ev.key.decode("utf-8", errors="replace")
                         rev = int(ev.mod_revision)
-                        if key == sentinel:
-                            if ev.value == nonce.encode():
-                                record["to_revision"] = rev
-                                done.set()
-                                return
-                            continue  # an earlier run's or a forged marker: not ours
+                        if key == sentinel and ev.value == nonce.encode():
+                            record["to_revision"] = rev
+                            done.set()
+                            return
+                        # a marker with another value is the code under test's write (or an
+                        # earlier run's): it stays in the record, where checkers judge it
                         count += 1
                         if count > MAX_EVENTS:
                             record["truncated"] = True
@@ -96,7 +82,7 @@ def replay(client: Any, prefix: str, from_revision: int, timeout: float = 10.0) 
                         if type(ev).__name__ == "DeleteEvent":
                             t["deletes"].append(key)
                         else:
-                            t["puts"][key] = _value(ev.value)
+                            t["puts"][key] = decode(ev.value)
             finally:
                 cancel()
         except Exception as e:  # RevisionCompactedError, a lost connection

@@ -1,0 +1,89 @@
+"""The replay of etcd's record, against a stand-in for the etcd client's watch (the real one runs in
+every integration test of lab1 and lab3): values are decoded the one way the final reads decode
+them, a forged end marker stays in the record, and a record past MAX_EVENTS says it was cut."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from chaos.workloads.systems import etcd_record
+
+
+@dataclass
+class PutEvent:
+    key: bytes
+    value: bytes
+    mod_revision: int
+
+
+@dataclass
+class DeleteEvent:
+    key: bytes
+    value: bytes
+    mod_revision: int
+
+
+@dataclass
+class Response:
+    events: list[Any]
+
+
+class Client:
+    """Plays back ``writes`` (key, value or None for a delete) from revision 10, then the marker
+    the replay writes."""
+
+    def __init__(self, writes: list[tuple[str, bytes | None]]) -> None:
+        self.writes = writes
+        self.marker: tuple[str, str] | None = None
+
+    def put(self, key: str, value: str) -> None:
+        self.marker = (key, value)
+
+    def watch_prefix_response(self, prefix: str, start_revision: int) -> tuple[Iterator[Any], Any]:
+        assert self.marker is not None
+        rev = itertools.count(start_revision)
+        events: list[Any] = [
+            DeleteEvent(k.encode(), b"", next(rev))
+            if v is None
+            else PutEvent(k.encode(), v, next(rev))
+            for k, v in self.writes
+        ]
+        key, nonce = self.marker
+        events.append(PutEvent(key.encode(), nonce.encode(), next(rev)))
+        return iter([Response(events)]), lambda: None
+
+
+def test_values_are_decoded_the_final_reads_way_and_a_forged_marker_is_kept() -> None:
+    marker = "/lab3/" + etcd_record.SENTINEL
+    writes: list[tuple[str, bytes | None]] = [
+        ("/lab3/counter", b"0"),
+        ("/lab3/counter", b" 10"),
+        ("/lab3/counter", b"+10"),
+        ("/lab3/counter", b"10.0"),
+        ("/lab3/tasks/t1", b'{"status": "pending"}'),
+        ("/lab3/results/t1", b"x" * (etcd_record.MAX_VALUE + 1)),
+        (marker, b"forged"),
+        ("/lab3/counter", None),
+    ]
+    rec = etcd_record.replay(Client(writes), "/lab3/", 10, timeout=5)
+    assert rec["error"] is None and rec["truncated"] is False
+    puts = [(t["revision"], t["puts"], t["deletes"]) for t in rec["txns"]]
+    assert puts[0] == (10, {"/lab3/counter": 0}, [])
+    assert [p[1].get("/lab3/counter") for p in puts[1:4]] == [" 10", "+10", 10.0]
+    assert puts[4][1] == {"/lab3/tasks/t1": {"status": "pending"}}
+    assert puts[5][1] == {"/lab3/results/t1": {"chaos_truncated_bytes": etcd_record.MAX_VALUE + 1}}
+    assert puts[6][1] == {marker: "forged"}  # not the orchestrator's: kept for the checkers
+    assert puts[7][2] == ["/lab3/counter"]
+    assert rec["to_revision"] == 18  # the replay's own marker ends it
+
+
+def test_a_record_past_max_events_says_it_was_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(etcd_record, "MAX_EVENTS", 3)
+    writes: list[tuple[str, bytes | None]] = [("/lab1/orders/o1", b"{}")] * 5
+    rec = etcd_record.replay(Client(writes), "/lab1/", 10, timeout=5)
+    assert rec["truncated"] is True and len(rec["txns"]) == 3
