@@ -32,12 +32,14 @@ from itertools import pairwise
 from typing import Any
 
 from chaos.checkers.models import MODELS, UNKNOWN, Model, UnknownOp, _show, freeze, thaw
+from chaos.checkers.register_precheck import REGISTER_MODELS, precheck_register
 from chaos.checkers.verdict import CheckResult, Verdict
 from chaos.histories.ops import Op, OpType
 
 __all__ = [
     "DEFAULT_MAX_STATES",
     "DEFAULT_TIME_LIMIT",
+    "KEYED_NOTE",
     "Partition",
     "check_linearizable",
     "check_partitions",
@@ -50,6 +52,11 @@ PREFIX_SHOWN = 200  # longest-prefix evidence keeps at most this many ops (the t
 _SLICE = 4096  # search steps between looks at the clock / switches to another key
 
 _NO_KEY: Any = None
+KEYED_NOTE = (
+    "the values look like Jepsen independent [key value] tuples (every invoke is a pair and "
+    "reads are invoked as [k nil]), but keys are split only when asked: checked as ONE "
+    "register of pair values; pass --independent (independent=True) to check each key apart"
+)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -107,11 +114,9 @@ def _pair(history: Sequence[Op]) -> _Pairs:
     whether ``[k v]`` values look like Jepsen's independent ``[key value]`` tuples.
 
     Jepsen prints its independent tuples as plain 2-vectors, so the shape alone is ambiguous: a
-    register whose values are pairs looks the same. Reads decide: Jepsen invokes a read with
-    nil, and an independent read with ``[k nil]``. So a history is independent when every client
-    invoke's value is a pair and at least one read (or get) was invoked with ``[k nil]``;
-    without such a read it is taken as one register of pair values (``--independent`` says
-    otherwise).
+    register whose values are pairs looks the same. So keys are never inferred (see
+    :func:`prepare`); the shape only earns a note: every client invoke's value is a pair and at
+    least one read (or get) was invoked with ``[k nil]``, as Jepsen invokes an independent read.
     """
     invokes: list[Op] = []
     completions: list[Op | None] = []
@@ -159,14 +164,19 @@ def prepare(
 ) -> tuple[list[Partition], dict[str, Any]]:
     """Pair invokes with completions and split the ops by key into search-ready partitions.
 
-    ``independent``: whether ``[k v]`` values are Jepsen's independent tuples (None: decide
-    from the history, see :func:`_pair`). Raises :class:`ValueError` when an op's ``f``
+    ``independent``: whether ``[k v]`` values are Jepsen's independent tuples. Keys are split
+    only when asked: ``independent=True``, or a ``key`` field on the ops (the ``kv`` model's own
+    syntax). None is False, except that a history that looks keyed (see :func:`_pair`) gets
+    ``stats["note"]`` saying so and how to ask. Raises :class:`ValueError` when an op's ``f``
     or value makes no sense to ``model``.
     """
     paired = _pair(history)
-    if independent is None:
-        independent = paired.looks_independent
-    elif independent:
+    note = ""
+    if not independent:
+        if independent is None and paired.looks_independent:
+            note = KEYED_NOTE
+        independent = False
+    else:
         bad = next((inv for inv in paired.invokes if not _is_pair(inv.value)), None)
         if bad is not None:
             raise ValueError(
@@ -266,6 +276,8 @@ def prepare(
         "independent": independent,
         "keys": len(parts),
     }
+    if note:
+        stats["note"] = note
     return parts, stats
 
 
@@ -557,6 +569,46 @@ def _failure(part: Partition, model: Model, outcome: _Outcome) -> dict[str, Any]
     }
 
 
+_PRECHECK_WHY = {
+    "never-written": "observed {v}, which no write or cas could have written",
+    "read-before-write": "observed {v} before any op that could write it was invoked",
+}
+
+
+def _precheck(parts: Sequence[Partition], m: Model, stats: dict[str, Any]) -> CheckResult | None:
+    """INVALID at once when the linear pre-pass (:mod:`chaos.checkers.register_precheck`)
+    finds an op no linearization can place; None leaves the history to the search."""
+    for part in parts:
+        found = precheck_register(part.inputs, part.outputs, part.events, m)
+        if found is None:
+            continue
+        i, kind, v = found
+        op = _op_evidence(part, m, i)
+        why = _PRECHECK_WHY[kind].format(v=_show(v))
+        evidence = {
+            "type": "nonlinearizable",
+            "key": thaw(part.key),
+            "op": op,
+            "reason": kind,
+            "explanation": why,
+            "decided_by": "pre-pass",
+            "state": None,
+            "prefix_length": 0,
+            "prefix_truncated": False,
+            "prefix": [],
+        }
+        where = "" if part.key is None else f" on key {_show(part.key)}"
+        at = f" (op {op['invoke_index']}, process {op['process']})" if "invoke_index" in op else ""
+        return CheckResult(
+            checker=f"linearizable-{m.name}",
+            verdict=Verdict.INVALID,
+            summary=f"not linearizable{where}: {op['op']}{at} {why} (decided before the search)",
+            anomalies=[evidence],
+            stats={**stats, "states": 0, "decided_by": "pre-pass"},
+        )
+    return None
+
+
 def check_linearizable(
     history: Sequence[Op],
     model: Model | str,
@@ -581,6 +633,10 @@ def check_linearizable(
         parts, stats = prepare(history, m, independent=independent)
     except ValueError as e:
         return CheckResult(checker=name, verdict=Verdict.UNKNOWN, summary=f"cannot check: {e}")
+    if m.name in REGISTER_MODELS:
+        early = _precheck(parts, m, stats)
+        if early is not None:
+            return early
     res = check_partitions(parts, m, time_limit=time_limit, max_states=max_states)
     stats = {**stats, "states": res.states, "seconds": round(res.seconds, 4)}
     if res.verdict is Verdict.VALID:

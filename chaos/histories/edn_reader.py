@@ -58,7 +58,8 @@ __all__ = [
 _WS_CHARS = " \t\n\r\f\v,\x1c-\x1f\u1680\u2000-\u2006\u2008-\u200a\u2028\u2029\u205f\u3000"
 # What ends a token: whitespace and the reader's terminating macro characters.
 _DELIM = _WS_CHARS + r"()\[\]{}\";\\^"
-_SPACE = rf"(?:[{_WS_CHARS}]+|;[^\n\r]*)+"
+# Atomic: a comment never gives back its tail to be read as a token ("; end" is not "d").
+_SPACE = rf"(?>(?:[{_WS_CHARS}]+|;[^\n\r]*)+)"
 _FORMS = rf"""
     (?P<str>"(?:[^"\\]|\\.)*")
   | (?P<open>\#\{{|[(\[{{])

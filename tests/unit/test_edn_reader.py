@@ -154,6 +154,8 @@ CORPUS: list[tuple[str, Any]] = [
     ("#{[1 2] {:a [3]}}", frozenset({(1, 2), FrozenMap({K("a"): (3,)})})),
     # comments and discards
     ("; a comment\n[1 ; another\n 2]", [1, 2]),
+    ("[1 ; end\n]", [1]),  # a comment's tail is never read as a token
+    ("x ; y", S("x")),
     ("[1 #_ 2 3]", [1, 3]),
     ("[1 #_ #_ 2 3 4]", [1, 4]),
     ("[#_ {:a [1 2]} 5]", [5]),
