@@ -284,6 +284,10 @@ def check_file_command(
     if len(problems) > PROBLEMS_SHOWN:
         click.echo(f"... and {len(problems) - PROBLEMS_SHOWN} more problems", err=True)
     dropped = lost(problems)
+    stats = next((r for r in results if r.checker == "stats"), None)
+    if stats is not None and not stats.stats.get("count") and problems:
+        click.secho(f"chaos: no readable op in {clean(path)}", fg="red", err=True)
+        sys.exit(EXIT_BAD_INPUT)
     if dropped and not lenient:
         click.secho(
             f"chaos: {clean(path)} is not a well-formed history ({len(dropped)} problem(s) "
@@ -292,10 +296,6 @@ def check_file_command(
             fg="red",
             err=True,
         )
-        sys.exit(EXIT_BAD_INPUT)
-    stats = next((r for r in results if r.checker == "stats"), None)
-    if stats is not None and not stats.stats.get("count") and problems:
-        click.secho(f"chaos: no readable op in {clean(path)}", fg="red", err=True)
         sys.exit(EXIT_BAD_INPUT)
     # A model checker that could not interpret the history (an op the model has no meaning
     # for, a cas without [expected new]) is bad input, not an unknown verdict.

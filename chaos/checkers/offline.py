@@ -321,7 +321,7 @@ def check_file(
         try:
             rows, problems = load_rows(path)
             if strict and lost(problems):
-                return [], problems
+                return _check_rows(rows, ("stats",), sem), problems
             return _check_rows(rows, counting, sem), problems
         finally:
             if enabled:
@@ -334,7 +334,7 @@ def check_file(
         ops, lines, problems = load_history_lines(path)
         problems += orphan_problems(path, ops, lines)
         if strict and lost(problems):
-            return [], problems
+            return _check_rows(rows_of(ops), ("stats",), sem), problems
         results = check_history(
             ops,
             model,

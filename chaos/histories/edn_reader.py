@@ -42,7 +42,7 @@ from chaos.histories.edn_types import (
     Symbol,
     Tagged,
 )
-from chaos.histories.limits import MAX_DEPTH
+from chaos.histories.limits import MAX_DEPTH, MAX_INT_DIGITS
 
 __all__ = [
     "is_keyword_name",
@@ -134,6 +134,10 @@ def _number(text: str, pos: int) -> Any:
     m = _INT.fullmatch(text)
     if m is not None:
         sign, zero, dec, hexa, octal, radix, rdigits, _big = m.groups()
+        if len(text) > MAX_INT_DIGITS:
+            raise EdnError(
+                f"an integer of {len(text)} digits, more than chaos reads ({MAX_INT_DIGITS})", pos
+            )
         if radix is not None and not 2 <= int(radix) <= 36:
             raise EdnError(f"radix {radix} out of range in {text[:40]!r}", pos)
         try:
