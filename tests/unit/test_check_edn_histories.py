@@ -299,3 +299,36 @@ def test_the_pre_pass_never_calls_invalid_what_the_search_calls_valid(
     # and the whole check agrees with the search alone
     whole = check_linearizable(history, model, time_limit=None, empty=Verdict.VALID)
     assert whole.verdict is searched
+
+
+@pytest.mark.parametrize(
+    "written,read,same",
+    [
+        ("sym", '"sym"', False),
+        ("\\a", '"a"', False),
+        ("1M", "1", False),
+        ("1.5M", "1.5", False),
+        ("(1 2)", "[1 2]", True),  # (= '(1 2) [1 2]) in Clojure
+        ("1N", "1", True),
+        ("sym", "sym", True),
+        ("\\a", "\\a", True),
+        ("1/2", "2/4", True),
+    ],
+)
+def test_values_read_from_edn_compare_as_clojure_compares_them(
+    written: str, read: str, same: bool
+) -> None:
+    from chaos.histories import edn
+
+    text = "\n".join(
+        [
+            line(0, "invoke", "write", written, 0),
+            line(1, "ok", "write", written, 0),
+            line(2, "invoke", "read", "nil", 1),
+            line(3, "ok", "read", read, 1),
+        ]
+    )
+    ops, problems = edn.read_history_text(text + "\n")
+    assert problems == []
+    r = check_linearizable(ops, "register")
+    assert r.verdict is (Verdict.VALID if same else Verdict.INVALID), r.summary
