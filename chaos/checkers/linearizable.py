@@ -40,6 +40,7 @@ __all__ = [
     "DEFAULT_MAX_STATES",
     "DEFAULT_TIME_LIMIT",
     "KEYED_NOTE",
+    "OrphanCompletions",
     "Partition",
     "check_linearizable",
     "check_partitions",
@@ -101,7 +102,7 @@ class _Pairs:
     completions: list[Op | None]
     invoke_at: list[int]
     completion_at: list[int]
-    unmatched: int  # completions with no open invoke of their process
+    unmatched: list[int]  # positions of completions with no open invoke of their process
     # every invoke's value is a [k v] pair and some read was invoked with [k nil] (see _pair)
     looks_independent: bool
 
@@ -123,7 +124,7 @@ def _pair(history: Sequence[Op]) -> _Pairs:
     invoke_at: list[int] = []
     completion_at: list[int] = []
     slot_of: dict[Any, int] = {}  # process -> its open op's slot
-    unmatched = 0
+    unmatched: list[int] = []
     invoke = OpType.INVOKE
     pairs_only = True
     witness = False
@@ -152,15 +153,31 @@ def _pair(history: Sequence[Op]) -> _Pairs:
         else:
             slot = slot_of.pop(p, -1)
             if slot < 0:
-                unmatched += 1
+                unmatched.append(pos)
                 continue
             completions[slot] = op
             completion_at[slot] = pos
     return _Pairs(invokes, completions, invoke_at, completion_at, unmatched, pairs_only and witness)
 
 
+class OrphanCompletions(ValueError):
+    """Completions with no invocation by their process before them: a malformed history.
+    ``positions`` are their places in the history."""
+
+    def __init__(self, positions: list[int]) -> None:
+        super().__init__(
+            f"malformed history: {len(positions)} completion(s) with no invocation by their "
+            f"process before them (the first at position {positions[0]})"
+        )
+        self.positions = positions
+
+
 def prepare(
-    history: Sequence[Op], model: Model, *, independent: bool | None = None
+    history: Sequence[Op],
+    model: Model,
+    *,
+    independent: bool | None = None,
+    refuse_orphans: bool = False,
 ) -> tuple[list[Partition], dict[str, Any]]:
     """Pair invokes with completions and split the ops by key into search-ready partitions.
 
@@ -168,9 +185,13 @@ def prepare(
     only when asked: ``independent=True``, or a ``key`` field on the ops (the ``kv`` model's own
     syntax). None is False, except that a history that looks keyed (see :func:`_pair`) gets
     ``stats["note"]`` saying so and how to ask. Raises :class:`ValueError` when an op's ``f``
-    or value makes no sense to ``model``.
+    or value makes no sense to ``model``; :class:`OrphanCompletions` (a ``ValueError``), when
+    ``refuse_orphans``, if a completion has no invocation by its process (Jepsen's pairing drops
+    it: ``stats["unmatched_completions"]`` counts them).
     """
     paired = _pair(history)
+    if refuse_orphans and paired.unmatched:
+        raise OrphanCompletions(paired.unmatched)
     note = ""
     if not independent:
         if independent is None and paired.looks_independent:
@@ -272,7 +293,7 @@ def prepare(
         "ops": n_ops,
         "dropped": dropped,
         "indeterminate": n_ops - n_determinate,
-        "unmatched_completions": paired.unmatched,
+        "unmatched_completions": len(paired.unmatched),
         "independent": independent,
         "keys": len(parts),
     }
@@ -617,20 +638,30 @@ def check_linearizable(
     max_states: int | None = DEFAULT_MAX_STATES,
     independent: bool | None = None,
     empty: Verdict = Verdict.UNKNOWN,
+    refuse_orphans: bool = False,
 ) -> CheckResult:
     """Is ``history`` linearizable with respect to ``model``? A pure function of the history.
 
     ``model`` is a :class:`Model` or a name in :data:`chaos.checkers.models.MODELS`.
     ``time_limit`` (seconds) and ``max_states`` (memoised configurations, about 200 bytes each)
     bound the search; hitting either gives ``unknown``. ``independent`` as in :func:`prepare`.
-    ``empty`` is the verdict when no op is left to linearize: ``unknown`` (the history decides
+    ``refuse_orphans``: a completion with no invocation makes the history uncheckable (the
+    result says ``cannot check: malformed history ...`` and ``stats["orphans"]`` holds their
+    positions) instead of being dropped. ``empty`` is the verdict when no op is left to linearize: ``unknown`` (the history decides
     nothing; what a run's checkers want) or ``valid`` (Knossos and Porcupine: the empty
     linearization is one), with the summary saying so either way.
     """
     m = MODELS[model]() if isinstance(model, str) else model
     name = f"linearizable-{m.name}"
     try:
-        parts, stats = prepare(history, m, independent=independent)
+        parts, stats = prepare(history, m, independent=independent, refuse_orphans=refuse_orphans)
+    except OrphanCompletions as e:
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.UNKNOWN,
+            summary=f"cannot check: {e}",
+            stats={"orphans": e.positions},
+        )
     except ValueError as e:
         return CheckResult(checker=name, verdict=Verdict.UNKNOWN, summary=f"cannot check: {e}")
     if m.name in REGISTER_MODELS:

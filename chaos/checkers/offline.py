@@ -266,11 +266,12 @@ def check_history(
     sem: Semantics | None = None,
     independent: bool | None = None,
     empty: Verdict = Verdict.UNKNOWN,
+    refuse_orphans: bool = False,
 ) -> list[CheckResult]:
     """Run the checkers ``model`` names (see :data:`MODEL_NAMES`) plus stats and exceptions.
 
     ``sem`` (default Porcupine's, see :mod:`chaos.checkers.semantics`) sets the model's
-    parameters; ``independent`` and ``empty`` go to
+    parameters; ``independent``, ``empty`` and ``refuse_orphans`` go to
     :func:`~chaos.checkers.linearizable.check_linearizable`.
     """
     lin, counting = _plan(model)
@@ -287,6 +288,7 @@ def check_history(
                     max_states=max_states,
                     independent=independent,
                     empty=empty,
+                    refuse_orphans=refuse_orphans,
                 ),
             )
         )
@@ -309,9 +311,9 @@ def check_file(
     :func:`check_history` for the options).
 
     For the linearizability models, completions with no invocation are problems too
-    (:func:`orphan_problems`). ``strict``: when any problem cost ops (:func:`lost`), return no
-    results, only the problems (the history is malformed; checking it would answer about
-    another history)."""
+    (:func:`orphan_problems`). ``strict``: when a problem cost ops (:func:`lost`) or a
+    completion has no invocation, return only ``stats`` (what was read) and the problems: the
+    history is malformed, and a verdict would be about another history."""
     lin, counting = _plan(model)
     if lin is None:
         # Millions of rows stay alive while the checkers allocate: every full collection would
@@ -332,7 +334,6 @@ def check_file(
     gc.disable()
     try:
         ops, lines, problems = load_history_lines(path)
-        problems += orphan_problems(path, ops, lines)
         if strict and lost(problems):
             return _check_rows(rows_of(ops), ("stats",), sem), problems
         results = check_history(
@@ -343,7 +344,14 @@ def check_file(
             sem=sem,
             independent=independent,
             empty=empty,
+            refuse_orphans=strict,
         )
+        # Orphan completions: found by the pairing itself (no pass of their own), named here.
+        lin_result = results[0]
+        if lin_result.stats.get("orphans") or lin_result.stats.get("unmatched_completions"):
+            problems += orphan_problems(path, ops, lines)
+            if strict:
+                return [r for r in results if r.checker == "stats"], problems
     finally:
         if enabled:
             gc.enable()

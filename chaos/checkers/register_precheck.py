@@ -21,7 +21,9 @@ Anything this pass does not find is left to the search, which stays the judge of
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
+from itertools import count
 from typing import Any
 
 from chaos.checkers.models import CAS, READ, UNKNOWN, WRITE, Model
@@ -46,39 +48,38 @@ def precheck_register(
     (``events``: ``2*i`` is op ``i``'s call, ``2*i+1`` its return; indeterminate ops have none)."""
     n = len(inputs)
     place: list[float] = [_NEVER] * (2 * n)
-    for k, node in enumerate(events):
-        place[node] = k
+    deque(map(place.__setitem__, events, count()), maxlen=0)  # place[node] = k, in C
     init = model.init
     first_write: dict[Any, float] = {}  # value -> earliest call of an op that may write it
-    for i in range(n):
-        inp = inputs[i]
+    get = first_write.get
+    for inp, out, at in zip(inputs, outputs, place[0::2], strict=True):
         code = inp[0]
+        if code == READ:
+            continue
         if code == WRITE:
             v = inp[1]
-        elif code == CAS and outputs[i] is not False:
+        elif out is not False:
             v = inp[2]
         else:
             continue
-        at = place[2 * i]
-        if at < first_write.get(v, _NEVER):
+        if at < get(v, _NEVER):
             first_write[v] = at
     found: Found | None = None
     found_at = _NEVER
-    for i in range(n):
-        inp, out = inputs[i], outputs[i]
+    unknown = UNKNOWN
+    for i, (inp, out, ret) in enumerate(zip(inputs, outputs, place[1::2], strict=True)):
         code = inp[0]
-        if code == READ and out is not UNKNOWN:
+        if code == READ:
+            if out is unknown:
+                continue
             v = out
         elif code == CAS and out is True:
             v = inp[1]
         else:
             continue
-        if v == init:
+        if v == init or ret >= found_at:
             continue
-        ret = place[2 * i + 1]
-        if ret >= found_at:
-            continue
-        w = first_write.get(v)
+        w = get(v)
         if w is None:
             found, found_at = (i, "never-written", v), ret
         elif w > ret:
