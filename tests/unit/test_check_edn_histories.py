@@ -204,6 +204,17 @@ def test_a_read_of_a_value_never_written_is_invalid_at_once() -> None:
     assert check_partitions(parts, models.register(), time_limit=1.0).verdict is Verdict.UNKNOWN
 
 
+def test_the_command_decides_a_never_written_read_before_the_search(tmp_path: Path) -> None:
+    from chaos.histories import edn
+
+    path = tmp_path / "never.edn"
+    edn.write_history(path, _hard(18, last_read=-1))
+    t0 = time.perf_counter()
+    r = _run(str(path), "--model", "register", "--time-limit", "60")
+    assert r.exit_code == 1 and "(decided before the search)" in r.stdout
+    assert time.perf_counter() - t0 < 10  # not the 60 s limit
+
+
 def test_the_pre_pass_cases_and_what_it_must_not_decide() -> None:
     cas = models.cas_register()
     # a read of 2 that returned before the only write of 2 was invoked
