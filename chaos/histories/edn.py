@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import math
 import re
-from array import array
-from collections.abc import Iterable, Iterator
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from chaos.histories.edn_fast import ops_from_block
 from chaos.histories.edn_reader import (
@@ -59,6 +59,7 @@ __all__ = [
     "FrozenMap",
     "History",
     "Keyword",
+    "OpLines",
     "Symbol",
     "Tagged",
     "dumps",
@@ -318,13 +319,52 @@ def _flat_map(text: str) -> dict[Any, Any] | None:
 # ---------------------------------------------------------------- reading histories
 
 
+class OpLines(Sequence[int]):
+    """The line each op starts on, kept as runs of ops on consecutive lines (a block the fast
+    path read is one run): ``lines[i]`` is op ``i``'s line, found by bisection."""
+
+    __slots__ = ("_lines", "_n", "_ops")
+
+    def __init__(self) -> None:
+        self._ops: list[int] = []  # first op of each run
+        self._lines: list[int] = []  # its line
+        self._n = 0
+
+    def add_run(self, first_line: int, count: int) -> None:
+        """The next ``count`` ops start on ``first_line`` and the lines after it."""
+        if count <= 0:
+            return
+        ops, lines = self._ops, self._lines
+        if not ops or lines[-1] + (self._n - ops[-1]) != first_line:
+            ops.append(self._n)
+            lines.append(first_line)
+        self._n += count
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> int: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[int]: ...
+    def __getitem__(self, i: int | slice) -> int | list[int]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        k = bisect_right(self._ops, i) - 1
+        return self._lines[k] + (i - self._ops[k])
+
+
 @dataclass(slots=True)
 class History:
     """What reading a history file gives: the ops, the line each op starts on (``lines[i]`` for
     ``ops[i]``), and the problems found (each form that could not be read or is not an op)."""
 
     ops: list[Op] = field(default_factory=list)
-    lines: array[int] = field(default_factory=lambda: array("l"))
+    lines: OpLines = field(default_factory=OpLines)
     problems: list[LineProblem] = field(default_factory=list)
 
 
@@ -364,7 +404,7 @@ class _Stream:
         except (ValueError, TypeError) as e:
             out.problems.append(LineProblem(self.name, line, str(e)))
             return
-        out.lines.append(line)
+        out.lines.add_run(line, 1)
 
     def _problem(self, line: int, message: str, truncated: bool = False) -> None:
         self.out.problems.append(LineProblem(self.name, line, message, truncated))
@@ -405,8 +445,8 @@ class _Stream:
             head = b" " * (b - line_start)
             data = data[b:]
         main, rest = _split_trailer(data) if last else (data, b"")
-        if not main.strip(b" \t\r\n,"):
-            return head + data
+        if b"{" not in main:
+            return head + data  # no op map here: blank lines, comments, brackets
         chunk = head + main
         if not chunk.endswith(b"\n"):
             chunk += b"\n"
@@ -415,7 +455,7 @@ class _Stream:
             return head + data
         n = chunk.count(b"\n")
         self.out.ops.extend(found)
-        self.out.lines.extend(range(self.no, self.no + n))
+        self.out.lines.add_run(self.no, n)
         self.last_no = self.no + n - 1
         self.no += main.count(b"\n")
         return rest
@@ -512,22 +552,21 @@ _DISCARDED = object()
 
 def _split_trailer(data: bytes) -> tuple[bytes, bytes]:
     """The last block split before its trailing lines that hold no op (blank lines, comments,
-    a closing bracket), and before a closing bracket at the end of the last op's line."""
-    lines = data.split(b"\n")
-    i = len(lines)
-    while i > 0 and _TRAILER_LINE.match(lines[i - 1]):
-        i -= 1
-    main = b"\n".join(lines[:i])
-    rest = b"\n".join(lines[i:])
-    if i < len(lines):
-        main += b"\n"
-    if i > 0:
-        m = _CLOSER_AT_LINE_END.search(lines[i - 1])
-        if m is not None:
-            cut = len(main) - (i < len(lines)) - (len(lines[i - 1]) - m.start(1))
-            rest = main[cut:] + rest
-            main = main[:cut]
-    return main, rest
+    a closing bracket), and before a closing bracket at the end of the last op's line. Looks
+    at those lines only, from the end."""
+    cut = len(data)
+    line_end = cut - 1 if data.endswith(b"\n") else cut
+    while line_end >= 0:
+        line_start = data.rfind(b"\n", 0, line_end) + 1
+        line = data[line_start:line_end]
+        if not _TRAILER_LINE.match(line):
+            m = _CLOSER_AT_LINE_END.search(line)
+            if m is not None:
+                cut = line_start + m.start(1)
+            break
+        cut = line_start
+        line_end = line_start - 1
+    return data[:cut], data[cut:]
 
 
 def _read_chunks(
