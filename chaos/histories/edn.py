@@ -32,7 +32,6 @@ from chaos.histories.edn_fast import ops_from_block
 from chaos.histories.edn_reader import (
     is_keyword_name,
     iter_forms,
-    line_of,
     loads,
     read_edn_forms,
     read_form,
@@ -519,11 +518,10 @@ class _Stream:
                     truncated = (
                         last
                         and not text.endswith("\n")
-                        and (e.incomplete or "\n" not in text[e.pos :])
+                        and (e.incomplete or text.find("\n", e.pos) < 0)
                     )
-                    where = (
-                        f", at line {line_of(text, e.pos) - 1 + base_no}" if e.pos > start else ""
-                    )
+                    bad_no = at + text.count("\n", start, max(start, e.pos))
+                    where = f", at line {bad_no}" if e.pos > start else ""
                     self._problem(at, f"not EDN ({e}{where})", truncated)
                     self.last_no = at
                     m = _OP_START.search(text, start)
@@ -575,17 +573,18 @@ def _read_chunks(
     """Read a history from byte chunks, a block of whole lines at a time (see the module)."""
     stream = _Stream(name, fast=fast, errors=errors)
     prev: bytes | None = None
-    tail = b""
+    pending: list[bytes] = []  # what came since the last newline, joined once one comes
     for chunk in chunks:
-        buf = tail + chunk
-        cut = buf.rfind(b"\n") + 1
+        cut = chunk.rfind(b"\n") + 1
         if not cut:
-            tail = buf
+            pending.append(chunk)  # a line longer than a chunk: no quadratic re-copying
             continue
+        pending.append(chunk[:cut])
         if prev is not None:
             stream.block(prev, False)
-        prev, tail = buf[:cut], buf[cut:]
-    final = (prev or b"") + tail
+        prev = b"".join(pending)
+        pending = [chunk[cut:]]
+    final = (prev or b"") + b"".join(pending)
     stream.block(final, True)
     return stream.finish(final.endswith(b"\n") or not final)
 
