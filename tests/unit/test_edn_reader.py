@@ -400,3 +400,22 @@ def test_lines_and_problems_name_the_line() -> None:
     assert [p.line for p in problems] == [2] and "after the history" in problems[0].message
     _, problems = edn.read_history_text("[{:type :ok, :f :r, :process 0}\n")
     assert [p.line for p in problems] == [1] and "not closed" in problems[0].message
+
+
+def test_hostile_shapes_read_in_linear_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A history on one line (Clojure's pr-str) longer than many chunks, and a block of
+    broken lines each named: both once quadratic (re-copying, counting lines from the start)."""
+    import time
+
+    monkeypatch.setattr(edn, "_BLOCK", 4096)
+    op = "{:type :invoke, :f :read, :value nil, :process %d, :index %d}"
+    n = 20_000
+    one_line = "[" + " ".join(op % (i % 5, i) for i in range(n)) + "]"
+    t0 = time.perf_counter()
+    h = edn.read_history_text_lines(one_line)
+    assert len(h.ops) == n and h.problems == [] and h.lines[n - 1] == 1
+    broken = "{:type :ok :f}\n" * n
+    _, problems = edn.read_history_text(broken)
+    assert [p.line for p in problems] == list(range(1, n + 1))
+    # linear: ~0.3 s idle; quadratic was minutes at this size
+    assert time.perf_counter() - t0 < 30
