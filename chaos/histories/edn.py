@@ -18,6 +18,7 @@ nanoseconds in EDN and seconds in chaos; a time with at most nanosecond precisio
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from bisect import bisect_right
@@ -262,7 +263,15 @@ def op_from_edn(m: Any, position: int) -> Op:
 # through read_form, and both give the same value for the maps this accepts.
 _FLAT_KW = r"[A-Za-z*+!\-_?<>=.][A-Za-z0-9*+!\-_?<>=./#']*"
 _FLAT_SEP = r"[ \t\r\n,]"
-_FLAT_VALUE = rf'"(?:[^"\\]|\\.)*"|nil|true|false|[-+]?(?:0|[1-9][0-9]*)|:{_FLAT_KW}'
+# Vectors of integers and nils, nested once ([k v], [k [a b]]): Jepsen's register values.
+# Each item ends at a separator or bracket: "1111" is one item, never split (no backtracking).
+_FLAT_ITEM = r"(?:nil|-?[0-9]+)(?=[ \t\r\n,\]])"
+_FLAT_VEC = (
+    rf"\[(?:{_FLAT_SEP}*(?:{_FLAT_ITEM}|\[(?:{_FLAT_SEP}*(?:{_FLAT_ITEM}))*{_FLAT_SEP}*\]))*"
+    rf"{_FLAT_SEP}*\]"
+)
+_FLAT_VALUE = rf'"(?:[^"\\]|\\.)*"|nil|true|false|[-+]?(?:0|[1-9][0-9]*)|:{_FLAT_KW}|{_FLAT_VEC}'
+_SEP_RUN = re.compile(r"[ \t\r\n,]+")
 _FLAT_PAIR = re.compile(
     rf"{_FLAT_SEP}*:({_FLAT_KW}){_FLAT_SEP}+({_FLAT_VALUE})(?=[ \t\r\n,}}])", re.S
 )
@@ -292,6 +301,14 @@ def _flat_map_at(text: str, pos: int) -> tuple[dict[Any, Any], int] | None:
             if _BAD_KW_END.search(raw):
                 return None
             value = Keyword(raw[1:])
+        elif c == "[":
+            # JSON reads it as EDN does once the separators are commas and nil is null; JSON
+            # refuses what EDN refuses here (01, [1nil]), and then read_form says why.
+            js = _SEP_RUN.sub(",", raw).replace("[,", "[").replace(",]", "]")
+            try:
+                value = json.loads(js.replace("nil", "null"))
+            except ValueError:
+                return None
         elif raw in _FLAT_CONST:
             value = _FLAT_CONST[raw]
         elif len(raw) > MAX_INT_DIGITS:

@@ -449,6 +449,15 @@ flat_atoms = st.sampled_from(
         '"\\q"',
         '"é"',
         "[1 2]",
+        "[1 [2 3]]",
+        "[nil,nil]",
+        "[ ]",
+        "[01]",
+        "[-0 5]",
+        "[1nil]",
+        "[[1] [2 nil]]",
+        "[[[1]]]",
+        "[123456789012345678901234567890 -7]",
         "nilx",
         ":é",
         "{}",
@@ -467,7 +476,18 @@ def test_edn_flat_map_fast_path_agrees_with_reader(pairs: list[tuple[str, str]],
     except edn.EdnError:
         assert fast is None
         return
-    assert fast is None or fast == slow
+    assert fast is None or (fast == slow and repr(fast) == repr(slow))
+
+
+def test_edn_flat_map_vectors_never_backtrack() -> None:
+    """A digit run is one item, never split: once 2**n ways to fail on "[111...1x]"."""
+    import time
+
+    t0 = time.perf_counter()
+    for n in (30, 3000):
+        assert edn._flat_map("{:a [" + "1" * n + "x]}") is None
+        assert edn._flat_map("{:a [" + "1 " * n + "[2 " * 2 + "x]]}") is None
+    assert time.perf_counter() - t0 < 5  # milliseconds; 2**30 steps would be hours
 
 
 @FUZZ
