@@ -6,7 +6,12 @@ marker and are skipped, with the missing folder named, when it is absent (tests/
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# CHAOS_SHARED_DATA: the corpus elsewhere (a git worktree does not sit beside ../shared).
+SHARED_DATA = Path(
+    os.environ.get("CHAOS_SHARED_DATA")
+    or Path(__file__).resolve().parents[1].parent / "shared" / "data"
+)
 PORCUPINE = SHARED_DATA / "porcupine"

@@ -16,9 +16,14 @@ The exit status answers the question asked: it is the verdict of the model's own
 ``exceptions`` are printed as warnings and kept in ``--json``. Jepsen's ``stats`` checker fails a
 test when some ``f`` never succeeded; that says the test exercised too little, not that the
 history is wrong for the model, and a script asking "is this history linearizable?" must not
-read it as "no". Lines that cannot be read are listed on stderr as ``FILE:LINE: ...`` and
-skipped; a skipped line other than a truncated last one turns ``valid`` into ``unknown`` (data
-was lost). Exit status: 0 valid, 1 invalid, 2 unknown, 3 bad input or arguments.
+read it as "no". A malformed history — a form that cannot be read, an op map that is not an op,
+a completion with no invocation by its process — is listed on stderr as ``FILE:LINE: ...`` and
+refused (exit 3): a verdict on what could be read is about another history. ``--lenient`` checks
+the rest instead, and then the verdict is at best ``unknown`` (the lost ops could be what made it
+valid, or invalid). A cut-off last line (the writer died) is only a warning: it can only have been
+the last event. Keys are split only when asked (``--independent``, or ``key`` fields); a history
+that looks keyed gets a note on stderr (and in ``--json``'s ``notes``). Exit status: 0 valid, 1
+invalid, 2 unknown, 3 bad input or arguments.
 
 Only click and the standard library are imported at module level: ``chaos/cli.py`` reuses
 :func:`model_options` to declare the same options, and must stay quick to start.
@@ -85,8 +90,18 @@ _OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         ("--independent/--no-independent",),
         {
             "default": None,
-            "help": "[k v] values are (not) Jepsen independent [key value] tuples. Default: "
-            "they are when every invoke is a pair and a read is invoked as [k nil].",
+            "help": "[k v] values are (not) Jepsen independent [key value] tuples, checked "
+            "key by key. Default: not; a history that looks keyed gets a note saying so.",
+        },
+    ),
+    (
+        ("--lenient",),
+        {
+            "is_flag": True,
+            "default": False,
+            "help": "Check what could be read of a malformed history (unreadable forms, "
+            "completions with no invocation) instead of refusing it (exit 3); the problems "
+            "are warnings and the verdict is at best unknown.",
         },
     ),
     (
@@ -116,6 +131,7 @@ def model_argv(
     failed_cas: str | None,
     independent: bool | None,
     empty: str | None,
+    lenient: bool = False,
 ) -> list[str]:
     """The command-line form of the model options, for forwarding them to this command."""
     argv: list[str] = []
@@ -130,6 +146,8 @@ def model_argv(
             argv.append(f"{opt}={v}")
     if independent is not None:
         argv.append("--independent" if independent else "--no-independent")
+    if lenient:
+        argv.append("--lenient")
     return argv
 
 
@@ -312,6 +330,7 @@ def check_file_command(
     independent: bool | None,
     empty: str | None,
     consistency: str | None,
+    lenient: bool,
     time_limit: float,
     max_states: int,
     as_json: bool,
@@ -328,7 +347,7 @@ def check_file_command(
         )
         sys.exit(Exit.USAGE)
     # start-up time: chaos.cli imports this module for every command, the checkers are for one
-    from chaos.checkers.offline import NotAHistory, check_file, model_checkers
+    from chaos.checkers.offline import NotAHistory, check_file, lost, model_checkers
     from chaos.checkers.verdict import Verdict, combine
 
     try:
@@ -346,6 +365,7 @@ def check_file_command(
             independent=independent,
             # one default for an empty history, the API's (unknown, saying why)
             **({"empty": Verdict(empty)} if empty else {}),
+            strict=not lenient,
         )
     except NotAHistory as e:
         click.secho(f"chaos: {clean(e)}", fg="red", err=True)
@@ -353,10 +373,20 @@ def check_file_command(
     for p in problems[:PROBLEMS_SHOWN]:
         click.echo(clean(p), err=True)
     if len(problems) > PROBLEMS_SHOWN:
-        click.echo(f"... and {len(problems) - PROBLEMS_SHOWN} more unreadable lines", err=True)
+        click.echo(f"... and {len(problems) - PROBLEMS_SHOWN} more problems", err=True)
+    dropped = lost(problems)
     stats = next((r for r in results if r.checker == "stats"), None)
     if stats is not None and not stats.stats.get("count") and problems:
         click.secho(f"chaos: no readable op in {clean(path)}", fg="red", err=True)
+        sys.exit(Exit.USAGE)
+    if dropped and not lenient:
+        click.secho(
+            f"chaos: {clean(path)} is not a well-formed history ({len(dropped)} problem(s) "
+            "above); a verdict on what could be read would be about another history. Fix it, "
+            "or pass --lenient to check the rest (the verdict is then at best unknown).",
+            fg="red",
+            err=True,
+        )
         sys.exit(Exit.USAGE)
     # A model checker that could not interpret the history (an op the model has no meaning
     # for, a cas without [expected new]) is bad input, not an unknown verdict.
@@ -369,9 +399,12 @@ def check_file_command(
         click.secho(f"chaos: {clean(path)}: {why}", fg="red", err=True)
         sys.exit(Exit.USAGE)
     verdict = combine(main)
-    lost = [p for p in problems if not p.truncated]
-    if lost and verdict is Verdict.VALID:
+    if dropped and verdict in (Verdict.VALID, Verdict.INVALID):
+        # The lost ops could be what made it valid, or invalid: neither is this history's.
         verdict = Verdict.UNKNOWN
+    notes = [str(r.stats["note"]) for r in main if r.stats.get("note")]
+    for n in notes:
+        click.secho(f"note: {clean(n)}", fg="yellow", err=True)
     warnings = [
         f"{r.checker} is {r.verdict.value}: {r.summary}" for r in side if r.verdict.value != "valid"
     ]
@@ -384,6 +417,7 @@ def check_file_command(
             "deciding": list(deciding),
             "all_checkers_verdict": combine(results).value,
             "warnings": warnings,
+            "notes": notes,
             "results": [r.to_json() for r in results],
             "problems": [
                 {"path": p.path, "line": p.line, "message": p.message, "truncated": p.truncated}
@@ -403,6 +437,8 @@ def check_file_command(
                 _echo_result(r)
         for w in warnings:
             click.secho(f"warning: {clean(w)}", fg="yellow")
-        note = f" ({len(lost)} unreadable line(s) skipped)" if lost else ""
-        click.echo(f"verdict: {verdict.value}{note}")
+        for n in notes:
+            click.secho(f"note: {clean(n)}", fg="yellow")
+        skipped = f" ({len(dropped)} problem(s) skipped with --lenient)" if dropped else ""
+        click.echo(f"verdict: {verdict.value}{skipped}")
     sys.exit(verdict.exit_code)

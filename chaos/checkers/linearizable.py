@@ -32,12 +32,15 @@ from itertools import pairwise
 from typing import Any
 
 from chaos.checkers.models import MODELS, UNKNOWN, Model, UnknownOp, _show, freeze, thaw
+from chaos.checkers.register_precheck import REGISTER_MODELS, precheck_register
 from chaos.checkers.verdict import CheckResult, Verdict
 from chaos.histories.ops import Op, OpType
 
 __all__ = [
     "DEFAULT_MAX_STATES",
     "DEFAULT_TIME_LIMIT",
+    "KEYED_NOTE",
+    "OrphanCompletions",
     "Partition",
     "check_linearizable",
     "check_partitions",
@@ -50,6 +53,11 @@ PREFIX_SHOWN = 200  # longest-prefix evidence keeps at most this many ops (the t
 _SLICE = 4096  # search steps between looks at the clock / switches to another key
 
 _NO_KEY: Any = None
+KEYED_NOTE = (
+    "the values look like Jepsen independent [key value] tuples (every invoke is a pair and "
+    "reads are invoked as [k nil]), but keys are split only when asked: checked as ONE "
+    "register of pair values; pass --independent (independent=True) to check each key apart"
+)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -94,7 +102,7 @@ class _Pairs:
     completions: list[Op | None]
     invoke_at: list[int]
     completion_at: list[int]
-    unmatched: int  # completions with no open invoke of their process
+    unmatched: list[int]  # positions of completions with no open invoke of their process
     # every invoke's value is a [k v] pair and some read was invoked with [k nil] (see _pair)
     looks_independent: bool
 
@@ -107,18 +115,16 @@ def _pair(history: Sequence[Op]) -> _Pairs:
     whether ``[k v]`` values look like Jepsen's independent ``[key value]`` tuples.
 
     Jepsen prints its independent tuples as plain 2-vectors, so the shape alone is ambiguous: a
-    register whose values are pairs looks the same. Reads decide: Jepsen invokes a read with
-    nil, and an independent read with ``[k nil]``. So a history is independent when every client
-    invoke's value is a pair and at least one read (or get) was invoked with ``[k nil]``;
-    without such a read it is taken as one register of pair values (``--independent`` says
-    otherwise).
+    register whose values are pairs looks the same. So keys are never inferred (see
+    :func:`prepare`); the shape only earns a note: every client invoke's value is a pair and at
+    least one read (or get) was invoked with ``[k nil]``, as Jepsen invokes an independent read.
     """
     invokes: list[Op] = []
     completions: list[Op | None] = []
     invoke_at: list[int] = []
     completion_at: list[int] = []
     slot_of: dict[Any, int] = {}  # process -> its open op's slot
-    unmatched = 0
+    unmatched: list[int] = []
     invoke = OpType.INVOKE
     pairs_only = True
     witness = False
@@ -147,26 +153,51 @@ def _pair(history: Sequence[Op]) -> _Pairs:
         else:
             slot = slot_of.pop(p, -1)
             if slot < 0:
-                unmatched += 1
+                unmatched.append(pos)
                 continue
             completions[slot] = op
             completion_at[slot] = pos
     return _Pairs(invokes, completions, invoke_at, completion_at, unmatched, pairs_only and witness)
 
 
+class OrphanCompletions(ValueError):
+    """Completions with no invocation by their process before them: a malformed history.
+    ``positions`` are their places in the history."""
+
+    def __init__(self, positions: list[int]) -> None:
+        super().__init__(
+            f"malformed history: {len(positions)} completion(s) with no invocation by their "
+            f"process before them (the first at position {positions[0]})"
+        )
+        self.positions = positions
+
+
 def prepare(
-    history: Sequence[Op], model: Model, *, independent: bool | None = None
+    history: Sequence[Op],
+    model: Model,
+    *,
+    independent: bool | None = None,
+    refuse_orphans: bool = False,
 ) -> tuple[list[Partition], dict[str, Any]]:
     """Pair invokes with completions and split the ops by key into search-ready partitions.
 
-    ``independent``: whether ``[k v]`` values are Jepsen's independent tuples (None: decide
-    from the history, see :func:`_pair`). Raises :class:`ValueError` when an op's ``f``
-    or value makes no sense to ``model``.
+    ``independent``: whether ``[k v]`` values are Jepsen's independent tuples. Keys are split
+    only when asked: ``independent=True``, or a ``key`` field on the ops (the ``kv`` model's own
+    syntax). None is False, except that a history that looks keyed (see :func:`_pair`) gets
+    ``stats["note"]`` saying so and how to ask. Raises :class:`ValueError` when an op's ``f``
+    or value makes no sense to ``model``; :class:`OrphanCompletions` (a ``ValueError``), when
+    ``refuse_orphans``, if a completion has no invocation by its process (Jepsen's pairing drops
+    it: ``stats["unmatched_completions"]`` counts them).
     """
     paired = _pair(history)
-    if independent is None:
-        independent = paired.looks_independent
-    elif independent:
+    if refuse_orphans and paired.unmatched:
+        raise OrphanCompletions(paired.unmatched)
+    note = ""
+    if not independent:
+        if independent is None and paired.looks_independent:
+            note = KEYED_NOTE
+        independent = False
+    else:
         bad = next((inv for inv in paired.invokes if not _is_pair(inv.value)), None)
         if bad is not None:
             raise ValueError(
@@ -262,10 +293,12 @@ def prepare(
         "ops": n_ops,
         "dropped": dropped,
         "indeterminate": n_ops - n_determinate,
-        "unmatched_completions": paired.unmatched,
+        "unmatched_completions": len(paired.unmatched),
         "independent": independent,
         "keys": len(parts),
     }
+    if note:
+        stats["note"] = note
     return parts, stats
 
 
@@ -557,6 +590,46 @@ def _failure(part: Partition, model: Model, outcome: _Outcome) -> dict[str, Any]
     }
 
 
+_PRECHECK_WHY = {
+    "never-written": "observed {v}, which no write or cas could have written",
+    "read-before-write": "observed {v} before any op that could write it was invoked",
+}
+
+
+def _precheck(parts: Sequence[Partition], m: Model, stats: dict[str, Any]) -> CheckResult | None:
+    """INVALID at once when the linear pre-pass (:mod:`chaos.checkers.register_precheck`)
+    finds an op no linearization can place; None leaves the history to the search."""
+    for part in parts:
+        found = precheck_register(part.inputs, part.outputs, part.events, m)
+        if found is None:
+            continue
+        i, kind, v = found
+        op = _op_evidence(part, m, i)
+        why = _PRECHECK_WHY[kind].format(v=_show(v))
+        evidence = {
+            "type": "nonlinearizable",
+            "key": thaw(part.key),
+            "op": op,
+            "reason": kind,
+            "explanation": why,
+            "decided_by": "pre-pass",
+            "state": None,
+            "prefix_length": 0,
+            "prefix_truncated": False,
+            "prefix": [],
+        }
+        where = "" if part.key is None else f" on key {_show(part.key)}"
+        at = f" (op {op['invoke_index']}, process {op['process']})" if "invoke_index" in op else ""
+        return CheckResult(
+            checker=f"linearizable-{m.name}",
+            verdict=Verdict.INVALID,
+            summary=f"not linearizable{where}: {op['op']}{at} {why} (decided before the search)",
+            anomalies=[evidence],
+            stats={**stats, "states": 0, "decided_by": "pre-pass"},
+        )
+    return None
+
+
 def check_linearizable(
     history: Sequence[Op],
     model: Model | str,
@@ -565,22 +638,36 @@ def check_linearizable(
     max_states: int | None = DEFAULT_MAX_STATES,
     independent: bool | None = None,
     empty: Verdict = Verdict.UNKNOWN,
+    refuse_orphans: bool = False,
 ) -> CheckResult:
     """Is ``history`` linearizable with respect to ``model``? A pure function of the history.
 
     ``model`` is a :class:`Model` or a name in :data:`chaos.checkers.models.MODELS`.
     ``time_limit`` (seconds) and ``max_states`` (memoised configurations, about 200 bytes each)
     bound the search; hitting either gives ``unknown``. ``independent`` as in :func:`prepare`.
-    ``empty`` is the verdict when no op is left to linearize: ``unknown`` (the history decides
+    ``refuse_orphans``: a completion with no invocation makes the history uncheckable (the
+    result says ``cannot check: malformed history ...`` and ``stats["orphans"]`` holds their
+    positions) instead of being dropped. ``empty`` is the verdict when no op is left to linearize: ``unknown`` (the history decides
     nothing; what a run's checkers want) or ``valid`` (Knossos and Porcupine: the empty
     linearization is one), with the summary saying so either way.
     """
     m = MODELS[model]() if isinstance(model, str) else model
     name = f"linearizable-{m.name}"
     try:
-        parts, stats = prepare(history, m, independent=independent)
+        parts, stats = prepare(history, m, independent=independent, refuse_orphans=refuse_orphans)
+    except OrphanCompletions as e:
+        return CheckResult(
+            checker=name,
+            verdict=Verdict.UNKNOWN,
+            summary=f"cannot check: {e}",
+            stats={"orphans": e.positions},
+        )
     except ValueError as e:
         return CheckResult(checker=name, verdict=Verdict.UNKNOWN, summary=f"cannot check: {e}")
+    if m.name in REGISTER_MODELS:
+        early = _precheck(parts, m, stats)
+        if early is not None:
+            return early
     res = check_partitions(parts, m, time_limit=time_limit, max_states=max_states)
     stats = {**stats, "states": res.states, "seconds": round(res.seconds, 4)}
     if res.verdict is Verdict.VALID:

@@ -29,9 +29,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Final, Literal
 
-from chaos.histories.edn import Keyword
+from chaos.histories.edn import Char, Keyword, Symbol, dumps
 from chaos.histories.ops import OpType
 
 __all__ = [
@@ -93,15 +94,21 @@ class Typed:
     """A value Python's ``==`` would confuse with another type's: ``True == 1 == 1.0`` and
     ``Keyword("a") == "a"`` in Python, but not in EDN (Clojure's ``=``) nor in Porcupine.
 
-    :func:`freeze` wraps booleans, floats and keywords in it, so that states and outputs compare
-    as EDN values do: ``1`` (an integer), ``1.0`` (a float), ``true`` and ``"a"`` / ``:a`` are
-    all different, while integers of any size (``1``, ``1N``) stay plain ``int`` and fast.
+    :func:`freeze` wraps booleans, floats, keywords, symbols, characters and BigDecimals in it,
+    so that states and outputs compare as EDN values do: ``1`` (an integer), ``1.0`` (a float),
+    ``1M``, ``true``, ``"a"``, ``:a``, ``a`` and ``\a`` are all different, while integers of any
+    size (``1``, ``1N``) stay plain ``int`` and fast.
     """
 
-    kind: str  # "bool", "float" or "keyword"
+    kind: str  # "bool", "float", "keyword", "symbol", "char" or "decimal"
     value: Any
 
 
+_UNFROZEN: Final[dict[str, Callable[[Any], Any]]] = {
+    "symbol": Symbol,
+    "char": Char,
+    "decimal": Decimal,
+}
 _TRUE: Final = Typed("bool", True)
 _FALSE: Final = Typed("bool", False)
 
@@ -123,8 +130,12 @@ def freeze(v: Any) -> Any:
         return tuple([freeze(x) for x in v])
     if isinstance(v, Keyword):
         return Typed("keyword", str.__str__(v))
+    if isinstance(v, (Symbol, Char)):
+        return Typed(type(v).__name__.lower(), str.__str__(v))
     if isinstance(v, str):  # a Tagged literal, or another str subclass: its text
         return v
+    if isinstance(v, Decimal):  # 1.5M: not the double 1.5, nor 1M the long 1 (Clojure's =)
+        return Typed("decimal", v)
     if isinstance(v, dict):
         items = [(freeze(k), freeze(x)) for k, x in v.items()]
         try:
@@ -142,6 +153,8 @@ def freeze(v: Any) -> Any:
 def thaw(v: Any) -> Any:
     """The JSON form of a frozen value, for evidence: keywords as ``":name"`` strings."""
     if type(v) is Typed:
+        if v.kind in ("symbol", "char", "decimal"):
+            return _show(v)
         return f":{v.value}" if v.kind == "keyword" else v.value
     if isinstance(v, tuple):
         if len(v) == 2 and v[0] == "__map__":
@@ -165,6 +178,8 @@ def _show(v: Any) -> str:
             return f":{v.value}"
         if v.kind == "bool":
             return "true" if v.value else "false"
+        if v.kind in ("symbol", "char", "decimal"):
+            return dumps(_UNFROZEN[v.kind](v.value))
         return repr(v.value)
     if isinstance(v, tuple) and len(v) == 2 and v[0] == "__map__":
         return "{" + ", ".join(f"{_show(k)} {_show(x)}" for k, x in v[1]) + "}"
@@ -176,7 +191,7 @@ def _show(v: Any) -> str:
         except TypeError:
             members = sorted(v, key=repr)
         return "#{" + " ".join(_show(x) for x in members) + "}"
-    if isinstance(v, (list, dict, bool, float, Keyword)):
+    if isinstance(v, (list, dict, bool, float, Keyword, Symbol, Char, Decimal)):
         return _show(freeze(v))
     if isinstance(v, str):
         return json.dumps(v, ensure_ascii=False)

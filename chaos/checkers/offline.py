@@ -38,7 +38,7 @@ from chaos.histories import edn, jepsen_log
 from chaos.histories.files import open_input
 from chaos.histories.jsonl import LineProblem, read_history
 from chaos.histories.limits import MAX_INPUT_BYTES
-from chaos.histories.ops import Op
+from chaos.histories.ops import Op, orphan_completions
 from chaos.histories.reader import OP_LINES, OpLine, read_blocks
 
 __all__ = [
@@ -49,8 +49,11 @@ __all__ = [
     "check_history",
     "detect_format",
     "load_any_history",
+    "load_history_lines",
     "load_rows",
+    "lost",
     "model_checkers",
+    "orphan_problems",
     "write_history_edn",
 ]
 
@@ -129,17 +132,52 @@ def load_any_history(path: Path) -> tuple[list[Op], list[LineProblem]]:
     Returns the ops and the lines that could not be read; raises :class:`NotAHistory` only when
     there is no file to read.
     """
+    ops, _, problems = load_history_lines(path)
+    return ops, problems
+
+
+def load_history_lines(path: Path) -> tuple[list[Op], Sequence[int] | None, list[LineProblem]]:
+    """:func:`load_any_history`, with the line each op starts on when the format tells it
+    (EDN), else None."""
     path = _resolve(Path(path))
     try:
         fmt = detect_format(path)
         if fmt == "edn":
-            return edn.read_history(path)
+            h = edn.read_history_lines(path)
+            return h.ops, h.lines, h.problems
         if fmt == "log":
-            return jepsen_log.read_log(path)
+            ops, problems = jepsen_log.read_log(path)
+            return ops, None, problems
         loaded = read_history(path)  # the one reader of chaos's JSONL (msgspec blocks)
-        return loaded.records, loaded.problems
+        return loaded.records, None, loaded.problems
     except OSError as e:
         raise NotAHistory(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def orphan_problems(
+    path: Path, ops: Sequence[Op], lines: Sequence[int] | None
+) -> list[LineProblem]:
+    """Each completion with no invocation by its process before it, as a problem naming its
+    line (or its ``:index`` where the format does not tell lines): a malformed history."""
+    out: list[LineProblem] = []
+    for pos in orphan_completions(ops):
+        op = ops[pos]
+        out.append(
+            LineProblem(
+                str(path),
+                lines[pos] if lines is not None else 0,
+                f"a :{op.type.value} completion (index {op.index}) of process "
+                f"{op.process!r} with no invocation by that process before it",
+                kind="malformed history",
+            )
+        )
+    return out
+
+
+def lost(problems: Sequence[LineProblem]) -> list[LineProblem]:
+    """The problems that cost the history ops: all but a cut-off last line, which can only
+    have been the history's last event (its op left without a completion: indeterminate)."""
+    return [p for p in problems if not p.truncated]
 
 
 _GET = tuple(attrgetter(a) for a in ("process", "type", "f", "value", "error"))
@@ -230,11 +268,12 @@ def check_history(
     sem: Semantics | None = None,
     independent: bool | None = None,
     empty: Verdict = Verdict.UNKNOWN,
+    refuse_orphans: bool = False,
 ) -> list[CheckResult]:
     """Run the checkers ``model`` names (see :data:`MODEL_NAMES`) plus stats and exceptions.
 
     ``sem`` (default Porcupine's, see :mod:`chaos.checkers.semantics`) sets the model's
-    parameters; ``independent`` and ``empty`` go to
+    parameters; ``independent``, ``empty`` and ``refuse_orphans`` go to
     :func:`~chaos.checkers.linearizable.check_linearizable`.
     """
     lin, counting = _plan(model)
@@ -251,6 +290,7 @@ def check_history(
                     max_states=max_states,
                     independent=independent,
                     empty=empty,
+                    refuse_orphans=refuse_orphans,
                 ),
             )
         )
@@ -267,9 +307,15 @@ def check_file(
     sem: Semantics | None = None,
     independent: bool | None = None,
     empty: Verdict = Verdict.UNKNOWN,
+    strict: bool = False,
 ) -> tuple[list[CheckResult], list[LineProblem]]:
     """Load ``path`` (a file or a run folder) and check it as ``model`` (see
-    :func:`check_history` for the options)."""
+    :func:`check_history` for the options).
+
+    For the linearizability models, completions with no invocation are problems too
+    (:func:`orphan_problems`). ``strict``: when a problem cost ops (:func:`lost`) or a
+    completion has no invocation, return only ``stats`` (what was read) and the problems: the
+    history is malformed, and a verdict would be about another history."""
     lin, counting = _plan(model)
     if lin is None:
         # Millions of rows stay alive while the checkers allocate: every full collection would
@@ -278,6 +324,8 @@ def check_file(
         gc.disable()
         try:
             rows, problems = load_rows(path)
+            if strict and lost(problems):
+                return _check_rows(rows, ("stats",), sem), problems
             return _check_rows(rows, counting, sem), problems
         finally:
             if enabled:
@@ -287,7 +335,9 @@ def check_file(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        ops, problems = load_any_history(path)
+        ops, lines, problems = load_history_lines(path)
+        if strict and lost(problems):
+            return _check_rows(rows_of(ops), ("stats",), sem), problems
         results = check_history(
             ops,
             model,
@@ -296,7 +346,14 @@ def check_file(
             sem=sem,
             independent=independent,
             empty=empty,
+            refuse_orphans=strict,
         )
+        # Orphan completions: found by the pairing itself (no pass of their own), named here.
+        lin_result = results[0]
+        if lin_result.stats.get("orphans") or lin_result.stats.get("unmatched_completions"):
+            problems += orphan_problems(path, ops, lines)
+            if strict:
+                return [r for r in results if r.checker == "stats"], problems
     finally:
         if enabled:
             gc.enable()

@@ -1,282 +1,80 @@
-"""A small EDN reader and writer, enough for Jepsen histories, with no dependency.
+"""EDN for chaos: values (read and written) and Jepsen histories (``history.edn``).
 
-EDN maps onto Python as: ``nil``/``true``/``false`` → ``None``/``True``/``False``; integers (``42``,
-``42N``) → ``int``; floats (``1.5``, ``1e3``, ``1.5M``, ``##Inf``) → ``float``; strings → ``str``;
-keywords → :class:`Keyword` (a ``str`` subclass, so ``Keyword("read") == "read"`` and JSON sees a
-string); symbols and characters → ``str``; vectors and lists → ``list``; maps → ``dict``; sets →
-``frozenset``. Map keys and set members that would be lists become tuples, because Python needs
-them hashable. A tagged literal (``#inst "..."``, ``#jepsen.history.Op{...}``) is kept as a
-:class:`Tagged` string holding its source text, so it writes back unchanged; its parsed form is in
-``.value`` (Jepsen sometimes writes ops as tagged records).
+The grammar is read by :mod:`chaos.histories.edn_reader` (``read_form``, ``loads``,
+``read_edn_forms``), into the types of :mod:`chaos.histories.edn_types`, re-exported here; this
+module writes values back (:func:`dumps`) and reads and writes histories.
 
-Jepsen's ``history.edn`` is either one vector of op maps or one op map per line; :func:`read_history`
-reads both, reports each unreadable op with its line number and keeps going, and
-:func:`write_history` writes one map per line with Jepsen's key names. Times are nanoseconds in EDN
-and seconds in chaos; a time with at most nanosecond precision survives ``read(write(h))``.
+A history file is read as a Clojure reader would read it, then taken as ops: either one vector or
+list holding op maps (``[{…} {…}]``, ``({…} {…})``) or op maps one after another, with comments,
+discards (``#_``), commas and line breaks anywhere, maps spread over any lines, and ops written as
+records (``#jepsen.history.Op{…}``). Jepsen writes one op per line; blocks of such lines take a
+fast path (:mod:`chaos.histories.edn_fast`: rewritten as JSON and decoded by msgspec), and
+everything else the general reader, form by form, across block boundaries. Both give the same
+ops (a property test proves it). A form that is not EDN, or not an op, is reported with its line
+(:class:`LineProblem`); a cut-off last form (the writer died) is marked ``truncated``. Times are
+nanoseconds in EDN and seconds in chaos; a time with at most nanosecond precision survives
+``read(write(h))``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from chaos.histories.edn_fast import ops_from_block
-from chaos.histories.edn_types import EdnError, Keyword, Tagged
+from chaos.histories.edn_reader import (
+    is_keyword_name,
+    iter_forms,
+    loads,
+    read_edn_forms,
+    read_form,
+    skip_space,
+    unescape,
+)
+from chaos.histories.edn_types import (
+    Char,
+    EdnError,
+    EdnList,
+    FrozenMap,
+    Keyword,
+    Symbol,
+    Tagged,
+)
 from chaos.histories.files import open_input
 from chaos.histories.jsonl import LineProblem
-from chaos.histories.limits import MAX_DEPTH, MAX_INPUT_BYTES, MAX_INT_DIGITS
+from chaos.histories.limits import MAX_INPUT_BYTES, MAX_INT_DIGITS
 from chaos.histories.ops import NEMESIS, Op, OpType
 
 __all__ = [
+    "Char",
     "EdnError",
+    "EdnList",
+    "FrozenMap",
+    "History",
     "Keyword",
+    "OpLines",
+    "Symbol",
     "Tagged",
     "dumps",
+    "iter_forms",
     "loads",
     "op_from_edn",
     "op_to_edn",
+    "read_edn_forms",
+    "read_form",
     "read_history",
+    "read_history_lines",
     "read_history_text",
     "write_history",
 ]
-
-
-# One token per match. Atoms (numbers, symbols, keywords, nil/true/false) are classified after.
-_DELIM = r"\s,()\[\]{}\";"
-_WS = r"(?:[\s,]+|;[^\n]*)+"
-_FORMS = rf"""
-    (?P<str>"(?:[^"\\]|\\.)*")
-  | (?P<open>\#\{{|[(\[{{])
-  | (?P<close>[)\]}}])
-  | (?P<disc>\#_)
-  | (?P<special>\#\#[^{_DELIM}]*)
-  | (?P<tag>\#[A-Za-z][^{_DELIM}]*)
-  | (?P<char>\\(?:newline|space|tab|return|formfeed|backspace|u[0-9a-fA-F]{{4}}|.))
-  | (?P<atom>[^{_DELIM}\\\#][^{_DELIM}]*)
-"""
-_TOKEN = re.compile(rf"(?P<ws>{_WS}) | {_FORMS}", re.X | re.S)
-# The same tokens with leading whitespace and comments folded in: one match per token.
-_FORM_TOKEN = re.compile(rf"(?:{_WS})? (?:{_FORMS})", re.X | re.S)
-_WS_ONLY = re.compile(rf"(?:{_WS})?", re.X | re.S)
-_INT = re.compile(r"[+-]?(?:0|[1-9][0-9]*)N?")
-_FLOAT = re.compile(r"[+-]?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?M?")
-_KEYWORD_NAME = re.compile(r"[A-Za-z*+!\-_?<>=.][A-Za-z0-9*+!\-_?<>=./:#']*")
-_CHARS = {
-    "newline": "\n",
-    "space": " ",
-    "tab": "\t",
-    "return": "\r",
-    "formfeed": "\f",
-    "backspace": "\b",
-}
-_STR_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
-_STR_UNESCAPE = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "b": "\b", "f": "\f"}
-_CLOSER = {"[": "]", "(": ")", "{": "}", "#{": "}"}
-_DISCARDED = object()
-
-
-def _unescape(body: str, pos: int) -> str:
-    if "\\" not in body:
-        return body
-
-    def sub(m: re.Match[str]) -> str:
-        e = m.group(1)
-        if e[0] == "u" and len(e) == 5:
-            return chr(int(e[1:], 16))
-        if e in _STR_UNESCAPE:
-            return _STR_UNESCAPE[e]
-        raise EdnError(f"unknown string escape \\{e}", pos)
-
-    return _STR_ESCAPE.sub(sub, body)
-
-
-def _atom(text: str, pos: int) -> Any:
-    if text == "nil":
-        return None
-    if text == "true":
-        return True
-    if text == "false":
-        return False
-    c = text[0]
-    if c == ":":
-        name = text[1:]
-        if not name or name.startswith(":"):
-            raise EdnError(f"bad keyword {text!r}", pos)
-        return Keyword(name)
-    if c.isdigit() or (c in "+-" and len(text) > 1 and text[1].isdigit()):
-        if _INT.fullmatch(text):
-            try:
-                return int(text.rstrip("N"))
-            except ValueError:  # more digits than Python converts (sys.set_int_max_str_digits)
-                raise EdnError(f"an integer of {len(text)} digits", pos) from None
-        if _FLOAT.fullmatch(text):
-            return float(text.rstrip("M"))
-        raise EdnError(f"bad number {text!r}", pos)
-    return text  # a symbol
-
-
-def _hashable(v: Any) -> Any:
-    if isinstance(v, list):
-        return tuple(_hashable(x) for x in v)
-    if isinstance(v, dict):
-        return tuple((_hashable(k), _hashable(x)) for k, x in v.items())
-    if isinstance(v, set):
-        return frozenset(v)
-    return v
-
-
-def _build(kind: str, items: list[Any], pos: int) -> Any:
-    if kind in ("[", "("):
-        return items
-    if kind == "#{":
-        return frozenset(_hashable(x) for x in items)
-    if len(items) % 2:
-        raise EdnError("map literal has an odd number of forms", pos)
-    return {_hashable(items[i]): items[i + 1] for i in range(0, len(items), 2)}
-
-
-def read_form(text: str, pos: int = 0, end: int | None = None) -> tuple[Any, int]:
-    """Read one form starting at ``pos``; return it and the offset just after it.
-
-    Raises :class:`EdnError` (never anything else) on bad or incomplete input, and
-    :class:`EOFError` if there is no form before ``end``. Nesting uses an explicit stack, so deep
-    input cannot overflow Python's recursion limit.
-    """
-    if end is None:
-        end = len(text)
-    match = _FORM_TOKEN.match
-    # Each frame is a collection being filled [opener, items, start] or a prefix waiting for the
-    # next form: ("#_",) discards it, ("#", tag, start) wraps it as a tagged literal.
-    stack: list[Any] = []
-    while True:
-        m = match(text, pos, end)
-        if m is None:
-            pos = _WS_ONLY.match(text, pos, end).end()  # type: ignore[union-attr]
-            if pos >= end:
-                if stack:
-                    raise EdnError("unexpected end of input", end)
-                raise EOFError
-            c = text[pos]
-            if c == '"':
-                raise EdnError("unterminated string", pos)
-            raise EdnError(f"unexpected character {c!r}", pos)
-        kind = m.lastgroup
-        tok = m.group(kind)  # type: ignore[arg-type]
-        start = m.start(kind)  # type: ignore[arg-type]
-        pos = m.end()
-        # Each open collection and pending prefix is a level: bounded, because a tag keeps its
-        # source text (100,000 nested tags held 100,000 growing copies) and the code after the
-        # reader walks values recursively.
-        if kind in ("open", "disc", "tag") and len(stack) >= MAX_DEPTH:
-            raise EdnError(f"values nest deeper than {MAX_DEPTH} levels", start)
-        if kind == "open":
-            stack.append([tok, [], start])
-            continue
-        if kind == "disc":
-            stack.append(("#_",))
-            continue
-        if kind == "tag":
-            stack.append(("#", tok[1:], start))
-            continue
-        value: Any
-        if kind == "close":
-            if not stack or not isinstance(stack[-1], list):
-                raise EdnError(f"unmatched {tok!r}", start)
-            opener, items, ostart = stack.pop()
-            if _CLOSER[opener] != tok:
-                raise EdnError(f"{opener!r} closed by {tok!r}", start)
-            value = _build(opener, items, start)
-            start = ostart
-        elif kind == "str":
-            value = _unescape(tok[1:-1], start)
-        elif kind == "atom":
-            value = _atom(tok, start)
-        elif kind == "char":
-            body = tok[1:]
-            if len(body) == 5 and body[0] == "u":
-                value = chr(int(body[1:], 16))
-            else:
-                value = _CHARS.get(body, body)
-        else:  # special: ##Inf ##-Inf ##NaN
-            name = tok[2:]
-            specials = {"Inf": math.inf, "-Inf": -math.inf, "NaN": math.nan}
-            if name not in specials:
-                raise EdnError(f"unknown symbolic value ##{name}", start)
-            value = specials[name]
-        # A complete form: let pending prefixes consume it, then place it.
-        while True:
-            if not stack:
-                if value is _DISCARDED:
-                    break
-                return value, pos
-            top = stack[-1]
-            if isinstance(top, list):
-                if value is not _DISCARDED:
-                    top[1].append(value)
-                break
-            stack.pop()
-            if top[0] == "#_":
-                value = _DISCARDED
-            elif value is not _DISCARDED:
-                value = Tagged(text[top[2] : pos], top[1], value)
-                start = top[2]
-            else:
-                # "#tag #_ x" — the discard left nothing to tag yet; keep waiting.
-                stack.append(top)
-                break
-
-
-# A fast path for the lines Jepsen and chaos write most: a flat map of keyword keys to nil,
-# booleans, integers, keywords or strings. One regex match instead of a token loop; anything
-# else (nested values, floats, tags, odd escapes) goes through read_form, and both give the same
-# value for the lines this accepts.
-_FLAT_KW = r"[A-Za-z*+!\-_?<>=.][A-Za-z0-9*+!\-_?<>=./:#']*"
-_FLAT_VALUE = rf'"(?:[^"\\]|\\.)*"|nil|true|false|[-+]?(?:0|[1-9][0-9]*)|:{_FLAT_KW}'
-_FLAT_PAIR = re.compile(rf"[\s,]*:({_FLAT_KW})\s+({_FLAT_VALUE})(?=[\s,}}])", re.S)
-_FLAT_MAP = re.compile(
-    rf"\s*\{{(?:[\s,]*:{_FLAT_KW}\s+(?:{_FLAT_VALUE})(?=[\s,}}]))*[\s,]*\}}\s*", re.S
-)
-_FLAT_CONST = {"nil": None, "true": True, "false": False}
-
-
-def _flat_map(text: str) -> dict[Any, Any] | None:
-    """``text`` as a flat map if it is one (see above), else None."""
-    if not _FLAT_MAP.fullmatch(text):
-        return None
-    out: dict[Any, Any] = {}
-    for key, raw in _FLAT_PAIR.findall(text):
-        c = raw[0]
-        if c == '"':
-            try:
-                value: Any = _unescape(raw[1:-1], 0)
-            except EdnError:
-                return None
-        elif c == ":":
-            value = Keyword(raw[1:])
-        elif raw in _FLAT_CONST:
-            value = _FLAT_CONST[raw]
-        elif len(raw) > MAX_INT_DIGITS:
-            return None  # read_form explains an integer Python will not convert
-        else:
-            value = int(raw)
-        out[Keyword(key)] = value
-    return out
-
-
-def loads(text: str) -> Any:
-    """Read exactly one EDN form from ``text``."""
-    try:
-        value, pos = read_form(text)
-    except EOFError:
-        raise EdnError("no form in input", len(text)) from None
-    m = _TOKEN.match(text, pos)
-    if pos < len(text) and not (m and m.lastgroup == "ws" and m.end() == len(text)):
-        raise EdnError("more than one form in input", pos)
-    return value
 
 
 # ---------------------------------------------------------------- writing
@@ -307,6 +105,24 @@ def _dump_str(s: str) -> str:
 _SAFE_STR = re.compile(r'[^"\\\x00-\x1f\x7f\ud800-\udfff]*')
 
 
+_CHAR_NAMES = {
+    "\n": "newline",
+    " ": "space",
+    "\t": "tab",
+    "\r": "return",
+    "\f": "formfeed",
+    "\b": "backspace",
+}
+
+
+def _dump_char(c: str) -> str:
+    if c in _CHAR_NAMES:
+        return "\\" + _CHAR_NAMES[c]
+    if len(c) == 1 and c.isprintable() and not c.isspace() and ord(c) <= 0xFFFF:
+        return "\\" + c
+    return f"\\u{ord(c[:1] or ' '):04x}"
+
+
 def _dump(v: Any, out: list[str]) -> None:
     if v is None:
         out.append("nil")
@@ -317,7 +133,11 @@ def _dump(v: Any, out: list[str]) -> None:
     elif isinstance(v, Tagged):
         out.append(str.__str__(v))
     elif isinstance(v, Keyword):
-        out.append(":" + v if _KEYWORD_NAME.fullmatch(v) else _dump_str(v))
+        out.append(":" + v if is_keyword_name(v) else _dump_str(v))
+    elif isinstance(v, Symbol):
+        out.append(str.__str__(v))
+    elif isinstance(v, Char):
+        out.append(_dump_char(str.__str__(v)))
     elif isinstance(v, str):
         out.append(f'"{v}"' if _SAFE_STR.fullmatch(v) else _dump_str(v))
     elif isinstance(v, int):
@@ -329,13 +149,18 @@ def _dump(v: Any, out: list[str]) -> None:
             out.append("##Inf" if v > 0 else "##-Inf")
         else:
             out.append(repr(v))
+    elif isinstance(v, Fraction):
+        out.append(f"{v.numerator}/{v.denominator}")
+    elif isinstance(v, Decimal) and v.is_finite():
+        out.append(f"{v}M")
     elif isinstance(v, (list, tuple)):
-        out.append("[")
+        lst = isinstance(v, EdnList)
+        out.append("(" if lst else "[")
         for i, x in enumerate(v):
             if i:
                 out.append(" ")
             _dump(x, out)
-        out.append("]")
+        out.append(")" if lst else "]")
     elif isinstance(v, dict):
         out.append("{")
         for i, (k, x) in enumerate(v.items()):
@@ -433,256 +258,385 @@ def op_from_edn(m: Any, position: int) -> Op:
     )
 
 
-def _line_of(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
+# A fast path inside the general reader for the maps Jepsen and chaos write most: a flat map of
+# keyword keys to nil, booleans, integers, keywords or strings, read with one regex match instead
+# of a token loop; anything else (nested values, floats, tags, odd escapes, a repeated key) goes
+# through read_form, and both give the same value for the maps this accepts.
+_FLAT_KW = r"[A-Za-z*+!\-_?<>=.][A-Za-z0-9*+!\-_?<>=./#']*"
+_FLAT_SEP = r"[ \t\r\n,]"
+# Vectors of integers and nils, nested once ([k v], [k [a b]]): Jepsen's register values.
+# Each item ends at a separator or bracket: "1111" is one item, never split (no backtracking).
+_FLAT_ITEM = r"(?:nil|-?[0-9]+)(?=[ \t\r\n,\]])"
+_FLAT_VEC = (
+    rf"\[(?:{_FLAT_SEP}*(?:{_FLAT_ITEM}|\[(?:{_FLAT_SEP}*(?:{_FLAT_ITEM}))*{_FLAT_SEP}*\]))*"
+    rf"{_FLAT_SEP}*\]"
+)
+_FLAT_VALUE = rf'"(?:[^"\\]|\\.)*"|nil|true|false|[-+]?(?:0|[1-9][0-9]*)|:{_FLAT_KW}|{_FLAT_VEC}'
+_SEP_RUN = re.compile(r"[ \t\r\n,]+")
+_FLAT_PAIR = re.compile(
+    rf"{_FLAT_SEP}*:({_FLAT_KW}){_FLAT_SEP}+({_FLAT_VALUE})(?=[ \t\r\n,}}])", re.S
+)
+_FLAT_MAP = re.compile(
+    rf"\{{(?:{_FLAT_SEP}*:{_FLAT_KW}{_FLAT_SEP}+(?:{_FLAT_VALUE})(?=[ \t\r\n,}}]))*{_FLAT_SEP}*\}}",
+    re.S,
+)
+_FLAT_CONST = {"nil": None, "true": True, "false": False}
+_BAD_KW_END = re.compile(r"[:/]$|::|^/.|/.*/$")
 
 
-def _next_op_start(text: str, pos: int) -> int:
-    """After a broken op, resume at the next line that starts an op (``{`` or ``#``)."""
-    m = re.compile(r"\n[ \t,]*[{#]").search(text, pos)
-    return m.start() + 1 if m else len(text)
-
-
-def _skip_ws(text: str, pos: int) -> int:
-    m = _TOKEN.match(text, pos)
-    return m.end() if m and m.lastgroup == "ws" else pos
-
-
-def _one_op_per_line(text: str) -> bool:
-    """Whether ops sit one per line (what Jepsen writes): most non-blank lines start a map.
-
-    Decided by counting, not by parsing the first form, so that one broken line (an unclosed
-    string, say) cannot make the whole file look pretty-printed.
-    """
-    starts = total = 0
-    for line in text.split("\n", 2000)[:2000]:
-        s = line.lstrip(" \t,[")
-        if not s or s.startswith(";"):
-            continue
-        total += 1
-        starts += s[0] in "{#"
-    return total == 0 or starts * 2 >= total
-
-
-def _read_lines(
-    lines: list[str],
-    first_no: int,
-    name: str,
-    ops: list[Op],
-    problems: list[LineProblem],
-    truncated_no: int,
-) -> None:
-    """The general reader, line by line: every form on each line is an op (a flat map takes a
-    regex fast path). ``truncated_no`` is the number of a last line that had no newline (its
-    syntax errors are a truncation), or 0."""
-
-    def add(form: Any, line: int) -> bool:
-        try:
-            ops.append(op_from_edn(form, len(ops)))
-        except (ValueError, TypeError) as e:
-            problems.append(LineProblem(name, line, str(e)))
-            return False
-        return True
-
-    for i, line in enumerate(lines):
-        no = first_no + i
-        flat = _flat_map(line)
-        if flat is not None:
-            add(flat, no)
-            continue
-        p = 0
-        n_line = len(line)
-        while True:
-            p = _WS_ONLY.match(line, p).end()  # type: ignore[union-attr]
-            if p >= n_line:
-                break
+def _flat_map_at(text: str, pos: int) -> tuple[dict[Any, Any], int] | None:
+    """The flat map (see above) starting at ``pos`` and the offset after it, or None."""
+    m = _FLAT_MAP.match(text, pos)
+    if m is None:
+        return None
+    out: dict[Any, Any] = {}
+    pairs = _FLAT_PAIR.findall(text, pos + 1, m.end())
+    for key, raw in pairs:
+        c = raw[0]
+        if c == '"':
             try:
-                form, p = read_form(line, p)
-            except EOFError:
-                break
-            except EdnError as e:
-                problems.append(LineProblem(name, no, f"not EDN ({e})", no == truncated_no))
-                break
-            if not add(form, no):
-                break  # one problem per line is enough
+                value: Any = unescape(raw[1:-1], 0)
+            except EdnError:
+                return None
+        elif c == ":":
+            if _BAD_KW_END.search(raw):
+                return None
+            value = Keyword(raw[1:])
+        elif c == "[":
+            # JSON reads it as EDN does once the separators are commas and nil is null; JSON
+            # refuses what EDN refuses here (01, [1nil]), and then read_form says why.
+            js = _SEP_RUN.sub(",", raw).replace("[,", "[").replace(",]", "]")
+            try:
+                value = json.loads(js.replace("nil", "null"))
+            except ValueError:
+                return None
+        elif raw in _FLAT_CONST:
+            value = _FLAT_CONST[raw]
+        elif len(raw) > MAX_INT_DIGITS:
+            return None  # read_form explains an integer Python will not convert
+        else:
+            value = int(raw)
+        if _BAD_KW_END.search(key):
+            return None
+        out[Keyword(key)] = value
+    if len(out) != len(pairs):
+        return None  # a repeated key: read_form says so
+    return out, m.end()
 
 
-_BLOCK = 1 << 20  # bytes per block of lines: the fast path's unit, and what stays in memory
-_OPENER = re.compile(rb"[ \t\r\n,]*\[[ \t\r\n,]*(?=[{#\]]|$)")
-_CLOSER_AT_END = re.compile(rb"\][ \t\r,;]*(?:\n[ \t\r\n,]*)?$")
+def _flat_map(text: str) -> dict[Any, Any] | None:
+    """``text`` as a flat map if it is one, with only whitespace around it, else None."""
+    start = skip_space(text, 0)
+    got = _flat_map_at(text, start)
+    if got is None or skip_space(text, got[1]) != len(text):
+        return None
+    return got[0]
+
+
+# ---------------------------------------------------------------- reading histories
+
+
+class OpLines(Sequence[int]):
+    """The line each op starts on, kept as runs of ops on consecutive lines (a block the fast
+    path read is one run): ``lines[i]`` is op ``i``'s line, found by bisection."""
+
+    __slots__ = ("_lines", "_n", "_ops")
+
+    def __init__(self) -> None:
+        self._ops: list[int] = []  # first op of each run
+        self._lines: list[int] = []  # its line
+        self._n = 0
+
+    def add_run(self, first_line: int, count: int) -> None:
+        """The next ``count`` ops start on ``first_line`` and the lines after it."""
+        if count <= 0:
+            return
+        ops, lines = self._ops, self._lines
+        if not ops or lines[-1] + (self._n - ops[-1]) != first_line:
+            ops.append(self._n)
+            lines.append(first_line)
+        self._n += count
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> int: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[int]: ...
+    def __getitem__(self, i: int | slice) -> int | list[int]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        k = bisect_right(self._ops, i) - 1
+        return self._lines[k] + (i - self._ops[k])
 
 
 @dataclass(slots=True)
-class _Progress:
-    no: int = 1  # number of the next block's first line
-    outer: bool | None = None  # the ops sit in a history vector; None: not seen yet
-    closed: bool = False  # its "]" was found
-    last_no: int = 0  # the last non-blank line
+class History:
+    """What reading a history file gives: the ops, the line each op starts on (``lines[i]`` for
+    ``ops[i]``), and the problems found (each form that could not be read or is not an op)."""
+
+    ops: list[Op] = field(default_factory=list)
+    lines: OpLines = field(default_factory=OpLines)
+    problems: list[LineProblem] = field(default_factory=list)
 
 
-def _read_line_blocks(
-    chunks: Iterable[bytes], name: str, errors: str = "replace"
-) -> tuple[list[Op], list[LineProblem]]:
-    """Read one-op-per-line EDN from byte chunks, a block of whole lines at a time.
+_BLOCK = 1 << 20  # bytes per block of lines: the fast path's unit, and what stays in memory
+_OP_START = re.compile(r"\n[ \t,]*[{#(\[]")
+# Lines at the end of the last block that are not op maps: blank, a comment, a closing bracket.
+_TRAILER_LINE = re.compile(rb"[ \t\r,]*(?:[\])]|;|$)")
+_CLOSER_AT_LINE_END = re.compile(rb"\}[ \t\r,]*([\])])[ \t\r,]*$")
 
-    Each block first goes to :func:`chaos.histories.edn_fast.ops_from_block` (the usual Jepsen
-    op lines, rewritten as JSON and decoded by msgspec); a block it declines is read by the
-    general reader, line by line, with line numbers counted across blocks. Only one block is
-    held at a time besides the ops, so memory stays bounded by the history's ops.
+
+class _Stream:
+    """A history's text, block by block: the state the blocks share.
+
+    ``phase``: ``head`` before the first form, ``body`` while reading ops, ``after`` once the
+    history's vector (or list) is closed. ``carry`` is the text of a form the last block cut
+    off (its start's line in ``carry_no``), read again with the next block. ``no`` is the line
+    number of the first line not yet read.
     """
-    ops: list[Op] = []
-    problems: list[LineProblem] = []
-    state = _Progress()
 
-    def process(block: bytes, last: bool) -> None:
-        if state.outer is None and block.strip(b" \t\r\n,"):
-            # A history vector opens with "[" followed by an op map (or a tagged record, or
-            # "]"); any other "[" is a broken line of its own.
-            m = _OPENER.match(block)
-            state.outer = m is not None
-            if m is not None:
-                i = block.index(b"[")
-                block = block[:i] + b" " + block[i + 1 :]
-        n_lines = block.count(b"\n") + (not block.endswith(b"\n") and bool(block))
-        ends_cleanly = block.endswith(b"\n") or not block
-        if last:
-            if state.outer:
-                m = _CLOSER_AT_END.search(block)
-                if m is not None:
-                    block = block[: m.start()] + b" " + block[m.start() + 1 :]
-                    state.closed = True
-            body = block.rstrip(b" \t\r\n,")
-            state.last_no = state.no + body.count(b"\n") if body else state.no - 1
-            block = body + (b"\n" if body else b"")
-        found = ops_from_block(block, len(ops), op_from_edn) if block else []
-        if found is not None:
-            ops.extend(found)
-        else:
-            # Files: bytes that are not UTF-8 become U+FFFD and are reported. Text given as str
-            # was encoded with surrogatepass, and decodes back to itself.
-            text = block.decode("utf-8", errors=errors)
-            lines = text.split("\n")
-            if text.endswith("\n"):
-                lines.pop()
-            truncated_no = state.no + len(lines) - 1 if last and not ends_cleanly else 0
-            _read_lines(lines, state.no, name, ops, problems, truncated_no)
-            if "\ufffd" in text and b"\xef\xbf\xbd" not in block:
-                bad = state.no + text.count("\n", 0, text.index("\ufffd"))
-                problems.append(LineProblem(name, bad, "bytes that are not UTF-8"))
-        state.no += n_lines
+    def __init__(self, name: str, *, fast: bool, errors: str) -> None:
+        self.name = name
+        self.fast = fast
+        self.errors = errors
+        self.out = History()
+        self.phase = "head"
+        self.closer = ""  # the closing bracket of the history's vector or list, if any
+        self.closer_no = 0
+        self.no = 1
+        self.carry = ""
+        self.carry_no = 0
+        self.last_no = 0  # the last line a form started on
 
-    prev: bytes | None = None
-    tail = b""
-    for chunk in chunks:
-        buf = tail + chunk
-        cut = buf.rfind(b"\n") + 1
-        if not cut:
-            tail = buf
-            continue
-        if prev is not None:
-            process(prev, last=False)
-        prev, tail = buf[:cut], buf[cut:]
-    final = (prev or b"") + tail
-    process(final, last=True)
-    if state.outer and not state.closed:
-        problems.append(
-            LineProblem(
-                name,
-                max(1, state.last_no),
-                "history vector is not closed with ]",
-                not final.endswith(b"\n") and bool(final),
-            )
-        )
-    return ops, problems
-
-
-def read_history_text(text: str, name: str = "<edn>") -> tuple[list[Op], list[LineProblem]]:
-    """Read ops from EDN text: one vector of op maps, or op maps one after another.
-
-    Files with one op per line (what Jepsen writes) are read line by line, so a broken line costs
-    only itself; pretty-printed files whose maps span lines are read as a stream of forms.
-    """
-    if _one_op_per_line(text):
-        data = text.encode("utf-8", errors="surrogatepass")
-        chunks = (data[i : i + _BLOCK] for i in range(0, len(data), _BLOCK))
-        return _read_line_blocks(chunks, name, errors="surrogatepass")
-    return _read_forms(text, name)
-
-
-def _read_forms(text: str, name: str) -> tuple[list[Op], list[LineProblem]]:
-    """Pretty-printed EDN (maps spanning lines): a stream of forms over the whole text."""
-    ops: list[Op] = []
-    problems: list[LineProblem] = []
-    ends_cleanly = text.endswith("\n") or not text
-    pos = _skip_ws(text, 0)
-    after = _skip_ws(text, pos + 1)
-    outer = text.startswith("[", pos) and (after >= len(text) or text[after] in "{#]")
-    if outer:
-        pos = after
-
-    def add(form: Any, line: int) -> bool:
+    def _add(self, form: Any, line: int) -> None:
+        out = self.out
         try:
-            ops.append(op_from_edn(form, len(ops)))
+            out.ops.append(op_from_edn(form, len(out.ops)))
         except (ValueError, TypeError) as e:
-            problems.append(LineProblem(name, line, str(e)))
-            return False
-        return True
+            out.problems.append(LineProblem(self.name, line, str(e)))
+            return
+        out.lines.add_run(line, 1)
 
-    n = len(text)
-    last_line = _line_of(text, n)
-    while pos < n:
-        pos = _skip_ws(text, pos)
-        if pos >= n:
+    def _problem(self, line: int, message: str, truncated: bool = False) -> None:
+        self.out.problems.append(LineProblem(self.name, line, message, truncated))
+
+    def block(self, data: bytes, last: bool) -> None:
+        """Read one block of whole lines (the last may lack its newline)."""
+        first_no = self.no
+        n_lines = data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
+        if not self.carry and self.fast and self.phase != "after":
+            data = self._fast(data, last)
+        if data or self.carry:
+            text = data.decode("utf-8", errors=self.errors)
+            if "\ufffd" in text and b"\xef\xbf\xbd" not in data:
+                bad = self.no + text.count("\n", 0, text.index("\ufffd"))
+                self._problem(bad, "bytes that are not UTF-8")
+            self._general(text, last)
+        self.no = first_no + n_lines
+
+    def _fast(self, data: bytes, last: bool) -> bytes:
+        """Read what the fast path takes of the block; return the rest, for the general reader,
+        with ``self.no`` moved to the line the rest starts on."""
+        head = b""
+        if self.phase == "head":
+            # Comments, blank lines and the history's opening bracket: cut where they end, and
+            # give the rest of that line to the fast path behind spaces.
+            text = data.decode("utf-8", errors=self.errors)
+            pos = skip_space(text, 0)
+            if pos >= len(text) or text.startswith("#_", pos):
+                return data  # nothing but head here, or a discard: the general reader's job
+            self.phase = "body"
+            if text[pos] in "[(":
+                self.closer = "]" if text[pos] == "[" else ")"
+                self.closer_no = self.no + text.count("\n", 0, pos)
+                pos += 1
+            b = len(text[:pos].encode("utf-8", errors=self.errors))
+            line_start = data.rfind(b"\n", 0, b) + 1
+            self.no += data.count(b"\n", 0, line_start)
+            head = b" " * (b - line_start)
+            data = data[b:]
+        main, rest = _split_trailer(data) if last else (data, b"")
+        if b"{" not in main:
+            return head + data  # no op map here: blank lines, comments, brackets
+        chunk = head + main
+        if not chunk.endswith(b"\n"):
+            chunk += b"\n"
+        found = ops_from_block(chunk, len(self.out.ops), op_from_edn)
+        if found is None:
+            return head + data
+        n = chunk.count(b"\n")
+        self.out.ops.extend(found)
+        self.out.lines.add_run(self.no, n)
+        self.last_no = self.no + n - 1
+        self.no += main.count(b"\n")
+        return rest
+
+    def _general(self, text: str, last: bool) -> None:
+        """Read the block's text form by form (after what a previous block cut off)."""
+        base_no = self.no
+        if self.carry:
+            base_no = self.carry_no
+            text = self.carry + text
+            self.carry = ""
+        pos = 0
+        n = len(text)
+        at_no, at_pos = base_no, 0  # a line number known at an offset, moved forward as read
+
+        def line(p: int) -> int:
+            nonlocal at_no, at_pos
+            at_no += text.count("\n", at_pos, p)
+            at_pos = p
+            return at_no
+
+        while True:
+            pos = skip_space(text, pos)
+            if pos >= n:
+                return
+            c = text[pos]
+            start = pos
+            if self.phase == "head" and not text.startswith("#_", pos):
+                self.phase = "body"
+                if c in "[(":
+                    self.closer = "]" if c == "[" else ")"
+                    self.closer_no = line(pos)
+                    pos += 1
+                continue
+            if self.phase == "body" and c in "])" and self.closer:
+                if c != self.closer:
+                    self._problem(line(pos), f"the history opened with the other bracket: {c}")
+                self.phase = "after"
+                pos += 1
+                continue
+            form: Any = _DISCARDED
+            flat = _flat_map_at(text, pos) if c == "{" else None
+            if flat is not None:
+                form, pos = flat
+            else:
+                try:
+                    if self.phase == "head":  # a discarded form before the history
+                        _, pos = read_form(text, pos + 2)
+                    else:
+                        form, pos = read_form(text, pos)
+                except EOFError:
+                    return  # only discarded forms were left
+                except EdnError as e:
+                    if e.incomplete and not last:
+                        self.carry = text[start:]
+                        self.carry_no = line(start)
+                        return
+                    at = line(start)
+                    # The writer died mid-form: the text ends inside it, or it went wrong on
+                    # a last line that has no newline (a keyword cut to ":").
+                    truncated = (
+                        last
+                        and not text.endswith("\n")
+                        and (e.incomplete or text.find("\n", e.pos) < 0)
+                    )
+                    bad_no = at + text.count("\n", start, max(start, e.pos))
+                    where = f", at line {bad_no}" if e.pos > start else ""
+                    self._problem(at, f"not EDN ({e}{where})", truncated)
+                    self.last_no = at
+                    m = _OP_START.search(text, start)
+                    pos = m.start() + 1 if m else n
+                    continue
+            if form is _DISCARDED:
+                continue
+            self.last_no = line(start)
+            if self.phase == "after":
+                self._problem(self.last_no, f"a form after the history's closing {self.closer}")
+            else:
+                self._add(form, self.last_no)
+
+    def finish(self, ends_cleanly: bool) -> History:
+        if self.closer and self.phase != "after":
+            self._problem(
+                max(1, self.last_no, self.closer_no),
+                f"history vector is not closed with {self.closer}",
+                not ends_cleanly,
+            )
+        return self.out
+
+
+_DISCARDED = object()
+
+
+def _split_trailer(data: bytes) -> tuple[bytes, bytes]:
+    """The last block split before its trailing lines that hold no op (blank lines, comments,
+    a closing bracket), and before a closing bracket at the end of the last op's line. Looks
+    at those lines only, from the end."""
+    cut = len(data)
+    line_end = cut - 1 if data.endswith(b"\n") else cut
+    while line_end >= 0:
+        line_start = data.rfind(b"\n", 0, line_end) + 1
+        line = data[line_start:line_end]
+        if not _TRAILER_LINE.match(line):
+            m = _CLOSER_AT_LINE_END.search(line)
+            if m is not None:
+                cut = line_start + m.start(1)
             break
-        if outer and text.startswith("]", pos):
-            outer = False
-            if text[pos + 1 :].strip(" \t\r\n,"):
-                problems.append(
-                    LineProblem(name, _line_of(text, pos), "text after the history vector's ]")
-                )
-            break
-        start = pos
-        try:
-            form, pos = read_form(text, pos)
-        except EOFError:
-            break
-        except EdnError as e:
-            at = _line_of(text, start)
-            truncated = e.pos >= n and not ends_cleanly and at == last_line
-            msg = f"not EDN ({e}, at line {_line_of(text, e.pos)})"
-            problems.append(LineProblem(name, at, msg, truncated))
-            pos = _next_op_start(text, start)
+        cut = line_start
+        line_end = line_start - 1
+    return data[:cut], data[cut:]
+
+
+def _read_chunks(
+    chunks: Iterable[bytes], name: str, errors: str = "replace", *, fast: bool = True
+) -> History:
+    """Read a history from byte chunks, a block of whole lines at a time (see the module)."""
+    stream = _Stream(name, fast=fast, errors=errors)
+    prev: bytes | None = None
+    pending: list[bytes] = []  # what came since the last newline, joined once one comes
+    for chunk in chunks:
+        cut = chunk.rfind(b"\n") + 1
+        if not cut:
+            pending.append(chunk)  # a line longer than a chunk: no quadratic re-copying
             continue
-        add(form, _line_of(text, start))
-    if outer:
-        problems.append(
-            LineProblem(name, last_line, "history vector is not closed with ]", not ends_cleanly)
-        )
-    return ops, problems
+        pending.append(chunk[:cut])
+        if prev is not None:
+            stream.block(prev, False)
+        prev = b"".join(pending)
+        pending = [chunk[cut:]]
+    final = (prev or b"") + b"".join(pending)
+    stream.block(final, True)
+    return stream.finish(final.endswith(b"\n") or not final)
+
+
+def read_history_lines(path: Path, *, fast: bool = True) -> History:
+    """Read a Jepsen ``history.edn`` (see the module) with the line of each op; bytes that are
+    not UTF-8 are reported, not raised."""
+    with open_input(path, MAX_INPUT_BYTES) as fh:
+        return _read_chunks(_file_chunks(fh), str(path), fast=fast)
 
 
 def read_history(path: Path) -> tuple[list[Op], list[LineProblem]]:
-    """Read a Jepsen ``history.edn``; bytes that are not UTF-8 are reported, not raised.
-
-    One-op-per-line files (what Jepsen writes) are read in blocks of lines, most of them at
-    JSON speed (:mod:`chaos.histories.edn_fast`); pretty-printed ones as a stream of forms.
-    """
-    name = str(path)
-    with open_input(path, MAX_INPUT_BYTES) as fh:
-        head = fh.read(_BLOCK)
-        if _one_op_per_line(head.decode("utf-8", errors="replace")):
-            return _read_line_blocks(_chain_chunks(head, fh), name)
-        data = head + fh.read()
-    text = data.decode("utf-8", errors="replace")
-    ops, problems = _read_forms(text, name)
-    if "\ufffd" in text and b"\xef\xbf\xbd" not in data:
-        bad = text.index("\ufffd")
-        problems.insert(0, LineProblem(name, _line_of(text, bad), "bytes that are not UTF-8"))
-    return ops, problems
+    """Read a Jepsen ``history.edn``: its ops and the problems found (see the module)."""
+    h = read_history_lines(path)
+    return h.ops, h.problems
 
 
-def _chain_chunks(head: bytes, fh: Any) -> Iterator[bytes]:
-    yield head
+def read_history_text(
+    text: str, name: str = "<edn>", *, fast: bool = True
+) -> tuple[list[Op], list[LineProblem]]:
+    """Read ops from EDN text (see the module). ``fast=False`` reads every form with the
+    general reader (what the tests compare the fast path against)."""
+    h = read_history_text_lines(text, name, fast=fast)
+    return h.ops, h.problems
+
+
+def read_history_text_lines(text: str, name: str = "<edn>", *, fast: bool = True) -> History:
+    """:func:`read_history_text` with the line of each op."""
+    data = text.encode("utf-8", errors="surrogatepass")
+    chunks = (data[i : i + _BLOCK] for i in range(0, len(data), _BLOCK))
+    return _read_chunks(chunks, name, errors="surrogatepass", fast=fast)
+
+
+def _file_chunks(fh: Any) -> Iterator[bytes]:
     while chunk := fh.read(_BLOCK):
         yield chunk
 

@@ -12,7 +12,7 @@ regexes that start with a literal, both of which run in C) and decoded by msgspe
 reader costs several microseconds of Python per token; these passes cost nanoseconds per byte.
 
 The rewrite is exact or it gives up: :func:`ops_from_block` returns ``None`` for any block it is
-not sure of (tags, sets, nested maps, characters, comments, symbols, ``42N``, odd spacing, a
+not sure of (tags, sets, lists, nested maps, characters, comments, symbols, ``42N``, odd spacing, a
 string escape JSON and EDN read differently, ...), and the caller reads that block with the
 general reader, which also gives each bad line its number. The tests check that both readers
 give the same ops wherever this one answers.
@@ -180,8 +180,8 @@ def _prechecked(block: bytes) -> tuple[bytes, list[bytes], int] | None:
         t = block
     if b"#" in t or b";" in t or b"\\" in t or b"\t" in t or b"\r" in t or b"null" in t:
         return None  # tags, sets, comments, characters, tabs: the general reader's job
-    if b"(" in t:
-        t = t.replace(b"(", b"[").replace(b")", b"]")
+    if b"(" in t or b")" in t:
+        return None  # lists: the general reader keeps them apart from vectors (EdnList)
     n = t.count(b"\n") + (not t.endswith(b"\n"))
     if t.count(b"{") != n or t.count(b"}") != n:
         return None  # nested maps, blank lines, or not one map per line

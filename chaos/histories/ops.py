@@ -7,6 +7,7 @@ a timeout, a crash, a partition). Checkers must treat ``info`` as "maybe".
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -221,6 +222,30 @@ def pair_index(history: list[Op]) -> dict[int, int]:
             if inv is not None:
                 pairs[inv] = pos
     return pairs
+
+
+def orphan_completions(history: Sequence[Op]) -> list[int]:
+    """Positions of client completions that no open invoke of their process precedes.
+
+    Such a completion says an op ran whose invocation the history does not hold: the history
+    lost ops (a line cut out, a merge gone wrong) or is not one process's sequence. Checkers
+    pairing by process (Jepsen's rule) would drop it silently; callers report it instead. The
+    nemesis is left out (its ops are not client ops).
+    """
+    open_processes: set[Any] = set()
+    orphans: list[int] = []
+    invoke = OpType.INVOKE
+    for pos, op in enumerate(history):
+        p = op.process
+        if p.__class__ is str and p == NEMESIS:
+            continue
+        if op.type is invoke:
+            open_processes.add(p)
+        elif p in open_processes:
+            open_processes.discard(p)
+        else:
+            orphans.append(pos)
+    return orphans
 
 
 class OpLike(Protocol):

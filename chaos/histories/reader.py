@@ -62,16 +62,19 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class LineProblem:
-    """A line a reader could not use. ``truncated`` marks an unterminated last line."""
+    """A line a reader could not use. ``truncated`` marks an unterminated last line; ``kind``
+    names the problem in its text ("bad line", "malformed history"); ``line`` 0: not known."""
 
     path: str
     line: int
     message: str
     truncated: bool = False
+    kind: str = "bad line"
 
     def __str__(self) -> str:
-        what = "truncated last line" if self.truncated else "bad line"
-        return f"{self.path}:{self.line}: {what}: {self.message}"
+        what = "truncated last line" if self.truncated else self.kind
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {what}: {self.message}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -172,6 +172,8 @@ def test_big_and_small_integers_are_one_number() -> None:
 
 def test_keywords_print_as_keywords() -> None:
     history = h(
+        (0, "invoke", "write", Keyword("y")),
+        (0, "ok", "write", Keyword("y")),
         (0, "invoke", "write", Keyword("x")),
         (0, "ok", "write", Keyword("x")),
         (1, "invoke", "read", None),
@@ -204,18 +206,27 @@ def test_pairs_without_a_telling_read_are_one_register() -> None:
     assert r.verdict is Verdict.INVALID and "on key [1 2]" in r.summary
 
 
-def test_a_read_invoked_as_k_nil_makes_tuples_independent() -> None:
+def test_keys_only_when_asked_and_a_note_when_the_history_looks_keyed() -> None:
     history = h(
         (0, "invoke", "write", [1, 5]),
         (0, "ok", "write", [1, 5]),
         (1, "invoke", "read", [2, None]),
         (1, "ok", "read", [2, None]),
     )
+    # Looks keyed (a read invoked as [k nil]), but not asked: one register of pairs, on which
+    # the read of [2 nil] is stale; the note says so and how to ask.
     parts, stats = prepare(history, models.cas_register())
-    assert stats["independent"] is True and len(parts) == 2
-    # --no-independent: one register of pairs, on which the read of [2 nil] is stale
+    assert stats["independent"] is False and len(parts) == 1
+    assert "--independent" in stats["note"]
+    r = check_linearizable(history, "cas-register")
+    assert r.verdict is Verdict.INVALID and "--independent" in r.stats["note"]
+    parts, stats = prepare(history, models.cas_register(), independent=True)
+    assert stats["independent"] is True and len(parts) == 2 and "note" not in stats
+    # --no-independent said: no note (the user has answered the question)
     r = check_linearizable(history, "cas-register", independent=False)
-    assert r.verdict is Verdict.INVALID
+    assert r.verdict is Verdict.INVALID and "note" not in r.stats
+    # a history that does not look keyed gets no note
+    assert "note" not in check_linearizable(PAIR_REGISTER, "cas-register").stats
     # a plain history declared independent is refused with the op that is not a pair
     r = check_linearizable(NIL_READ, "cas-register", independent=True)
     assert r.verdict is Verdict.UNKNOWN and "op 0" in r.summary

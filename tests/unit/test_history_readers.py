@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from chaos.checkers.offline import _jsonl_rows, load_any_history
@@ -216,6 +216,11 @@ def test_edn_malformed_line_reported_and_rest_read(history: list[Op], data: Any)
             ]
         )
     )
+    # "[" first opens the history's vector, a shape of its own (test_edn_reader.py); an open
+    # string runs on over lines (EDN strings may) to the next quote, which no reader can tell
+    # was not meant: only as the last line is its damage one line.
+    assume(not (at == 0 and bad.startswith("[")))
+    assume(not (bad.startswith('"') and at < len(lines)))
     lines.insert(at, bad)
     got, problems = edn.read_history_text("\n".join(lines) + "\n")
     assert [p.line for p in problems] == [at + 1]
@@ -243,10 +248,12 @@ def test_edn_syntax() -> None:
     assert v["a"] == [1, -2, 3, 1.5, 2000.0, 7.5, None, True, False]
     assert v["b"] == frozenset({1, (2, 3)})
     assert v["s\né"].tag == "inst" and v["s\né"] == '#inst "2020"'
-    assert v["c"] == math.inf and v["g"] == -math.inf and v["e"] == "a" and v["f"] == "ns/kw"
+    assert (
+        v["c"] == math.inf and v["g"] == -math.inf and v["e"] == edn.Char("a") and v["f"] == "ns/kw"
+    )
     assert isinstance(v["f"], edn.Keyword) and v["d"] == [1, 2]
     assert edn.dumps(edn.loads('#inst "2020"')) == '#inst "2020"'
-    for bad in ["{:a}", "[1 2", "(]", '"abc', ":", "01", "##Nope", "#{1} extra"]:
+    for bad in ["{:a}", "[1 2", "(]", '"abc', ":", "08", "##Nope", "#{1} extra"]:
         with pytest.raises(edn.EdnError):
             edn.loads(bad)
 
@@ -442,6 +449,15 @@ flat_atoms = st.sampled_from(
         '"\\q"',
         '"é"',
         "[1 2]",
+        "[1 [2 3]]",
+        "[nil,nil]",
+        "[ ]",
+        "[01]",
+        "[-0 5]",
+        "[1nil]",
+        "[[1] [2 nil]]",
+        "[[[1]]]",
+        "[123456789012345678901234567890 -7]",
         "nilx",
         ":é",
         "{}",
@@ -460,7 +476,18 @@ def test_edn_flat_map_fast_path_agrees_with_reader(pairs: list[tuple[str, str]],
     except edn.EdnError:
         assert fast is None
         return
-    assert fast is None or fast == slow
+    assert fast is None or (fast == slow and repr(fast) == repr(slow))
+
+
+def test_edn_flat_map_vectors_never_backtrack() -> None:
+    """A digit run is one item, never split: once 2**n ways to fail on "[111...1x]"."""
+    import time
+
+    t0 = time.perf_counter()
+    for n in (30, 3000):
+        assert edn._flat_map("{:a [" + "1" * n + "x]}") is None
+        assert edn._flat_map("{:a [" + "1 " * n + "[2 " * 2 + "x]]}") is None
+    assert time.perf_counter() - t0 < 5  # milliseconds; 2**30 steps would be hours
 
 
 @FUZZ
@@ -538,10 +565,7 @@ def edn_op_line(draw: st.DrawFn) -> str:
 
 
 def _general(lines: list[str]) -> tuple[list[Op], list[Any]]:
-    ops: list[Op] = []
-    problems: list[Any] = []
-    edn._read_lines(lines, 1, "t", ops, problems, 0)
-    return ops, problems
+    return edn.read_history_text("\n".join(lines) + "\n", "t", fast=False)
 
 
 @FUZZ
@@ -687,9 +711,11 @@ def test_edn_fast_block_on_written_jepsen_ops(rows: list[tuple[Any, ...]]) -> No
 # shaped rewrite, not the long way.
 JEPSEN_ORDER = (":type", ":f", ":value", ":time", ":process", ":index")
 shaped_values = st.sampled_from(
-    ["nil", "0", "-7", "1.5", "true", "false", "[1 2]", "[3 [4 nil]]", "[nil nil]", "[]", "(5 6)"]
+    ["nil", "0", "-7", "1.5", "true", "false", "[1 2]", "[3 [4 nil]]", "[nil nil]", "[]"]
 )
-odd_shaped_values = st.sampled_from([":kw", "[1 :x]", "[:a 1]", "+1", "1.", "x", "[1,2]", "1M"])
+odd_shaped_values = st.sampled_from(
+    [":kw", "[1 :x]", "[:a 1]", "+1", "1.", "x", "[1,2]", "1M", "(5 6)"]
+)
 shaped_fs = st.sampled_from([":read", ":cas", ":write", ":nil", ":f", ":a.b/c", ":type"])
 odd_shaped_fs = st.sampled_from(["7", "nil", ":a,", "[1]", "true"])
 

@@ -390,7 +390,10 @@ def test_command_reports_broken_lines_and_checks_the_rest(tmp_path: Path) -> Non
     assert "history.jsonl:4: bad line" in r.output
     assert "truncated last line" in r.output
     assert "Traceback" not in r.output
-    # A lost middle line makes "valid" unprovable: unknown, not valid.
+    # A lost middle line: a malformed history, refused (exit 3) unless --lenient, and then
+    # "valid" is unprovable: unknown, not valid.
+    assert r.exit_code == 3 and "--lenient" in r.output
+    r = _run([str(path), "--model", "total-queue", "--lenient"])
     assert r.exit_code == 2
     # Only a truncated tail (the writer died mid-line): the rest decides.
     path.write_text("\n".join(t for t in text if t != "{broken") + "\n" + '{"index": 99')
