@@ -81,12 +81,29 @@ class JsonlWriter:
                 self._fh.close()
 
 
+# what the orchestrator's tail reads of a run's events (chaos.core.live.MAX_EVENT_BYTES): the
+# raw files of a run cut short are read no further, whatever the code under test left there
+RAW_EVENTS_BYTES = 32 << 20
+
+
 def read_raw_events(folder: Path, origin: float) -> Loaded[Event]:
-    """The services' own event files (a run whose orchestrator died before merging them)."""
+    """The services' own event files (a run whose orchestrator died before merging them), up to
+    ``RAW_EVENTS_BYTES`` in all (by their sizes, before reading); a file past it is a problem."""
     records: list[Event] = []
     problems: list[LineProblem] = []
     fmt = raw_events(origin)
+    left = RAW_EVENTS_BYTES
     for path in sorted(folder.glob("*.jsonl")):
+        try:
+            size = path.lstat().st_size
+        except OSError:
+            continue
+        if size > left:
+            problems.append(
+                LineProblem(str(path), 1, f"not read: past {RAW_EVENTS_BYTES} bytes of events")
+            )
+            continue
+        left -= size
         loaded = read_records(path, fmt)
         records += loaded.records
         problems += loaded.problems

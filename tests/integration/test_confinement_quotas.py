@@ -8,7 +8,8 @@ clusters (side by side; the events flood, the longest, under ``-m slow``):
 - ``events``: every service process writes 1 GB of small, well-formed events;
 - ``storm``: with a task in hand, a helper on each node forks until the kernel refuses, then tries
   threads, timers, files, sockets and 20 MB of argv;
-- ``hostile/memory``: 4 GiB allocated in a node of 1 GiB.
+- ``hostile/memory``: 4 GiB allocated in a node of 1 GiB;
+- ``etcdfill``: 1 GiB of values written into etcd through its own client.
 
 Each must end bounded: at most each quota lands (the helper's own report, and what the host holds
 afterwards), the orchestrator's memory stays under 300 MB whatever the events, etcd and the broker
@@ -31,6 +32,7 @@ import pytest
 
 from chaos.cluster.docker.quota import MOUNT_PREFIX, Quotas
 from chaos.cluster.docker.reap import reap
+from chaos.workloads.systems.etcd import QUOTA_BACKEND_BYTES
 from tests.integration.conftest import REPO, chaos_bg, leftovers, run_dir_from
 from tests.integration.nemesis_support import wait_until
 
@@ -196,6 +198,20 @@ def test_a_memory_hog_is_ended_inside_the_services_group_and_etcd_keeps_working(
     # outside it, answered the final reads
     assert "error" not in final, final.get("error")
     assert final["record"]["error"] is None and final["stream"]["last_seq"] >= 1
+    _nothing_left(engine, run)
+
+
+def test_filling_etcd_meets_etcds_own_quota_and_the_run_is_not_valid(
+    tmp_path: Path, engine: docker.DockerClient
+) -> None:
+    # tests/fixtures/redteam/etcdfill: 1 MiB values into etcd until it refuses (1 GiB attempted)
+    _, code, run, out, _, _ = _run("etcdfill", tmp_path)
+    (report,) = [json.loads(p.read_text()) for p in (run / "live" / "claims").glob("redteam-*")]
+    assert "database space exceeded" in report["why"], report
+    assert report["written_mib"] <= QUOTA_BACKEND_BYTES >> 20, report
+    final = json.loads((run / "final.json").read_text())
+    assert "error" not in final and "over_quota" not in final, final  # etcd up, /data not full
+    assert code in (1, 2), out  # the lab's writes, or chaos's end marker, were refused
     _nothing_left(engine, run)
 
 

@@ -284,3 +284,16 @@ def test_chaos_run_refuses_a_protocol_that_is_a_fifo_or_a_device(tmp_path: Path)
         )  # fmt: skip
         assert p.returncode == 3, p.stdout + p.stderr
         assert "not a regular file" in p.stderr and not (tmp_path / "store").exists()
+
+
+def test_a_cut_short_runs_raw_events_are_read_up_to_the_tails_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chaos.histories import jsonl
+
+    monkeypatch.setattr(jsonl, "RAW_EVENTS_BYTES", 20_000)
+    _events(tmp_path, "a.jsonl", 100)  # about 8 KB
+    _events(tmp_path, "b.jsonl", 300)  # about 24 KB: past what is left
+    loaded = jsonl.read_raw_events(tmp_path / "events", 0.0)
+    assert len(loaded.records) == 100
+    assert [p.message for p in loaded.problems] == ["not read: past 20000 bytes of events"]

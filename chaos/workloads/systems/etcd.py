@@ -18,7 +18,7 @@ def endpoints(ctx: RunContext) -> list[str]:
     return [f"{ctx.cluster.address(n)}:{CLIENT_PORT}" for n in ctx.cluster.nodes]
 
 
-QUOTA_BACKEND_BYTES = 256 << 20
+QUOTA_BACKEND_BYTES = 128 << 20
 
 
 def process(ctx: RunContext, node: str) -> ProcessSpec:
@@ -47,7 +47,8 @@ def process(ctx: RunContext, node: str) -> ProcessSpec:
             "--election-timeout", "1000",
             "--log-level", "warn",
             # the code under test has an etcd client: writing past this is refused by etcd's
-            # own alarm (NOSPACE), well before the node's /data (512 MiB, a tmpfs) is full
+            # own alarm (NOSPACE) before the node's /data (512 MiB, a tmpfs) is full with the
+            # database and its write-ahead log (as much again, in 64 MB files)
             "--quota-backend-bytes", str(QUOTA_BACKEND_BYTES),
         ],
     )  # fmt: skip
