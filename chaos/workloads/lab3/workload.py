@@ -20,7 +20,7 @@ from chaos.histories.store import StoredRun
 from chaos.workloads import solutions
 from chaos.workloads.lab3 import broker, checkers, keys, lab_report, points
 from chaos.workloads.lab3.report import LabReportSection
-from chaos.workloads.systems import etcd, etcd_record, nats
+from chaos.workloads.systems import etcd, etcd_proxy, etcd_record, nats
 from chaos.workloads.systems.roles import system_role
 
 API_PORT = 8080
@@ -105,15 +105,9 @@ class Lab3:
             "CHAOS_NODE": node,
             "CHAOS_LIVE": "/chaos",
             "CHAOS_SOLUTION": sol,
-            # the local member first: a service talks to its own node's etcd, as in production
-            "CHAOS_ETCD": ",".join(
-                [f"127.0.0.1:{etcd.CLIENT_PORT}"]
-                + [
-                    e
-                    for n, e in zip(ctx.cluster.nodes, etcd.endpoints(ctx), strict=True)
-                    if n != node
-                ]
-            ),
+            # its own node's proxy and nothing else: the proxy's journal names this node as the
+            # author of every write that passes (chaos.workloads.systems.etcd_proxy)
+            "CHAOS_ETCD": etcd_proxy.service_endpoint(),
             "CHAOS_NATS": nats.url(ctx),
             "CHAOS_API_PORT": str(API_PORT),
             "CHAOS_WORK_SECONDS": str(ctx.spec.work_seconds),
@@ -306,6 +300,8 @@ class Lab3:
             )
         finally:
             c.close()
+        # after the final reads: every write the services made has passed their proxies
+        journal = etcd_proxy.collect(ctx)
         state: dict[str, Any] = {
             "counter": int(counter) if counter is not None else None,
             "tasks": tasks,
@@ -313,6 +309,7 @@ class Lab3:
             "dedup": dedup,
             "outbox": {"pending": pending, "published": published},
             "record": record,
+            "journal": journal,
         }
         try:
             state.update(broker.read_broker(nats.url(ctx)))

@@ -9,6 +9,7 @@ import etcd3
 
 from chaos.core.context import RunContext
 from chaos.core.supervisor import ProcessSpec
+from chaos.workloads.systems import etcd_proxy
 
 CLIENT_PORT = 2379
 PEER_PORT = 2380
@@ -60,8 +61,17 @@ def member_client(ctx: RunContext, node: str, timeout: float = 2.0) -> Any:
 
 
 def deploy(ctx: RunContext, wait: float = 30.0) -> None:
+    """Start the members, and in front of each its node's author-journal proxy (the only way
+    the node's services reach etcd, see chaos.workloads.systems.etcd_proxy); return when the
+    cluster answers and every proxy listens."""
     for node in ctx.cluster.nodes:
         ctx.supervisor.start_process(process(ctx, node))
+    etcd_proxy.start(ctx, CLIENT_PORT)
+    _wait_healthy(ctx, wait)
+    etcd_proxy.wait_listening(ctx.cluster, wait)
+
+
+def _wait_healthy(ctx: RunContext, wait: float) -> None:
     deadline = time.monotonic() + wait
     last: Exception | None = None
     while time.monotonic() < deadline:

@@ -1,0 +1,180 @@
+"""Each node's author journal: a root-owned etcd proxy, the firewall that makes it the only way
+in, and the journal's collection (the proxy itself is chaos.node.etcd_proxy).
+
+Why: a checker must know which node wrote each revision, and the services' own reports (``txn``
+events) are the code under test's word. So the lab services of a node get only
+``127.0.0.1:PORT`` — their node's proxy, which listens on loopback only, so no other node's
+service can reach it — and an OUTPUT rule in the node's network namespace rejects every TCP
+connection of the service user (uid 65534) to etcd's client and peer ports on any address. The
+proxy and etcd run as the node's root, which the rule does not touch; the orchestrator reaches
+etcd from the host, outside the namespace. The rule lives in ``OUTPUT`` itself, not in the run's
+partition chain, so no heal ever flushes it; it is installed before any service starts and goes
+with the node.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from chaos.cluster.base import Cluster, ExecResult
+from chaos.core.context import RunContext
+from chaos.core.supervisor import ProcessSpec
+
+PORT = 2479
+STATE = "/var/lib/chaos-etcd-proxy"
+JOURNAL = f"{STATE}/journal.jsonl"
+CONTROL = f"{STATE}/control"
+NAME = "etcd-proxy"
+SERVICE_UID = 65534  # `nobody`, the user the lab services run as (chaos.cluster.docker.cluster)
+ETCD_PORTS = (2379, 2380)
+# a journal past this is cut when collected (and says so)
+MAX_JOURNAL = 32 << 20  # what the Docker backend's get_file returns at most
+
+
+class GuardError(RuntimeError):
+    """The firewall rule that keeps the service user off etcd could not be installed."""
+
+
+def service_endpoint() -> str:
+    """What a node's lab services get as ``CHAOS_ETCD``: their own node's proxy, and only it."""
+    return f"127.0.0.1:{PORT}"
+
+
+def process(ctx: RunContext, node: str, upstream_port: int) -> ProcessSpec:
+    return ProcessSpec(
+        node=node,
+        name=NAME,
+        role=NAME,
+        infrastructure=True,
+        argv=[
+            "python3", "-m", "chaos.node.etcd_proxy",
+            "--listen", service_endpoint(),
+            "--upstream", f"127.0.0.1:{upstream_port}",
+            "--node", node,
+            "--state", STATE,
+        ],
+    )  # fmt: skip
+
+
+def guard_rule(uid: int = SERVICE_UID) -> list[str]:
+    """The OUTPUT rule (after ``-I OUTPUT 1``/``-C OUTPUT``) that rejects the service user's TCP
+    connections to etcd's ports on every address."""
+    return [
+        "-p", "tcp", "-m", "owner", "--uid-owner", str(uid),
+        "-m", "multiport", "--dports", ",".join(str(p) for p in ETCD_PORTS),
+        "-j", "REJECT", "--reject-with", "tcp-reset",
+    ]  # fmt: skip
+
+
+def _guard_one(cluster: Cluster, node: str) -> None:
+    for tool in ("iptables", "ip6tables"):
+        rule = guard_rule()
+        check = cluster.net_exec(node, [tool, "-w", "5", "-C", "OUTPUT", *rule])
+        if check.ok:
+            continue
+        r: ExecResult = cluster.net_exec(node, [tool, "-w", "5", "-I", "OUTPUT", "1", *rule])
+        if r.ok:
+            continue
+        if tool == "ip6tables" and _ipv6_off(cluster, node):
+            continue  # no IPv6 in the node: nothing to guard there
+        raise GuardError(f"{node}: {tool} -I OUTPUT {' '.join(rule)}: {r.output.strip()}")
+
+
+def _ipv6_off(cluster: Cluster, node: str) -> bool:
+    r = cluster.net_exec(node, ["cat", "/proc/sys/net/ipv6/conf/all/disable_ipv6"])
+    return r.ok and r.output.strip() == "1"
+
+
+def install_guard(cluster: Cluster) -> None:
+    """Reject the service user's connections to etcd's ports in every node (idempotent)."""
+    with ThreadPoolExecutor(max_workers=len(cluster.nodes) or 1) as pool:
+        for f in [pool.submit(_guard_one, cluster, n) for n in cluster.nodes]:
+            f.result()
+
+
+_WAIT = (
+    "import socket,sys,time\n"
+    "end=time.monotonic()+float(sys.argv[2])\n"
+    "while True:\n"
+    "    try:\n"
+    "        socket.create_connection(('127.0.0.1',int(sys.argv[1])),0.5).close(); break\n"
+    "    except OSError:\n"
+    "        if time.monotonic()>end: sys.exit(1)\n"
+    "        time.sleep(0.02)\n"
+)
+
+
+def wait_listening(cluster: Cluster, wait: float = 20.0) -> None:
+    """Wait until every node's proxy accepts connections (probed from inside the node's network
+    namespace with the host's Python: the proxy listens on loopback only)."""
+
+    def one(node: str) -> None:
+        r = cluster.net_exec(node, [sys.executable, "-c", _WAIT, str(PORT), str(wait)])
+        if not r.ok:
+            raise RuntimeError(f"the etcd proxy on {node} did not listen within {wait:g} s; "
+                               f"see logs/{node}/{NAME}.log")  # fmt: skip
+
+    with ThreadPoolExecutor(max_workers=len(cluster.nodes) or 1) as pool:
+        for f in [pool.submit(one, n) for n in cluster.nodes]:
+            f.result()
+
+
+def start(ctx: RunContext, upstream_port: int) -> None:
+    """Guard every node, then start its proxy (the caller waits with ``wait_listening``)."""
+    install_guard(ctx.cluster)
+    for node in ctx.cluster.nodes:
+        ctx.supervisor.start_process(process(ctx, node, upstream_port))
+
+
+def arm_txn_error(ctx: RunContext, node: str, prefixes: list[str]) -> str:
+    """Make ``node``'s proxy fail the next transaction that writes under ``prefixes`` (once);
+    returns the arming's generation, which the journal names when it fires."""
+    gen = secrets.token_hex(8)
+    data = json.dumps({"gen": gen, "keys": prefixes}).encode()
+    ctx.cluster.put_file(node, f"{CONTROL}/txn-error", data)
+    return gen
+
+
+def disarm_txn_error(ctx: RunContext, node: str) -> None:
+    ctx.cluster.put_file(node, f"{CONTROL}/txn-error", b"{}")
+
+
+def collect(ctx: RunContext) -> dict[str, Any]:
+    """Every node's journal, as ``{"source": "etcd-proxy", "entries": [...], "problems": [...],
+    "nodes": {node: count}}``: entries in each node's order; what could not be read is named."""
+    out: dict[str, Any] = {"source": "etcd-proxy", "entries": [], "problems": [], "nodes": {}}
+
+    def one(node: str) -> tuple[str, bytes | None]:
+        try:
+            return node, ctx.cluster.get_file(node, JOURNAL)
+        except Exception as e:  # a node gone: said below
+            out["problems"].append(f"{node}: {type(e).__name__}: {e}")
+            return node, None
+
+    with ThreadPoolExecutor(max_workers=len(ctx.cluster.nodes) or 1) as pool:
+        got = list(pool.map(one, ctx.cluster.nodes))
+    for node, raw in got:
+        if raw is None:
+            out["problems"].append(f"{node}: no journal")
+            continue
+        if len(raw) >= MAX_JOURNAL:
+            out["problems"].append(f"{node}: journal cut at {MAX_JOURNAL} bytes")
+            raw = raw[:MAX_JOURNAL]
+        n = 0
+        for i, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), 1):
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                out["problems"].append(f"{node}: journal line {i} is not JSON")
+                continue
+            if not isinstance(rec, dict) or rec.get("node") != node:
+                out["problems"].append(f"{node}: journal line {i} names another node")
+                continue
+            out["entries"].append(rec)
+            n += 1
+        out["nodes"][node] = n
+    return out
