@@ -174,6 +174,10 @@ def collect(ctx: RunContext) -> dict[str, Any]:
             if not isinstance(rec, dict) or rec.get("node") != node:
                 out["problems"].append(f"{node}: journal line {i} names another node")
                 continue
+            mono = rec.get("mono")
+            if isinstance(mono, int | float):
+                # on the run's clock, as ops and events are (containers share CLOCK_MONOTONIC)
+                rec["time"] = round(float(mono) - ctx.origin, 6)
             out["entries"].append(rec)
             n += 1
         out["nodes"][node] = n
