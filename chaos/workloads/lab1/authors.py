@@ -250,6 +250,17 @@ def lease_authors(
         else [],
         key=lambda v: int(v["rev"]),
     )
+    # the journal is collected after the final reads: a lock write it holds past the last
+    # version read (a holder resumed by the final heal) is judged too
+    last = int(versions[-1]["rev"]) if versions else 0
+    late = sorted(
+        (w for w in journal.writes if w.wrote and w.revision and w.revision > last),
+        key=lambda w: w.revision or 0,
+    )
+    for w in late:
+        value = w.value_of(lock_key)
+        if isinstance(value, Mapping):
+            versions.append({**value, "rev": w.revision})
     judge = _Judge(Authors(journal), lock_key)
     lock_ok = judge.lock_versions(versions)
     judge.lock_deletes(journal.writes)
