@@ -126,8 +126,14 @@ def wait_listening(cluster: Cluster, wait: float = 20.0) -> None:
 def start(ctx: RunContext, upstream_port: int) -> None:
     """Guard every node, then start its proxy (the caller waits with ``wait_listening``)."""
     install_guard(ctx.cluster)
-    for node in ctx.cluster.nodes:
-        ctx.supervisor.start_process(process(ctx, node, upstream_port))
+    # side by side: each start waits for its pid file, and bring-up should not pay that N times
+    with ThreadPoolExecutor(max_workers=len(ctx.cluster.nodes) or 1) as pool:
+        started = [
+            pool.submit(ctx.supervisor.start_process, process(ctx, n, upstream_port))
+            for n in ctx.cluster.nodes
+        ]
+        for f in started:
+            f.result()
 
 
 def arm_txn_error(ctx: RunContext, node: str, prefixes: list[str]) -> str:
