@@ -20,8 +20,9 @@ node whose service sent each write, whatever the service itself reports.
 
 Fault injection: a root-only control file ``<state>/control/txn-error`` (``{"gen": "...",
 "keys": ["/lab3/results/", ...]}``) makes the proxy fail the next ``KV/Txn`` that would write a
-key under one of ``keys`` with UNAVAILABLE, without forwarding it, and journal it as
-``"outcome": "injected"`` with the arming's generation: the firing is the proxy's word.
+key under one of ``keys`` with UNAVAILABLE (what a client sees when etcd is unreachable), without
+forwarding it; it journals it as ``"outcome": "injected"`` with the arming's generation and
+writes ``control/fired-<gen>``: the firing is the proxy's word, not the service's.
 
 Runs on the nodes, as root: standard library, ``grpc`` and ``etcd3``'s generated messages only.
 """
@@ -184,10 +185,16 @@ def _txn_keys(request: bytes) -> list[str]:
 
 
 class Injector:
-    """The orchestrator's armed ``txn-error`` (a root-only file): fires once per generation."""
+    """The orchestrator's armed ``txn-error`` (a root-only file): fires once per generation, and
+    says so in ``fired-<gen>`` beside it (root-only too) for the orchestrator to find."""
 
-    def __init__(self, control: Path) -> None:
+    def __init__(self, control: Path, node: str, claims: Path | None = None) -> None:
+        self._control = control
         self._file = control / INJECT_FILE
+        self._node = node
+        # a root-only folder every node's proxy sees (the run's live folder): an arming for all
+        # nodes is claimed there with O_EXCL, so exactly one proxy of the cluster fires it
+        self._claims = claims
         self._fired: set[str] = set()
         self._lock = threading.Lock()
 
@@ -208,9 +215,22 @@ class Injector:
         if prefixes and not any(k.startswith(p) for k in written for p in prefixes):
             return None
         with self._lock:
-            if gen in self._fired:
+            if not gen or gen in self._fired or "/" in gen:
                 return None
             self._fired.add(gen)
+        note = json.dumps({"node": self._node, "gen": gen, "mono": time.monotonic(),
+                           "wall": time.time(), "keys": written})  # fmt: skip
+        if self._claims is not None:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+            try:
+                fd = os.open(self._claims / gen, flags, 0o600)
+            except OSError:
+                return None  # another node's proxy fired this arming
+            with os.fdopen(fd, "w") as fh:
+                fh.write(note)
+        tmp = self._control / f".fired-{gen}.tmp"
+        tmp.write_text(note)
+        os.replace(tmp, self._control / f"fired-{gen}")
         return gen
 
 
@@ -311,7 +331,7 @@ class Forwarder(grpc.GenericRpcHandler):
         return handle
 
 
-def serve(listen: str, upstream: str, node: str, state: Path) -> None:
+def serve(listen: str, upstream: str, node: str, state: Path, claims: Path | None) -> None:
     control = state / "control"
     control.mkdir(parents=True, exist_ok=True)
     os.chmod(state, 0o700)
@@ -322,7 +342,7 @@ def serve(listen: str, upstream: str, node: str, state: Path) -> None:
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=256, thread_name_prefix="fwd"), options=unlimited
     )
-    server.add_generic_rpc_handlers((Forwarder(channel, journal, Injector(control)),))
+    server.add_generic_rpc_handlers((Forwarder(channel, journal, Injector(control, node, claims)),))
     if server.add_insecure_port(listen) == 0:
         raise SystemExit(f"etcd proxy: cannot listen on {listen}")
     server.start()
@@ -336,9 +356,10 @@ def main() -> None:
     p.add_argument("--upstream", required=True)
     p.add_argument("--node", required=True)
     p.add_argument("--state", required=True, type=Path)
+    p.add_argument("--claims", type=Path, default=None)
     a = p.parse_args()
     os.umask(0o077)
-    serve(a.listen, a.upstream, a.node, a.state)
+    serve(a.listen, a.upstream, a.node, a.state, a.claims)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ def solution_path(solution: str) -> Path:
 
 class Lab3:
     """lab3 as a workload. Capabilities: SolutionMounts, FaultPoints (the seed's three scenarios),
-    HoldPoints, PauseTarget (the busy worker), RoleResolver (the systems' roles), Scenarios, Gradable."""
+    HostFaultPoints (txn-error-*, fired by the nodes' etcd proxies), HoldPoints, PauseTarget (the busy worker), RoleResolver (the systems' roles), Scenarios, Gradable."""
 
     name = "lab3"
     # chaos grade: the default matrix, and the shipped solutions graded as control rows
@@ -53,6 +53,7 @@ class Lab3:
         "ack-on-redelivery": "buggy",
     }
     fault_points = points.FAULT_POINTS
+    host_points = points.HOST_POINTS
     hold_points = points.HOLD_POINTS
     # TxnPoints: every transaction of these solution functions is a hold point
     txn_functions: dict[str, str] = {"create": "api", "complete": "worker"}
@@ -64,6 +65,16 @@ class Lab3:
 
     def pause_target(self, ctx: RunContext) -> Target | None:
         return busy_worker(ctx)
+
+    # HostFaultPoints: txn-error-* are fired by the nodes' etcd proxies, confirmed by them
+    def arm_host_point(self, ctx: RunContext, point: str) -> str:
+        return etcd_proxy.arm_txn_error(ctx, list(points.HOST_POINTS[point]))
+
+    def host_point_fired(self, ctx: RunContext, point: str, gen: str) -> list[dict[str, Any]]:
+        return etcd_proxy.txn_error_fired(ctx, gen)
+
+    def disarm_host_point(self, ctx: RunContext, point: str) -> None:
+        etcd_proxy.disarm_txn_error(ctx)
 
     def resolve_role(self, ctx: RunContext, role: str) -> list[Target] | None:
         return system_role(ctx, role)

@@ -15,14 +15,16 @@ with the node.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from chaos.cluster.base import Cluster, ExecResult
+from chaos.cluster.base import Cluster, ExecResult, SharedLive
 from chaos.core.context import RunContext
 from chaos.core.supervisor import ProcessSpec
+from chaos.histories.files import read_regular
 
 PORT = 2479
 STATE = "/var/lib/chaos-etcd-proxy"
@@ -44,7 +46,18 @@ def service_endpoint() -> str:
     return f"127.0.0.1:{PORT}"
 
 
+CLAIMS = "proxy-claims"  # in the run's live folder: root's, 0700
+
+
+def _claims(ctx: RunContext) -> str | None:
+    """Where the nodes' proxies see the shared claims folder, when the nodes share the live one."""
+    if isinstance(ctx.cluster, SharedLive):
+        return f"{ctx.cluster.live_path()}/{CLAIMS}"
+    return None
+
+
 def process(ctx: RunContext, node: str, upstream_port: int) -> ProcessSpec:
+    claims = _claims(ctx)
     return ProcessSpec(
         node=node,
         name=NAME,
@@ -56,6 +69,7 @@ def process(ctx: RunContext, node: str, upstream_port: int) -> ProcessSpec:
             "--upstream", f"127.0.0.1:{upstream_port}",
             "--node", node,
             "--state", STATE,
+            *(["--claims", claims] if claims else []),
         ],
     )  # fmt: skip
 
@@ -126,6 +140,9 @@ def wait_listening(cluster: Cluster, wait: float = 20.0) -> None:
 def start(ctx: RunContext, upstream_port: int) -> None:
     """Guard every node, then start its proxy (the caller waits with ``wait_listening``)."""
     install_guard(ctx.cluster)
+    if _claims(ctx) is not None:
+        (ctx.live / CLAIMS).mkdir(mode=0o700, exist_ok=True)
+        os.chmod(ctx.live / CLAIMS, 0o700)  # the service user must not see or pre-empt a claim
     # side by side: each start waits for its pid file, and bring-up should not pay that N times
     with ThreadPoolExecutor(max_workers=len(ctx.cluster.nodes) or 1) as pool:
         started = [
@@ -136,17 +153,61 @@ def start(ctx: RunContext, upstream_port: int) -> None:
             f.result()
 
 
-def arm_txn_error(ctx: RunContext, node: str, prefixes: list[str]) -> str:
-    """Make ``node``'s proxy fail the next transaction that writes under ``prefixes`` (once);
-    returns the arming's generation, which the journal names when it fires."""
+def _each(cluster: Cluster, fn: Any) -> list[Any]:
+    with ThreadPoolExecutor(max_workers=len(cluster.nodes) or 1) as pool:
+        return list(pool.map(fn, cluster.nodes))
+
+
+def arm_txn_error(ctx: RunContext, prefixes: list[str]) -> str:
+    """Make the nodes' proxies fail the next transaction that writes a key under ``prefixes``:
+    once in the cluster where the nodes share the live folder (the first proxy to claim the
+    arming there), else once per node until ``disarm_txn_error``; returns the generation."""
     gen = secrets.token_hex(8)
     data = json.dumps({"gen": gen, "keys": prefixes}).encode()
-    ctx.cluster.put_file(node, f"{CONTROL}/txn-error", data)
+    _each(ctx.cluster, lambda n: ctx.cluster.put_file(n, f"{CONTROL}/txn-error", data))
     return gen
 
 
-def disarm_txn_error(ctx: RunContext, node: str) -> None:
-    ctx.cluster.put_file(node, f"{CONTROL}/txn-error", b"{}")
+def disarm_txn_error(ctx: RunContext) -> None:
+    _each(ctx.cluster, lambda n: ctx.cluster.put_file(n, f"{CONTROL}/txn-error", b"{}"))
+
+
+def txn_error_fired(ctx: RunContext, gen: str) -> list[dict[str, Any]]:
+    """Where an arming fired: the proxy's own note (node, run time, the keys of the transaction
+    it failed), from the shared claims folder or each node's root-only control folder."""
+    if _claims(ctx) is not None:
+        try:
+            raws = [read_regular(ctx.live / CLAIMS / gen, 1 << 16)]
+        except OSError:
+            return []
+        return [n for n in (_note(ctx, r, gen) for r in raws) if n is not None]
+    out = []
+    for node, raw in zip(
+        ctx.cluster.nodes,
+        _each(ctx.cluster, lambda n: ctx.cluster.get_file(n, f"{CONTROL}/fired-{gen}")),
+        strict=True,
+    ):
+        note = _note(ctx, raw, gen) if raw is not None else None
+        if note is not None and note["node"] == node:
+            out.append(note)
+    return out
+
+
+def _note(ctx: RunContext, raw: bytes, gen: str) -> dict[str, Any] | None:
+    try:
+        note = json.loads(raw)
+    except ValueError:
+        return None
+    if (
+        not isinstance(note, dict)
+        or note.get("gen") != gen
+        or not isinstance(note.get("node"), str)
+    ):
+        return None
+    mono = note.get("mono")
+    at = round(float(mono) - ctx.origin, 3) if isinstance(mono, int | float) else None
+    keys = note.get("keys")
+    return {"node": note["node"], "time": at, "keys": keys if isinstance(keys, list) else []}
 
 
 def collect(ctx: RunContext) -> dict[str, Any]:
