@@ -61,6 +61,13 @@ def _ident(v: Mapping[str, Any]) -> tuple[Any, Any, Any]:
     return (v.get("locked_by"), v.get("locked_at"), v.get("token"))
 
 
+def _said(op: str) -> str:
+    return {
+        "renewal": "a renewal: lock_until moved later",
+        "release": "a release: lock_until moved earlier",
+    }.get(op, op)
+
+
 def _cite(a: Author) -> dict[str, Any]:
     return {**a.write.cite(), "matched_by": a.how}
 
@@ -143,7 +150,8 @@ class _Judge:
                 theirs = mine.name() if mine is not None else "no grant of its own"
                 self.add(
                     "lease-op-by-other",
-                    f"a {op} by a replica that does not hold the grant it touches: {a.node} "
+                    f"a lease operation ({_said(op)}) by a replica that does not hold the grant "
+                    f"it touches: {a.node} "
                     f"wrote the lock record at rev {rev} over {touched.name()}; {a.node} held "
                     f"{theirs}",
                     operation=op,
