@@ -5,7 +5,8 @@ same run without it, interleaved in one sitting; prints the figures in docs/benc
     python bench/bench_proxy.py [--rounds 4] [--before COMMIT] [--labs lab3,lab1]
 
 ``--before`` is a commit without the proxy (default: the parent of the commit that added
-chaos/node/etcd_proxy.py). It is checked out into a temporary git worktree; each round runs
+chaos/node/etcd_proxy.py). Its ``chaos`` package is exported into a temporary folder (``git
+archive``: the repository's worktrees are left alone); each round runs
 ``chaos run LAB --nemesis pause`` once from there and once from this checkout, alternately, so
 that the load of a shared machine hits both alike. Bring-up is the run's own ``bring_up`` phase
 (spec.json → timings): containers, etcd, the proxies and their rules, the broker, the services.
@@ -63,21 +64,21 @@ def main() -> None:
     labs = [x for x in args.labs.split(",") if x]
     with tempfile.TemporaryDirectory() as tmp:
         old = Path(tmp) / "before"
-        _git("worktree", "add", "--detach", str(old), before)
-        try:
-            rows: dict[tuple[str, str], list[dict[str, float]]] = {}
-            for r in range(args.rounds):
-                for lab in labs:
-                    order = [("with", REPO), ("without", old)]
-                    if r % 2:
-                        order.reverse()  # neither side always goes first
-                    for side, checkout in order:
-                        t = one(checkout, lab, 200 + r, Path(tmp) / side)
-                        rows.setdefault((lab, side), []).append(t)
-                        print(f"round {r + 1} {lab} {side:7} bring-up {t['bring_up']:.2f} s",
-                              flush=True)  # fmt: skip
-        finally:
-            _git("worktree", "remove", "--force", str(old))
+        old.mkdir()
+        archive = subprocess.run(["git", "archive", before, "chaos"], cwd=REPO,
+                                 capture_output=True, check=True).stdout  # fmt: skip
+        subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+        rows: dict[tuple[str, str], list[dict[str, float]]] = {}
+        for r in range(args.rounds):
+            for lab in labs:
+                order = [("with", REPO), ("without", old)]
+                if r % 2:
+                    order.reverse()  # neither side always goes first
+                for side, checkout in order:
+                    t = one(checkout, lab, 200 + r, Path(tmp) / side)
+                    rows.setdefault((lab, side), []).append(t)
+                    print(f"round {r + 1} {lab} {side:7} bring-up {t['bring_up']:.2f} s",
+                          flush=True)  # fmt: skip
     print(
         f"\nbring-up, median of {args.rounds} interleaved rounds (seconds); without = {before[:9]}"
     )
