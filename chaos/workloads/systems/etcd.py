@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import etcd3
@@ -63,10 +64,17 @@ def member_client(ctx: RunContext, node: str, timeout: float = 2.0) -> Any:
 def deploy(ctx: RunContext, wait: float = 30.0) -> None:
     """Start the members, and in front of each its node's author-journal proxy (the only way
     the node's services reach etcd, see chaos.workloads.systems.etcd_proxy); return when the
-    cluster answers and every proxy listens."""
-    for node in ctx.cluster.nodes:
-        ctx.supervisor.start_process(process(ctx, node))
+    cluster answers and every proxy listens.
+
+    The proxies start first (a Python process takes longer to start than etcd takes to elect) and
+    every node's processes start side by side: each start waits for its pid file."""
     etcd_proxy.start(ctx, CLIENT_PORT)
+    with ThreadPoolExecutor(max_workers=len(ctx.cluster.nodes) or 1) as pool:
+        started = [
+            pool.submit(ctx.supervisor.start_process, process(ctx, n)) for n in ctx.cluster.nodes
+        ]
+        for f in started:
+            f.result()
     _wait_healthy(ctx, wait)
     etcd_proxy.wait_listening(ctx.cluster, wait)
 

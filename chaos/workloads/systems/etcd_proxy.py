@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -85,22 +85,18 @@ def guard_rule(uid: int = SERVICE_UID) -> list[str]:
 
 
 def _guard_one(cluster: Cluster, node: str) -> None:
-    for tool in ("iptables", "ip6tables"):
-        rule = guard_rule()
-        check = cluster.net_exec(node, [tool, "-w", "5", "-C", "OUTPUT", *rule])
-        if check.ok:
-            continue
-        r: ExecResult = cluster.net_exec(node, [tool, "-w", "5", "-I", "OUTPUT", "1", *rule])
-        if r.ok:
-            continue
-        if tool == "ip6tables" and _ipv6_off(cluster, node):
-            continue  # no IPv6 in the node: nothing to guard there
-        raise GuardError(f"{node}: {tool} -I OUTPUT {' '.join(rule)}: {r.output.strip()}")
-
-
-def _ipv6_off(cluster: Cluster, node: str) -> bool:
-    r = cluster.net_exec(node, ["cat", "/proc/sys/net/ipv6/conf/all/disable_ipv6"])
-    return r.ok and r.output.strip() == "1"
+    # one command per node (a shell in the node's namespace, the host's tools): bring-up pays
+    # for process starts, not for rules
+    rule = " ".join(guard_rule())
+    script = (
+        f"iptables -w 5 -C OUTPUT {rule} 2>/dev/null || iptables -w 5 -I OUTPUT 1 {rule} || exit 1; "
+        f"ip6tables -w 5 -C OUTPUT {rule} 2>/dev/null || ip6tables -w 5 -I OUTPUT 1 {rule} "
+        '|| [ "$(cat /proc/sys/net/ipv6/conf/all/disable_ipv6 2>/dev/null)" = 1 ] || exit 2'
+    )
+    r: ExecResult = cluster.net_exec(node, ["sh", "-c", script])
+    if not r.ok:
+        tool = "ip6tables" if r.exit_code == 2 else "iptables"
+        raise GuardError(f"{node}: {tool} -I OUTPUT 1 {rule}: {r.output.strip()}")
 
 
 def install_guard(cluster: Cluster) -> None:
@@ -110,27 +106,24 @@ def install_guard(cluster: Cluster) -> None:
             f.result()
 
 
-_WAIT = (
-    "import socket,sys,time\n"
-    "end=time.monotonic()+float(sys.argv[2])\n"
-    "while True:\n"
-    "    try:\n"
-    "        socket.create_connection(('127.0.0.1',int(sys.argv[1])),0.5).close(); break\n"
-    "    except OSError:\n"
-    "        if time.monotonic()>end: sys.exit(1)\n"
-    "        time.sleep(0.02)\n"
-)
+# 127.0.0.1:PORT listening, as /proc/net/tcp spells it (address and port in hex, state 0A)
+_LISTENING = f"0100007F:{PORT:04X} 00000000:0000 0A"
 
 
 def wait_listening(cluster: Cluster, wait: float = 20.0) -> None:
-    """Wait until every node's proxy accepts connections (probed from inside the node's network
-    namespace with the host's Python: the proxy listens on loopback only)."""
+    """Wait until every node's proxy listens: its socket in the node's /proc/net/tcp, read from
+    inside the node's network namespace (the proxy listens on loopback only)."""
 
     def one(node: str) -> None:
-        r = cluster.net_exec(node, [sys.executable, "-c", _WAIT, str(PORT), str(wait)])
-        if not r.ok:
-            raise RuntimeError(f"the etcd proxy on {node} did not listen within {wait:g} s; "
-                               f"see logs/{node}/{NAME}.log")  # fmt: skip
+        deadline = time.monotonic() + wait
+        while True:
+            r = cluster.net_exec(node, ["cat", "/proc/net/tcp"])
+            if r.ok and _LISTENING in r.output:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the etcd proxy on {node} did not listen within {wait:g} s; "
+                                   f"see logs/{node}/{NAME}.log")  # fmt: skip
+            time.sleep(0.05)
 
     with ThreadPoolExecutor(max_workers=len(cluster.nodes) or 1) as pool:
         for f in [pool.submit(one, n) for n in cluster.nodes]:
