@@ -233,3 +233,29 @@ def test_forged_txn_events_change_nothing() -> None:
 def test_a_run_without_a_journal_is_unknown_never_valid() -> None:
     r = lease_authors([], [], {"lock_history": [_version(3, "n1", 1, 1.0, 2.0)]})
     assert r.verdict is Verdict.UNKNOWN and "No author journal" in r.summary
+
+
+# ---------------------------------------------------------------- collection from the nodes
+
+
+def test_the_journals_are_collected_per_node_and_a_line_naming_another_node_is_refused(
+    tmp_path: Any,
+) -> None:
+    from chaos.workloads.systems import etcd_proxy
+    from tests.unit.test_nemesis_clock import make_ctx
+
+    ctx = make_ctx(tmp_path)
+    n1, n2 = ctx.cluster.nodes[:2]
+    good = {"node": n1, "seq": 1, "method": "KV/Txn", "outcome": "ok", "revision": 5,
+            "mono": ctx.origin + 2.5}  # fmt: skip
+    forged = {**good, "node": n2}  # a line in n1's journal claiming n2 wrote it
+    ctx.cluster.put_file(
+        n1, etcd_proxy.JOURNAL, f"{json.dumps(good)}\nnot json\n{json.dumps(forged)}\n".encode()
+    )
+    got = etcd_proxy.collect(ctx)
+    assert [e["node"] for e in got["entries"]] == [n1]
+    assert got["entries"][0]["time"] == 2.5
+    assert got["nodes"] == {n1: 1}
+    assert f"{n1}: journal line 2 is not JSON" in got["problems"]
+    assert f"{n1}: journal line 3 names another node" in got["problems"]
+    assert any(p.startswith(f"{n2}: no journal") for p in got["problems"])
