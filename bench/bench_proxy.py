@@ -10,6 +10,9 @@ archive``: the repository's worktrees are left alone); each round runs
 ``chaos run LAB --nemesis pause`` once from there and once from this checkout, alternately, so
 that the load of a shared machine hits both alike. Bring-up is the run's own ``bring_up`` phase
 (spec.json → timings): containers, etcd, the proxies and their rules, the broker, the services.
+``systems`` is the part of it the proxy is in: from the run's "starting etcd" line to the line
+that starts the lab's services (times the run prints), without the containers' creation, which
+is the same on both sides and the noisiest part on a shared machine.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -43,7 +47,7 @@ def one(checkout: Path, lab: str, seed: int, store: Path) -> dict[str, float]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     p = subprocess.run(
         [sys.executable, "-m", "chaos.cli", "run", lab, "--nemesis", "pause", "--seed", str(seed),
-         "--store", str(store), "--no-html", "-q"],
+         "--store", str(store), "--no-html"],
         capture_output=True, text=True, cwd=checkout, env=env,
     )  # fmt: skip
     if p.returncode != 0:
@@ -51,7 +55,15 @@ def one(checkout: Path, lab: str, seed: int, store: Path) -> dict[str, float]:
             f"{checkout}: chaos run {lab} exited {p.returncode}:\n{p.stdout}{p.stderr}"
         )
     spec = json.loads(((store / lab / "latest").resolve() / "spec.json").read_text())
-    return {k: float(v) for k, v in spec["timings"].items()}
+    out = {k: float(v) for k, v in spec["timings"].items()}
+    marks = {
+        m.group(2): float(m.group(1))
+        for m in re.finditer(r"\[\s*([\d.]+)s\] (starting \S+)", p.stdout + p.stderr)
+    }
+    services = next((v for k, v in marks.items() if k not in ("starting etcd", "starting 3")), None)
+    if "starting etcd" in marks and services is not None:
+        out["systems"] = services - marks["starting etcd"]
+    return out
 
 
 def main() -> None:
@@ -83,9 +95,11 @@ def main() -> None:
         f"\nbring-up, median of {args.rounds} interleaved rounds (seconds); without = {before[:9]}"
     )
     for lab in labs:
-        w = statistics.median(t["bring_up"] for t in rows[(lab, "with")])
-        wo = statistics.median(t["bring_up"] for t in rows[(lab, "without")])
-        print(f"  {lab}: with the proxy {w:.2f}, without {wo:.2f}, ratio {w / wo:.3f}")
+        for phase in ("bring_up", "systems"):
+            w = statistics.median(t.get(phase, float("nan")) for t in rows[(lab, "with")])
+            wo = statistics.median(t.get(phase, float("nan")) for t in rows[(lab, "without")])
+            print(f"  {lab} {phase:9}: with the proxy {w:.2f}, without {wo:.2f}, "
+                  f"ratio {w / wo:.3f}")  # fmt: skip
 
 
 if __name__ == "__main__":
