@@ -66,17 +66,20 @@ def deploy(ctx: RunContext, wait: float = 30.0) -> None:
     the node's services reach etcd, see chaos.workloads.systems.etcd_proxy); return when the
     cluster answers and every proxy listens.
 
-    The proxies start first (a Python process takes longer to start than etcd takes to elect) and
-    every node's processes start side by side: each start waits for its pid file."""
-    etcd_proxy.start(ctx, CLIENT_PORT)
-    with ThreadPoolExecutor(max_workers=len(ctx.cluster.nodes) or 1) as pool:
-        started = [
-            pool.submit(ctx.supervisor.start_process, process(ctx, n)) for n in ctx.cluster.nodes
-        ]
-        for f in started:
+    Everything starts side by side — the firewall rules, the proxies, the members (each start
+    waits for its pid file) — and the two waits overlap: bring-up pays for the slowest, not for
+    the sum. The rules only have to be in place before the services start, after this returns."""
+    etcd_proxy.prepare(ctx)
+    starts = [etcd_proxy.process(ctx, n, CLIENT_PORT) for n in ctx.cluster.nodes]
+    starts += [process(ctx, n) for n in ctx.cluster.nodes]
+    with ThreadPoolExecutor(max_workers=len(starts) + 1) as pool:
+        guard = pool.submit(etcd_proxy.install_guard, ctx.cluster)
+        for f in [pool.submit(ctx.supervisor.start_process, s) for s in starts]:
             f.result()
-    _wait_healthy(ctx, wait)
-    etcd_proxy.wait_listening(ctx.cluster, wait)
+        guard.result()
+        listening = pool.submit(etcd_proxy.wait_listening, ctx.cluster, wait)
+        _wait_healthy(ctx, wait)
+        listening.result()
 
 
 def _wait_healthy(ctx: RunContext, wait: float) -> None:

@@ -130,20 +130,11 @@ def wait_listening(cluster: Cluster, wait: float = 20.0) -> None:
             f.result()
 
 
-def start(ctx: RunContext, upstream_port: int) -> None:
-    """Guard every node, then start its proxy (the caller waits with ``wait_listening``)."""
-    install_guard(ctx.cluster)
+def prepare(ctx: RunContext) -> None:
+    """What the proxies need before they start: the root-only claims folder in the live one."""
     if _claims(ctx) is not None:
         (ctx.live / CLAIMS).mkdir(mode=0o700, exist_ok=True)
         os.chmod(ctx.live / CLAIMS, 0o700)  # the service user must not see or pre-empt a claim
-    # side by side: each start waits for its pid file, and bring-up should not pay that N times
-    with ThreadPoolExecutor(max_workers=len(ctx.cluster.nodes) or 1) as pool:
-        started = [
-            pool.submit(ctx.supervisor.start_process, process(ctx, n, upstream_port))
-            for n in ctx.cluster.nodes
-        ]
-        for f in started:
-            f.result()
 
 
 def _each(cluster: Cluster, fn: Any) -> list[Any]:
