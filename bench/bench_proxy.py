@@ -89,8 +89,8 @@ def main() -> None:
                 for side, checkout in order:
                     t = one(checkout, lab, 200 + r, Path(tmp) / side)
                     rows.setdefault((lab, side), []).append(t)
-                    print(f"round {r + 1} {lab} {side:7} bring-up {t['bring_up']:.2f} s",
-                          flush=True)  # fmt: skip
+                    print(f"round {r + 1} {lab} {side:7} bring-up {t['bring_up']:.2f} s, "
+                          f"systems {t.get('systems', float('nan')):.2f} s", flush=True)  # fmt: skip
     print(
         f"\nbring-up, median of {args.rounds} interleaved rounds (seconds); without = {before[:9]}"
     )
