@@ -259,3 +259,15 @@ def test_the_journals_are_collected_per_node_and_a_line_naming_another_node_is_r
     assert f"{n1}: journal line 2 is not JSON" in got["problems"]
     assert f"{n1}: journal line 3 names another node" in got["problems"]
     assert any(p.startswith(f"{n2}: no journal") for p in got["problems"])
+
+
+def test_operations_on_a_grant_no_journal_names_are_not_judged_by_author() -> None:
+    versions, entries = _takeover()
+    # n3's grant (rev 12) was answered to nobody the proxy saw, with two candidates: unknown;
+    # its own release at rev 13 must not read as "a release by a replica that does not hold it"
+    grant = _version(12, "n3", 3, 108.0, 111.0)
+    release = _version(13, "n3", 3, 108.0, 109.0)
+    lost = [_w(n, None, {LOCK: {"x": 1}}, outcome="error", seq=50) for n in ("n1", "n3")]
+    r = judge([*versions, grant, release], [*entries, *lost, _lock_write("n3", release)])
+    assert r.verdict is Verdict.UNKNOWN, r.summary
+    assert not [a for a in r.anomalies if a["kind"] == "lease-op-by-other"]

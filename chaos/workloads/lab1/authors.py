@@ -29,6 +29,7 @@ from chaos.histories.ops import Event, Op
 from chaos.workloads.lab1 import keys
 
 NAME = "lease-authors"
+UNKNOWN = "an author no journal names"
 SOURCE = "the nodes' etcd-proxy journals"
 
 
@@ -120,6 +121,12 @@ class _Judge:
             if a is None:
                 self.unauthored("the lock record's version", rev, self.lock_key,
                                 record=_record(v))  # fmt: skip
+                if _ident(v) != _ident(prev or {}) and _ident(v) not in seen:
+                    # a grant by nobody known: operations on it are not judged by author
+                    current = HeldGrant(token=v.get("token"), holder=UNKNOWN,
+                                        claimed=v.get("locked_by"), rev=rev)  # fmt: skip
+                    seen[_ident(v)] = current
+                    self.grants.append(current)
                 prev = v
                 continue
             ok += 1
@@ -143,7 +150,7 @@ class _Judge:
                 prev = v
                 continue
             touched = current
-            if touched is not None and a.node != touched.holder:
+            if touched is not None and touched.holder not in (a.node, UNKNOWN):
                 old = seen.get(ident) if fresh else None
                 mine = self.own(a.node, rev)
                 op = self._operation(prev, v, old)
@@ -183,7 +190,7 @@ class _Judge:
             if any(k == self.lock_key for k, _, _ in w.puts):
                 continue  # a version: judged above
             held = self.holding(w.revision)
-            if held is None or held.holder == w.node:
+            if held is None or held.holder in (w.node, UNKNOWN):
                 continue
             mine = self.own(w.node, w.revision)
             self.add(
@@ -216,7 +223,7 @@ class _Judge:
                     continue
                 n += 1
                 granted = by_token.get(app.get("token"))
-                if granted is None or granted.holder == a.node:
+                if granted is None or granted.holder in (a.node, UNKNOWN):
                     continue  # a token no grant gave: stale-writes' finding, not an author's
                 g = granted
                 mine = self.own(a.node, rev)
