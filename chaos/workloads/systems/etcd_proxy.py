@@ -27,7 +27,9 @@ from chaos.core.supervisor import ProcessSpec
 from chaos.histories.files import read_regular
 
 PORT = 2479
-STATE = "/var/lib/chaos-etcd-proxy"
+# /data is the node's root's (Docker); a backend that maps node paths into the run's folder (SSH)
+# maps it too
+STATE = "/data/etcd-proxy"
 JOURNAL = f"{STATE}/journal.jsonl"
 CONTROL = f"{STATE}/control"
 NAME = "etcd-proxy"
@@ -51,7 +53,7 @@ CLAIMS = "proxy-claims"  # in the run's live folder: root's, 0700
 
 def _claims(ctx: RunContext) -> str | None:
     """Where the nodes' proxies see the shared claims folder, when the nodes share the live one."""
-    if isinstance(ctx.cluster, SharedLive):
+    if isinstance(ctx.cluster, SharedLive) and confined(ctx.cluster):
         return f"{ctx.cluster.live_path()}/{CLAIMS}"
     return None
 
@@ -99,8 +101,20 @@ def _guard_one(cluster: Cluster, node: str) -> None:
         raise GuardError(f"{node}: {tool} -I OUTPUT 1 {rule}: {r.output.strip()}")
 
 
+def confined(cluster: Cluster) -> bool:
+    """Whether the nodes are the orchestrator's own containers (they share its live folder):
+    there the services run as the service user, the rule can tell them from the proxy, and it
+    goes with the node. On machines the instructor provides (SSH) the services run as the SSH
+    user, like the proxy, and a rule would outlive the run: none is installed, and the journal
+    is only as trustworthy as the machine (docs/security.md, "What is not confined")."""
+    return isinstance(cluster, SharedLive)
+
+
 def install_guard(cluster: Cluster) -> None:
-    """Reject the service user's connections to etcd's ports in every node (idempotent)."""
+    """Reject the service user's connections to etcd's ports in every node (idempotent); nothing
+    on nodes that are not ``confined``."""
+    if not confined(cluster):
+        return
     with ThreadPoolExecutor(max_workers=len(cluster.nodes) or 1) as pool:
         for f in [pool.submit(_guard_one, cluster, n) for n in cluster.nodes]:
             f.result()
