@@ -530,8 +530,9 @@ def test_a_renewal_is_placed_by_its_transactions_revision_not_by_when_it_was_rep
     got = sorted([*events, forged, late], key=lambda e: e.time)
     r = checkers.lease_exclusivity(history, got, final)
     assert r.verdict is Verdict.VALID, r.summary
-    # the journal has the renewal's transaction at rev 12 (after n2's grant): it renewed n2's lease
-    _journaled(final, "n1", 12, 4.01, {"token": 1, "locked_by": "n1"})
+    # the journal has the renewal's transaction at rev 12 (after n2's grant): it renewed n2's
+    # lease, writing n2's own record back with a later lock_until (renew-without-check)
+    _journaled(final, "n1", 12, 4.01, {"token": 2, "locked_by": "n2"})
     honest = ev(1.05, "n1", "txn", fn="extend", n=1, ok=True, rev=5)
     got = sorted([*events, honest, late], key=lambda e: e.time)
     r = checkers.lease_exclusivity(history, got, final)

@@ -1243,9 +1243,10 @@ def lease_exclusivity(
 
 
 def _renewal_rev(g: Grant, r: Event, final: Mapping[str, Any] | None) -> int | None:
-    """The etcd revision of the renewal ``r`` reports: the last write of the lock record with
-    ``g``'s token that ``g``'s node's proxy forwarded before it (the author journal — never the
-    service's own ``txn`` events)."""
+    """The etcd revision of the renewal ``r`` reports: the last write of the lock record that
+    ``g``'s node's proxy forwarded before the report (the author journal — never the service's
+    own ``txn`` events). Whatever grant the write names: a renewal that rewrote another
+    replica's record is still this replica's renewal."""
     journal = read_journal(final)
     if journal is None:
         return None
@@ -1253,19 +1254,17 @@ def _renewal_rev(g: Grant, r: Event, final: Mapping[str, Any] | None) -> int | N
     key = keys.lock(
         str(config.get("lock") or keys.JOB) if isinstance(config, Mapping) else keys.JOB
     )
-    rev = None
-    for w in journal.writes:
-        if (
-            w.node == g.node
-            and w.wrote
-            and w.revision is not None
-            and w.time is not None
-            and w.time <= r.time
-        ):
-            value = w.value_of(key)
-            if isinstance(value, Mapping) and _int(value.get("token")) == g.token:
-                rev = w.revision if rev is None else max(rev, w.revision)
-    return rev
+    revs = [
+        w.revision
+        for w in journal.writes
+        if w.node == g.node
+        and w.wrote
+        and w.revision is not None
+        and w.time is not None
+        and w.time <= r.time
+        and any(k == key for k, _, _ in w.puts)
+    ]
+    return max(revs) if revs else None
 
 
 def _taken_before_renewal(
