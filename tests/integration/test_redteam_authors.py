@@ -103,6 +103,9 @@ def test_a_service_cannot_reach_etcd_around_its_proxy(
         assert "127.0.0.1" in direct and len(direct) >= 4
         assert all(v.startswith("refused") for v in direct.values()), direct
         assert p["data"]["proxy"] == "answered"
+        # the journal and the proxy's control are out of the service user's reach
+        files = p["data"]["files"]
+        assert len(files) == 4 and all(v.startswith("refused") for v in files.values()), files
     # and by what chaos observed: no version of the lock record was written around a proxy
     assert code == 0, out
     assert _result(run, "lease-authors")["verdict"] == "valid"
