@@ -70,6 +70,26 @@ class FaultPoints(Protocol):
 
 
 @runtime_checkable
+class HostFaultPoints(Protocol):
+    """Some of the system's fault points are fired by what the orchestrator runs, not by the code
+    under test (lab3's ``txn-error-*``: each node's etcd proxy fails a transaction), so their
+    firing is the host's word, never a claim a service makes.
+
+    ``host_points`` names them (each is also in ``fault_points``). ``arm_host_point`` arms one on
+    every node and returns the arming's generation; ``host_point_fired`` says where that arming
+    fired, from what the host observed (``[{"node", "time", ...}]``, empty until it fires; it must
+    only read); ``disarm_host_point`` disarms it everywhere and must be idempotent."""
+
+    host_points: Mapping[str, Any]
+
+    def arm_host_point(self, ctx: RunContext, point: str) -> str: ...
+
+    def host_point_fired(self, ctx: RunContext, point: str, gen: str) -> list[dict[str, Any]]: ...
+
+    def disarm_host_point(self, ctx: RunContext, point: str) -> None: ...
+
+
+@runtime_checkable
 class HoldPoints(Protocol):
     """The system can hold a process at named points, for triggers.
 

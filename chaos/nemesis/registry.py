@@ -18,10 +18,11 @@ import random
 from typing import Any
 
 from chaos.cluster.base import Capable
-from chaos.core.capabilities import FaultAims, FaultPoints, Names, PauseTarget
+from chaos.core.capabilities import FaultAims, FaultPoints, HostFaultPoints, Names, PauseTarget
 from chaos.core.spec import TestSpec
 from chaos.nemesis.base import Nemesis
 from chaos.nemesis.faultpoint import FaultPointNemesis
+from chaos.nemesis.hostpoint import HostFaultPointNemesis
 from chaos.nemesis.pause import PauseNemesis
 from chaos.nemesis.plan import Choice, Step, generate
 from chaos.nemesis.runner import ScheduleNemesis
@@ -120,7 +121,16 @@ def make_nemeses(wl: Any, spec: TestSpec) -> list[Nemesis]:
     out: list[Nemesis] = []
     choices: list[Choice] = []
     for name, target in aimed(wl, parse_nemesis(spec.nemesis, points)):
-        if name in points:
+        if name in points and isinstance(wl, HostFaultPoints) and name in wl.host_points:
+            out.append(
+                HostFaultPointNemesis(
+                    name,
+                    component=points[name].component,
+                    host=wl,
+                    observe=wl.observe if isinstance(wl, FaultPoints) else None,
+                )
+            )
+        elif name in points:
             point = points[name]
             out.append(
                 FaultPointNemesis(

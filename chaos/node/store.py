@@ -35,25 +35,11 @@ class TxnHooks(Protocol):
         self, fn: str, n: int, ok: bool, task_id: str | None, rev: int | None = None
     ) -> None: ...
 
-    def armed(self, point: str, *, task_id: str | None = None, event_id: str | None = None) -> bool:
-        """True once for a one-shot fault point the orchestrator armed."""
-        ...
-
 
 class _Call(threading.local):
     fn: str | None = None
     n: int = 0
     task_id: str | None = None
-
-
-def _store_error(message: str) -> Exception:
-    """The etcd client's own connection error where it exists (code under test may catch that
-    type), a ConnectionError otherwise."""
-    try:
-        from etcd3.exceptions import ConnectionFailedError
-    except ImportError:
-        return ConnectionError(message)
-    return ConnectionFailedError(message)
 
 
 def _written_revision(responses: Sequence[Any]) -> int | None:
@@ -119,10 +105,8 @@ class JsonStore:
         call.n += 1
         fn, n, task_id = call.fn, call.n, call.task_id
         hooks.hold(f"before-txn{n}-{fn}", task_id=task_id)
-        if hooks.armed(f"txn-error-{fn}", task_id=task_id):
-            # what a client sees when etcd is unreachable for longer than its timeout: the error
-            # path a solution must not turn into "done" (nothing was sent, nothing committed)
-            raise _store_error(f"injected: etcd unavailable during transaction {n} of {fn}")
+        # (txn-error-* faults are the node's etcd proxy's to fire, not this process's: see
+        # chaos.node.etcd_proxy)
         ok, responses = self._send(compare, success, failure)
         hooks.txn_event(fn, n, ok, task_id, _written_revision(responses))
         hooks.hold(f"after-txn{n}-{fn}", task_id=task_id)

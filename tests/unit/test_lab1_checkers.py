@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 from typing import Any
 
 import msgspec
@@ -114,6 +115,13 @@ def final_of(
             keys.applied(o, n, tok, node, f"{rev:08x}"): app,
         }
         txns.append({"revision": rev, "puts": puts, "deletes": []})
+    # each write as its node's etcd proxy journaled it (chaos.node.etcd_proxy)
+    entries = [
+        {"node": node, "seq": rev, "method": "KV/Txn", "outcome": "ok", "revision": rev,
+         "succeeded": True, "puts": [{"key": f"/lab1/orders/{o}", "value": "{}", "lease": 0}],
+         "deletes": []}
+        for rev, (o, _n, _tok, node) in enumerate(apps, start=10)
+    ]  # fmt: skip
     return {
         "config": {"order_ids": list(orders), "nights": limit},
         "orders": rows,
@@ -128,6 +136,7 @@ def final_of(
             "error": None,
             "truncated": False,
         },
+        "journal": {"source": "etcd-proxy", "entries": entries, "problems": [], "nodes": {}},
     }
 
 
@@ -509,24 +518,40 @@ def test_a_renewal_after_another_replica_took_the_lock_is_invalid() -> None:
     assert r.verdict is Verdict.VALID and "1 renewal(s), each by the holder" in r.summary
 
 
+def _journaled(
+    final: dict[str, Any], node: str, rev: int, t: float, record: dict[str, Any]
+) -> None:
+    """A write of the lock record as ``node``'s etcd proxy journaled it at run time ``t``."""
+    final["journal"]["entries"].append(
+        {"node": node, "seq": 100 + rev, "method": "KV/Txn", "outcome": "ok", "revision": rev,
+         "succeeded": True, "time": t, "deletes": [],
+         "puts": [{"key": "/lab1/locks/reconciliation", "value": json.dumps(record), "lease": 0}]}
+    )  # fmt: skip
+
+
 def test_a_renewal_is_placed_by_its_transactions_revision_not_by_when_it_was_reported() -> None:
-    # n1 renewed (its extend's transaction wrote rev 5) and was stopped before it could say so;
-    # n2 took the lock at rev 10; n1's report of the renewal came at 4.02 s. By etcd's order the
-    # renewal came first: no renewal after losing the lock (the reference's false alarm, issue 11)
+    # n1 renewed (its extend's transaction wrote rev 5, as n1's proxy journaled it) and was
+    # stopped before it could say so; n2 took the lock at rev 10; n1's report of the renewal came
+    # at 4.02 s. By etcd's order the renewal came first: no renewal after losing the lock (the
+    # reference's false alarm, issue 11)
     history, events, final = paused_run(fenced=True)
     final["lock_history"] = [
         lock_version(3, "n1", 1, 100.0, 101.2),
         lock_version(5, "n1", 1, 100.0, 101.3),
         lock_version(10, "n2", 2, 101.5, 104.5),
     ]
-    extend = ev(1.05, "n1", "txn", fn="extend", n=1, ok=True, rev=5)
+    _journaled(final, "n1", 5, 1.05, {"token": 1, "locked_by": "n1"})
     late = ev(4.02, "n1", "lock-renewed", token=1, night=1)
-    got = sorted([*events, extend, late], key=lambda e: e.time)
+    # the service's own trace claims the renewal at rev 12: its word, not evidence
+    forged = ev(4.01, "n1", "txn", fn="extend", n=1, ok=True, rev=12)
+    got = sorted([*events, forged, late], key=lambda e: e.time)
     r = checkers.lease_exclusivity(history, got, final)
     assert r.verdict is Verdict.VALID, r.summary
-    # the same report, its transaction at rev 12 (after n2's grant): it renewed n2's lease
-    extend = ev(4.01, "n1", "txn", fn="extend", n=1, ok=True, rev=12)
-    got = sorted([*events, extend, late], key=lambda e: e.time)
+    # the journal has the renewal's transaction at rev 12 (after n2's grant): it renewed n2's
+    # lease, writing n2's own record back with a later lock_until (renew-without-check)
+    _journaled(final, "n1", 12, 4.01, {"token": 2, "locked_by": "n2"})
+    honest = ev(1.05, "n1", "txn", fn="extend", n=1, ok=True, rev=5)
+    got = sorted([*events, honest, late], key=lambda e: e.time)
     r = checkers.lease_exclusivity(history, got, final)
     assert r.verdict is Verdict.INVALID
     assert r.summary.startswith(

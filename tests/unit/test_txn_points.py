@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import etcd3.exceptions
 import msgspec
 import pytest
 
@@ -119,16 +118,38 @@ def test_each_transaction_of_a_call_is_numbered_and_held_before_and_after() -> N
     assert client.sent == 4
 
 
-def test_an_armed_txn_error_fails_that_transaction_before_anything_is_sent() -> None:
+def test_a_txn_error_is_not_the_services_to_fire() -> None:
+    # the service's hooks say the point is armed (a file the service user could read or forge):
+    # the store sends the transaction all the same — only the node's etcd proxy fails one
     client, hooks = _Client(), _Hooks({"txn-error-complete"})
     store = JsonStore(client)
     store.set_txn_hooks(hooks)
-    with store.calling("complete"), pytest.raises(etcd3.exceptions.ConnectionFailedError):
-        store.txn([], [])
-    assert client.sent == 0
     with store.calling("complete"):
-        store.txn([], [])  # one-shot: the next one goes through
+        store.txn([], [])
     assert client.sent == 1
+
+
+def _txn_writing(*keys: str) -> bytes:
+    from etcd3 import etcdrpc
+
+    ops = [etcdrpc.RequestOp(request_put=etcdrpc.PutRequest(key=k.encode(), value=b"1"))
+           for k in keys]  # fmt: skip
+    return bytes(etcdrpc.TxnRequest(success=ops).SerializeToString())
+
+
+def test_the_proxy_fails_one_transaction_of_the_armed_keys_per_arming(tmp_path: Path) -> None:
+    from chaos.node.etcd_proxy import Injector
+
+    inject = Injector(tmp_path, "n2")
+    assert inject.take(_txn_writing("/lab3/results/t1")) is None  # nothing armed
+    (tmp_path / "txn-error").write_text(json.dumps({"gen": "g1", "keys": ["/lab3/results/"]}))
+    assert inject.take(_txn_writing("/lab3/tasks/t1")) is None  # create's keys: not this point
+    assert inject.take(_txn_writing("/lab3/tasks/t1", "/lab3/results/t1")) == "g1"
+    assert inject.take(_txn_writing("/lab3/results/t2")) is None  # one-shot
+    note = json.loads((tmp_path / "fired-g1").read_text())
+    assert note["node"] == "n2" and note["gen"] == "g1" and "/lab3/results/t1" in note["keys"]
+    (tmp_path / "txn-error").write_text(json.dumps({"gen": "g2", "keys": ["/lab3/results/"]}))
+    assert inject.take(_txn_writing("/lab3/results/t2")) == "g2"  # a new arming fires again
 
 
 # ------------------------------------------------------------------ checkers that name the cause
@@ -348,7 +369,18 @@ def test_no_checker_contradicts_another_on_the_shipped_histories_and_a_planted_p
     assert "double-apply found an amount applied twice, yet the counter matches" in said
 
 
-def test_a_txn_error_counts_only_by_what_the_broker_or_the_client_saw() -> None:
+INJECTED = {
+    "node": "n1", "seq": 4, "method": "KV/Txn", "outcome": "injected", "gen": "g1",
+    "puts": [{"key": "/lab3/results/t1", "value": "{}", "lease": 0}], "deletes": [],
+    "other_branch": {"puts": [], "deletes": []},
+}  # fmt: skip
+
+
+def _journal(*entries: dict[str, Any]) -> dict[str, Any]:
+    return {"source": "etcd-proxy", "entries": list(entries), "problems": [], "nodes": {}}
+
+
+def test_a_txn_error_counts_only_by_the_proxys_journal_and_what_the_broker_saw() -> None:
     spec = {"lab": "lab3", "nemesis": ["txn-error-complete"]}
     # at the claim, the broker's consumer had t1's delivery awaiting ACK, t1 not committed
     at_fire = {"committed_tasks": [], "messages": {"1": {"task_id": "t1", "event_id": "e-t1"}},
@@ -362,20 +394,25 @@ def test_a_txn_error_counts_only_by_what_the_broker_or_the_client_saw() -> None:
     history = [*ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"})), *fired]
     final = final_state(10, ALL_DONE)
     final["consumer"] = {"delivered_consumer_seq": 4, "delivered_stream_seq": 3}
+    final["journal"] = _journal(INJECTED)
     seen = run(history, [], final)
     seen.spec.update(spec)
-    assert checkers.scenario_fired(seen).verdict is Verdict.VALID
-    # raised inside the service process, where a solution can claim the point and skip it
-    in_process = {k: v for k, v in heal.items() if k != "injected"}
-    said = ops((NEMESIS, "info", "heal-txn-error-complete", in_process, {"phase": "heal"}))
-    unseen = run([*ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"})), *said], [], final)
-    unseen.spec.update(spec)
-    got = checkers.scenario_fired(unseen)
-    assert got.verdict is Verdict.UNKNOWN
-    assert "the host did not observe a failed transaction" in got.summary
+    r = checkers.scenario_fired(seen)
+    assert r.verdict is Verdict.VALID, r.summary
+    assert "the etcd proxy on n1 failed a transaction writing /lab3/results/t1" in r.summary
+    # a redelivery alone (a solution can cause one by raising): the proxy never failed anything
+    final = final_state(10, ALL_DONE)
+    final["consumer"] = {"delivered_consumer_seq": 4, "delivered_stream_seq": 3}
+    final["journal"] = _journal()
+    no_proxy = run(history, [], final)
+    no_proxy.spec.update(spec)
+    r = checkers.scenario_fired(no_proxy)
+    assert r.verdict is Verdict.UNKNOWN and "no etcd proxy journaled" in r.summary
+    # the proxy failed it, and the broker never redelivered
     final = final_state(10, ALL_DONE)
     final["consumer"] = {"delivered_consumer_seq": 3, "delivered_stream_seq": 3}
-    claimed_only = run(history, [], final)  # a claim alone, and the broker never redelivered
+    final["journal"] = _journal(INJECTED)
+    claimed_only = run(history, [], final)
     claimed_only.spec.update(spec)
     assert checkers.scenario_fired(claimed_only).verdict is Verdict.UNKNOWN
 

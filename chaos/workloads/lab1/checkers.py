@@ -12,6 +12,8 @@
                            (``locked_at`` / ``lock_until`` of every version of the record, in
                            etcd's order of writes), and no holder renews after another took over
 - ``night_reruns``         a night's job run twice (lockAtLeastFor), early takeovers (clocks)
+- ``lease_authors``        every lease operation and order write by the holder of the grant it
+                           touches, by the nodes' etcd-proxy journals (chaos.workloads.lab1.authors)
 
 Narratives follow the store's order of writes (etcd revisions: of the applied records, and of the
 lock record's versions), never the order of event times, which are stamped after the fact.
@@ -31,9 +33,11 @@ from functools import partial
 from typing import Any
 
 from chaos.checkers.faults import fault_intervals
+from chaos.checkers.journal import read_journal
 from chaos.checkers.verdict import CheckResult, Verdict, check_safe
 from chaos.histories.ops import Event, Op
 from chaos.workloads.lab1 import accounting, keys
+from chaos.workloads.lab1.authors import lease_authors
 from chaos.workloads.systems import record_values
 
 STOP_FAULTS = ("pause", "freeze")
@@ -1212,7 +1216,7 @@ def lease_exclusivity(
     for g in grants:
         for r in (e for e in g.events if e.kind == "lock-renewed"):
             renewals += 1
-            other = _taken_before_renewal(g, r, grants, lock, events)
+            other = _taken_before_renewal(g, r, grants, lock, final)
             if other is None:
                 continue
             node, token, when = other
@@ -1249,22 +1253,29 @@ def lease_exclusivity(
     )
 
 
-def _renewal_rev(g: Grant, r: Event, events: Sequence[Event]) -> int | None:
-    """The etcd revision of the renewal ``r`` reports: its process's last successful ``extend``
-    transaction before it (the store's ``txn`` trace, with the revision etcd answered)."""
-    rev = None
-    for e in events:
-        if e.time > r.time:
-            break
-        if (
-            e.kind == "txn"
-            and e.node == g.node
-            and (g.pid is None or e.pid == g.pid)
-            and e.data.get("fn") == "extend"
-            and e.data.get("ok") is True
-        ):
-            rev = _int(e.data.get("rev"))
-    return rev
+def _renewal_rev(g: Grant, r: Event, final: Mapping[str, Any] | None) -> int | None:
+    """The etcd revision of the renewal ``r`` reports: the last write of the lock record that
+    ``g``'s node's proxy forwarded before the report (the author journal — never the service's
+    own ``txn`` events). Whatever grant the write names: a renewal that rewrote another
+    replica's record is still this replica's renewal."""
+    journal = read_journal(final)
+    if journal is None:
+        return None
+    config = (final or {}).get("config") or {}
+    key = keys.lock(
+        str(config.get("lock") or keys.JOB) if isinstance(config, Mapping) else keys.JOB
+    )
+    revs = [
+        w.revision
+        for w in journal.writes
+        if w.node == g.node
+        and w.wrote
+        and w.revision is not None
+        and w.time is not None
+        and w.time <= r.time
+        and any(k == key for k, _, _ in w.puts)
+    ]
+    return max(revs) if revs else None
 
 
 def _taken_before_renewal(
@@ -1272,13 +1283,13 @@ def _taken_before_renewal(
     r: Event,
     grants: Sequence[Grant],
     lock: Sequence[LockGrant] | None,
-    events: Sequence[Event],
+    final: Mapping[str, Any] | None,
 ) -> tuple[str, int | None, str] | None:
     """Another replica's grant made after ``g``'s and before its renewal ``r``: (node, token, when),
     or None. By etcd's revisions when both the renewal's and the grants' are known — a renewal
     whose report came late (its process stopped right after the transaction) is placed where its
     transaction was — else by the events' times."""
-    renewed = _renewal_rev(g, r, events)
+    renewed = _renewal_rev(g, r, final)
     mine = next((x for x in lock or [] if x.node == g.node and x.token == g.token), None)
     if renewed is not None and mine is not None:
         taker = next(
@@ -1516,6 +1527,7 @@ CHECKERS: dict[
     "night-reruns": night_reruns,
     "lease-exclusivity": lease_exclusivity,
     "exactly-once": accounting.exactly_once,
+    "lease-authors": lease_authors,
 }
 
 

@@ -6,7 +6,7 @@ by the orchestrator; times are in lab *units*, ``CHAOS_LAB1_UNIT`` seconds each)
     CHAOS_NODE                 this replica's name (n1, n2, ...)                       required
     CHAOS_SOLUTION             folder (or file) of the protocol.py to load             required
     CHAOS_LIVE                 live folder: events/ is written, control/ only read     /chaos
-    CHAOS_ETCD                 host:port,host:port,... (the local member first)        127.0.0.1:2379
+    CHAOS_ETCD                 host:port,... (chaos gives its node's etcd proxy only)    127.0.0.1:2379
     CHAOS_LAB1_UNIT            seconds per unit                                        0.1
     CHAOS_LAB1_PERIOD          units between two attempts of the scheduler             5
     CHAOS_LAB1_JOB             units a night's job normally takes                      3

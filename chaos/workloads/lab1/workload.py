@@ -24,7 +24,7 @@ from chaos.workloads.lab1.final_state import finished, read_final
 from chaos.workloads.lab1.protocol_api import REQUIRED
 from chaos.workloads.lab1.report import UnsafeLeaseSection
 from chaos.workloads.lab1.service import COMPONENT
-from chaos.workloads.systems import etcd, etcd_record
+from chaos.workloads.systems import etcd, etcd_proxy, etcd_record
 from chaos.workloads.systems.roles import ETCD_ROLES, system_role
 
 SOLUTIONS_DIR = Path(__file__).parent / "solutions"
@@ -89,14 +89,12 @@ class Lab1:
 
     def service_env(self, ctx: RunContext, node: str) -> dict[str, str]:
         sol = solutions.node_path(SOLUTIONS_DIR, ctx.spec.solution)
-        others = [
-            e for n, e in zip(ctx.cluster.nodes, etcd.endpoints(ctx), strict=True) if n != node
-        ]
         return {
             "CHAOS_NODE": node,
             "CHAOS_LIVE": "/chaos",
             "CHAOS_SOLUTION": sol,
-            "CHAOS_ETCD": ",".join([f"127.0.0.1:{etcd.CLIENT_PORT}", *others]),
+            # its own node's proxy only: the proxy's journal is the author of every write
+            "CHAOS_ETCD": etcd_proxy.service_endpoint(),
             "CHAOS_LAB1_UNIT": str(UNIT),
             "CHAOS_LAB1_LOCK_AT_MOST": str(LOCK_AT_MOST),
             "CHAOS_LAB1_NIGHTS": str(self.nights(ctx.spec)),
@@ -212,12 +210,15 @@ class Lab1:
         start = ctx.state.get("etcd_from_revision")
         if start is None:
             final["record"] = {"source": "etcd", "error": "the run never reached its first write"}
-            return final
-        c = etcd.client(ctx, timeout=3.0)
-        try:
-            final["record"] = etcd_record.replay(c, keys.PREFIX, int(start))
-        finally:
-            c.close()
+        else:
+            c = etcd.client(ctx, timeout=3.0)
+            try:
+                final["record"] = etcd_record.replay(c, keys.PREFIX, int(start))
+            finally:
+                c.close()
+        # after the final read and the record: who wrote what, from the nodes' proxies (every
+        # write the record holds passed one; chaos.workloads.lab1.authors)
+        final["journal"] = etcd_proxy.collect(ctx)
         return final
 
     def check(self, run: StoredRun) -> list[CheckResult]:

@@ -11,6 +11,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from chaos.checkers.faults import FaultInterval, fault_intervals
+from chaos.checkers.journal import Write, read_journal
 from chaos.checkers.verdict import CheckResult, Verdict, check_safe
 from chaos.histories.ops import Event, Op, OpType, pair_index
 from chaos.histories.store import StoredRun
@@ -653,6 +654,17 @@ def _heal_value(history: list[Op], point: str) -> dict[str, Any] | None:
     return found
 
 
+def _injected(run: StoredRun) -> list[Write]:
+    """The transactions the nodes' etcd proxies failed on the orchestrator's arming."""
+    journal = read_journal(run.final)
+    return [w for w in journal.writes if w.outcome == "injected"] if journal else []
+
+
+def _keys(w: Write) -> str:
+    keys = sorted({k for k, _, _ in (*w.puts, *w.maybe)})
+    return ", ".join(keys[:4]) + (f" (and {len(keys) - 4} more)" if len(keys) > 4 else "")
+
+
 def _proof(point: str, fired: dict[str, Any], run: StoredRun) -> tuple[bool, str]:
     """Whether the orchestrator's own observations confirm the point fired, and how (see
     chaos.workloads.lab3.confirm: the claim is the service's word, none of this is)."""
@@ -695,17 +707,21 @@ def _proof(point: str, fired: dict[str, Any], run: StoredRun) -> tuple[bool, str
                         f"({t.get('error')}) and was retried on {op.extra.get('node')}"
                     )
         return False, f"no create sent to {fired.get('node')} went unanswered in the history"
+    if point in ("txn-error-complete", "txn-error-create"):
+        # the node's etcd proxy failed the transaction, and its root-owned journal says so
+        injected = _injected(run)
+        if not injected:
+            return False, f"no etcd proxy journaled a transaction it failed for {point}"
+        w = injected[0]
+        how = f"the etcd proxy on {w.node} failed a transaction writing {_keys(w)} (journal)"
     if point == "txn-error-complete":
-        # the error is raised where the claim is made, inside the service process: a solution
-        # can claim the point and skip it. Only an injection the host made and saw counts (one
-        # recorded under "injected", e.g. by a proxy between the services and etcd); then the
-        # delivery in hand at the claim and the broker's redelivery.
-        injected = fired.get("injected")
-        held, state = confirm.outstanding_delivery(fired)
-        again, made, messages = confirm.redelivered(final)
-        after = (
-            f"the broker made {made} deliveries of {messages} message(s) after the failed "
-            f"commit on {fired.get('node')}"
+        # and the broker: a failed commit is not ACKed, so it redelivers
+        consumer = final.get("consumer") or {}
+        made = int(consumer.get("delivered_consumer_seq") or 0)
+        messages = int(consumer.get("delivered_stream_seq") or 0)
+        return made > messages, (
+            f"{how}; the broker made {made} deliveries of {messages} message(s) after the "
+            f"failed commit on {fired.get('node')}"
         )
         if not isinstance(injected, dict):
             return False, (
@@ -715,13 +731,16 @@ def _proof(point: str, fired: dict[str, Any], run: StoredRun) -> tuple[bool, str
             )
         return held and again, f"{state}; {after}"
     if point == "txn-error-create":
-        # the orchestrator's own client: a create answered with a server error, then retried
+        # and the orchestrator's own client: a create answered with a server error, retried
         for op in run.history:
             tries = op.extra.get("retried") if op.f == "create" else None
             for t in tries if isinstance(tries, list) else []:
                 if isinstance(t, dict) and str(t.get("error", "")).startswith("HTTP 5"):
-                    return True, f"the client's create on {t.get('node')} got {t.get('error')}"
-        return False, "no create in the history got a server error"
+                    return (
+                        True,
+                        f"{how}; the client's create on {t.get('node')} got {t.get('error')}",
+                    )
+        return False, f"{how}; but no create in the history got a server error"
     return False, f"no way to confirm {point} is known"
 
 

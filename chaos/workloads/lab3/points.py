@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from chaos.core.capabilities import FaultPoint, HoldPoint
+from chaos.workloads.lab3 import keys
 
 FAULT_POINTS: dict[str, FaultPoint] = {
     "relay-crash-before-publish": FaultPoint(
@@ -24,13 +25,23 @@ FAULT_POINTS: dict[str, FaultPoint] = {
         "worker",
         crashes=False,
         help="the next transaction of a worker's complete fails with an etcd connection error, "
-        "nothing committed: the delivery must not be ACKed as done",
+        "nothing committed: the delivery must not be ACKed as done (fired by the node's etcd "
+        "proxy)",
     ),
     "txn-error-create": FaultPoint(
         "api",
         crashes=False,
-        help="the next transaction of the api's create fails with an etcd connection error",
+        help="the next transaction of the api's create fails with an etcd connection error "
+        "(fired by the node's etcd proxy)",
     ),
+}
+
+# the points the nodes' etcd proxies fire (HostFaultPoints), by the keys whose transaction they
+# fail: only complete writes a dedup record, a result or the counter; only create an
+# idempotency record
+HOST_POINTS: dict[str, list[str]] = {
+    "txn-error-complete": [keys.DEDUP_PREFIX, keys.RESULTS_PREFIX, keys.COUNTER],
+    "txn-error-create": [keys.PREFIX + "idem/"],
 }
 
 # the seed's three scenarios (``--scenarios all``); the other points are faults to aim

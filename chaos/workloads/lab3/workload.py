@@ -20,7 +20,7 @@ from chaos.histories.store import StoredRun
 from chaos.workloads import solutions
 from chaos.workloads.lab3 import broker, checkers, keys, lab_report, points
 from chaos.workloads.lab3.report import LabReportSection
-from chaos.workloads.systems import etcd, etcd_record, nats, record_values
+from chaos.workloads.systems import etcd, etcd_proxy, etcd_record, nats, record_values
 from chaos.workloads.systems.roles import ETCD_ROLES, NATS_ROLES, system_role
 
 API_PORT = 8080
@@ -36,7 +36,7 @@ def solution_path(solution: str) -> Path:
 
 class Lab3:
     """lab3 as a workload. Capabilities: SolutionMounts, FaultPoints (the seed's three scenarios),
-    HoldPoints, PauseTarget (the busy worker), RoleResolver (the systems' roles), Scenarios, Gradable."""
+    HostFaultPoints (txn-error-*, fired by the nodes' etcd proxies), HoldPoints, PauseTarget (the busy worker), RoleResolver (the systems' roles), Scenarios, Gradable."""
 
     name = "lab3"
     # chaos grade: the default matrix, and the shipped solutions graded as control rows
@@ -53,6 +53,7 @@ class Lab3:
         "ack-on-redelivery": "buggy",
     }
     fault_points = points.FAULT_POINTS
+    host_points = points.HOST_POINTS
     hold_points = points.HOLD_POINTS
     # TxnPoints: every transaction of these solution functions is a hold point
     txn_functions: dict[str, str] = {"create": "api", "complete": "worker"}
@@ -67,6 +68,16 @@ class Lab3:
 
     def pause_target(self, ctx: RunContext) -> Target | None:
         return busy_worker(ctx)
+
+    # HostFaultPoints: txn-error-* are fired by the nodes' etcd proxies, confirmed by them
+    def arm_host_point(self, ctx: RunContext, point: str) -> str:
+        return etcd_proxy.arm_txn_error(ctx, list(points.HOST_POINTS[point]))
+
+    def host_point_fired(self, ctx: RunContext, point: str, gen: str) -> list[dict[str, Any]]:
+        return etcd_proxy.txn_error_fired(ctx, gen)
+
+    def disarm_host_point(self, ctx: RunContext, point: str) -> None:
+        etcd_proxy.disarm_txn_error(ctx)
 
     def resolve_role(self, ctx: RunContext, role: str) -> list[Target] | None:
         return system_role(ctx, role)
@@ -144,15 +155,9 @@ class Lab3:
             "CHAOS_NODE": node,
             "CHAOS_LIVE": "/chaos",
             "CHAOS_SOLUTION": sol,
-            # the local member first: a service talks to its own node's etcd, as in production
-            "CHAOS_ETCD": ",".join(
-                [f"127.0.0.1:{etcd.CLIENT_PORT}"]
-                + [
-                    e
-                    for n, e in zip(ctx.cluster.nodes, etcd.endpoints(ctx), strict=True)
-                    if n != node
-                ]
-            ),
+            # its own node's proxy and nothing else: the proxy's journal names this node as the
+            # author of every write that passes (chaos.workloads.systems.etcd_proxy)
+            "CHAOS_ETCD": etcd_proxy.service_endpoint(),
             "CHAOS_NATS": nats.url(ctx),
             "CHAOS_API_PORT": str(API_PORT),
             "CHAOS_WORK_SECONDS": str(ctx.spec.work_seconds),
@@ -354,6 +359,8 @@ class Lab3:
         # the one reading of the counter the replay of the record uses too: a value one of them
         # would count and the other refuse is refused by both, and named
         value = record_values.decode(counter)
+        # after the final reads: every write the services made has passed their proxies
+        journal = etcd_proxy.collect(ctx)
         state: dict[str, Any] = {
             "counter": record_values.as_int(value),
             "tasks": tasks,
@@ -361,6 +368,7 @@ class Lab3:
             "dedup": dedup,
             "outbox": {"pending": pending, "published": published},
             "record": record,
+            "journal": journal,
         }
         if counter is not None and state["counter"] is None:
             state["counter_refused"] = value

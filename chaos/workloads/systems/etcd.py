@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import etcd3
 
 from chaos.core.context import RunContext
 from chaos.core.supervisor import ProcessSpec
+from chaos.workloads.systems import etcd_proxy
 
 CLIENT_PORT = 2379
 PEER_PORT = 2380
@@ -67,8 +69,27 @@ def member_client(ctx: RunContext, node: str, timeout: float = 2.0) -> Any:
 
 
 def deploy(ctx: RunContext, wait: float = 30.0) -> None:
-    for node in ctx.cluster.nodes:
-        ctx.supervisor.start_process(process(ctx, node))
+    """Start the members, and in front of each its node's author-journal proxy (the only way
+    the node's services reach etcd, see chaos.workloads.systems.etcd_proxy); return when the
+    cluster answers and every proxy listens.
+
+    Everything starts side by side — the firewall rules, the proxies, the members (each start
+    waits for its pid file) — and the two waits overlap: bring-up pays for the slowest, not for
+    the sum. The rules only have to be in place before the services start, after this returns."""
+    etcd_proxy.prepare(ctx)
+    starts = [etcd_proxy.process(ctx, n, CLIENT_PORT) for n in ctx.cluster.nodes]
+    starts += [process(ctx, n) for n in ctx.cluster.nodes]
+    with ThreadPoolExecutor(max_workers=len(starts) + 1) as pool:
+        guard = pool.submit(etcd_proxy.install_guard, ctx.cluster)
+        for f in [pool.submit(ctx.supervisor.start_process, s) for s in starts]:
+            f.result()
+        guard.result()
+        listening = pool.submit(etcd_proxy.wait_listening, ctx.cluster, wait)
+        _wait_healthy(ctx, wait)
+        listening.result()
+
+
+def _wait_healthy(ctx: RunContext, wait: float) -> None:
     deadline = time.monotonic() + wait
     last: Exception | None = None
     while time.monotonic() < deadline:

@@ -1,0 +1,106 @@
+"""Bring-up with the author journal (each node's etcd proxy and its firewall rule) against the
+same run without it, interleaved in one sitting; prints the figures in docs/benchmarks.md
+(## The author journal).
+
+    python bench/bench_proxy.py [--rounds 4] [--before COMMIT] [--labs lab3,lab1]
+
+``--before`` is a commit without the proxy (default: the parent of the commit that added
+chaos/node/etcd_proxy.py). Its ``chaos`` package is exported into a temporary folder (``git
+archive``: the repository's worktrees are left alone); each round runs
+``chaos run LAB --nemesis pause`` once from there and once from this checkout, alternately, so
+that the load of a shared machine hits both alike. Bring-up is the run's own ``bring_up`` phase
+(spec.json → timings): containers, etcd, the proxies and their rules, the broker, the services.
+``systems`` is the part of it the proxy is in: from the run's "starting etcd" line to the line
+that starts the lab's services (times the run prints), without the containers' creation, which
+is the same on both sides and the noisiest part on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
+                          check=True).stdout.strip()  # fmt: skip
+
+
+def default_before() -> str:
+    added = _git("log", "--diff-filter=A", "--format=%H", "--", "chaos/node/etcd_proxy.py")
+    if not added:
+        raise SystemExit("no commit adds chaos/node/etcd_proxy.py here; pass --before")
+    return _git("rev-parse", f"{added.splitlines()[-1]}^")
+
+
+def one(checkout: Path, lab: str, seed: int, store: Path) -> dict[str, float]:
+    # the checkout's own chaos: `python -m` puts the working directory first, and no PYTHONPATH
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    p = subprocess.run(
+        [sys.executable, "-m", "chaos.cli", "run", lab, "--nemesis", "pause", "--seed", str(seed),
+         "--store", str(store), "--no-html"],
+        capture_output=True, text=True, cwd=checkout, env=env,
+    )  # fmt: skip
+    if p.returncode != 0:
+        raise SystemExit(
+            f"{checkout}: chaos run {lab} exited {p.returncode}:\n{p.stdout}{p.stderr}"
+        )
+    spec = json.loads(((store / lab / "latest").resolve() / "spec.json").read_text())
+    out = {k: float(v) for k, v in spec["timings"].items()}
+    marks = {
+        m.group(2): float(m.group(1))
+        for m in re.finditer(r"\[\s*([\d.]+)s\] (starting \S+)", p.stdout + p.stderr)
+    }
+    services = next((v for k, v in marks.items() if k not in ("starting etcd", "starting 3")), None)
+    if "starting etcd" in marks and services is not None:
+        out["systems"] = services - marks["starting etcd"]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--before", default=None, help="a commit without the proxy")
+    ap.add_argument("--labs", default="lab3,lab1")
+    args = ap.parse_args()
+    before = args.before or default_before()
+    labs = [x for x in args.labs.split(",") if x]
+    with tempfile.TemporaryDirectory() as tmp:
+        old = Path(tmp) / "before"
+        old.mkdir()
+        archive = subprocess.run(["git", "archive", before, "chaos"], cwd=REPO,
+                                 capture_output=True, check=True).stdout  # fmt: skip
+        subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+        rows: dict[tuple[str, str], list[dict[str, float]]] = {}
+        for r in range(args.rounds):
+            for lab in labs:
+                order = [("with", REPO), ("without", old)]
+                if r % 2:
+                    order.reverse()  # neither side always goes first
+                for side, checkout in order:
+                    t = one(checkout, lab, 200 + r, Path(tmp) / side)
+                    rows.setdefault((lab, side), []).append(t)
+                    print(f"round {r + 1} {lab} {side:7} bring-up {t['bring_up']:.2f} s, "
+                          f"systems {t.get('systems', float('nan')):.2f} s", flush=True)  # fmt: skip
+    print(
+        f"\nbring-up, median of {args.rounds} interleaved rounds (seconds); without = {before[:9]}"
+    )
+    for lab in labs:
+        for phase in ("bring_up", "systems"):
+            w = statistics.median(t.get(phase, float("nan")) for t in rows[(lab, "with")])
+            wo = statistics.median(t.get(phase, float("nan")) for t in rows[(lab, "without")])
+            print(f"  {lab} {phase:9}: with the proxy {w:.2f}, without {wo:.2f}, "
+                  f"ratio {w / wo:.3f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

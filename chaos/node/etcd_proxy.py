@@ -1,0 +1,366 @@
+"""The author journal: a root-owned gRPC proxy in front of a node's etcd member.
+
+The lab services of a node reach etcd only through this proxy (``127.0.0.1:PORT`` of their own
+node; a firewall rule keeps the service user off etcd's own ports, see
+chaos.workloads.systems.etcd_proxy). It forwards every etcd call as raw bytes and writes one JSON
+line per write it forwarded to a journal the service user can neither read nor write::
+
+    {"node": "n2", "seq": 7, "method": "KV/Txn", "mono": ..., "wall": ...,
+     "outcome": "ok" | "error" | "injected", "error": "UNAVAILABLE: ...",
+     "revision": 41, "succeeded": true,
+     "puts": [{"key": "/lab1/locks/reconciliation", "value": "{...}", "lease": 0}],
+     "deletes": [{"key": "...", "range_end": "..."}],
+     "other_branch": {"puts": [...], "deletes": [...]},     # only when the outcome is unknown
+     "lease": 7587..., "ttl": 3}
+
+``puts``/``deletes`` are what the executed branch of a transaction wrote (etcd answers which:
+``succeeded``); ``revision`` is the response header's, the revision the write created. The node is
+the proxy's own: every process that reaches this proxy runs on this node, so the journal names the
+node whose service sent each write, whatever the service itself reports.
+
+Fault injection: a root-only control file ``<state>/control/txn-error`` (``{"gen": "...",
+"keys": ["/lab3/results/", ...]}``) makes the proxy fail the next ``KV/Txn`` that would write a
+key under one of ``keys`` with UNAVAILABLE (what a client sees when etcd is unreachable), without
+forwarding it; it journals it as ``"outcome": "injected"`` with the arming's generation and
+writes ``control/fired-<gen>``: the firing is the proxy's word, not the service's.
+
+Runs on the nodes, as root: standard library, ``grpc`` and ``etcd3``'s generated messages only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent import futures
+from pathlib import Path
+from typing import Any
+
+import grpc
+from etcd3 import etcdrpc
+
+# methods that change nothing: forwarded, not journaled (everything else is journaled, so a
+# method this list forgets is journaled too, never hidden)
+READS = frozenset(
+    {
+        "etcdserverpb.KV/Range",
+        "etcdserverpb.Watch/Watch",
+        "etcdserverpb.Lease/LeaseTimeToLive",
+        "etcdserverpb.Lease/LeaseLeases",
+        "etcdserverpb.Cluster/MemberList",
+        "etcdserverpb.Maintenance/Status",
+        "etcdserverpb.Maintenance/Hash",
+        "etcdserverpb.Maintenance/HashKV",
+        "etcdserverpb.Auth/Authenticate",
+    }
+)
+# how each streaming method streams; every other method is unary
+STREAMS = {
+    "etcdserverpb.Watch/Watch": "stream_stream",
+    "etcdserverpb.Lease/LeaseKeepAlive": "stream_stream",
+    "etcdserverpb.Maintenance/Snapshot": "unary_stream",
+    "v3electionpb.Election/Observe": "unary_stream",
+}
+# a write's forwarded call gets this long, whatever the client's own deadline: a client that gave
+# up does not stop the write in etcd, and the journal must still learn its revision
+UPSTREAM_TIMEOUT = 30.0
+MAX_VALUE = 4096
+INJECT_FILE = "txn-error"
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
+
+
+def _value(raw: bytes) -> str | dict[str, int]:
+    return _text(raw) if len(raw) <= MAX_VALUE else {"chaos_truncated_bytes": len(raw)}
+
+
+def _ops(ops: Any, responses: Any | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The puts and deletes of a transaction branch; a nested transaction contributes its own
+    executed branch (both branches when its answer is unknown)."""
+    puts: list[dict[str, Any]] = []
+    deletes: list[dict[str, Any]] = []
+    for i, op in enumerate(ops):
+        which = op.WhichOneof("request")
+        if which == "request_put":
+            p = op.request_put
+            puts.append({"key": _text(p.key), "value": _value(p.value), "lease": int(p.lease)})
+        elif which == "request_delete_range":
+            d = op.request_delete_range
+            deletes.append({"key": _text(d.key), "range_end": _text(d.range_end)})
+        elif which == "request_txn":
+            inner = op.request_txn
+            sub = None
+            if responses is not None and i < len(responses):
+                sub = responses[i].response_txn
+            branches = (
+                [inner.success if sub.succeeded else inner.failure]
+                if sub is not None
+                else [inner.success, inner.failure]
+            )
+            for b in branches:
+                p2, d2 = _ops(b, sub.responses if sub is not None else None)
+                puts += p2
+                deletes += d2
+    return puts, deletes
+
+
+def describe(method: str, request: bytes, response: bytes | None) -> dict[str, Any]:
+    """What a write call did, from its raw request and (when it answered) raw response."""
+    name = method.lstrip("/").removeprefix("etcdserverpb.")
+    rec: dict[str, Any] = {"method": name}
+    if name == "KV/Txn":
+        req = etcdrpc.TxnRequest.FromString(request)
+        if response is None:
+            puts, deletes = _ops(req.success, None)
+            rec.update(puts=puts, deletes=deletes)
+            p2, d2 = _ops(req.failure, None)
+            rec["other_branch"] = {"puts": p2, "deletes": d2}
+            return rec
+        resp = etcdrpc.TxnResponse.FromString(response)
+        branch = req.success if resp.succeeded else req.failure
+        puts, deletes = _ops(branch, resp.responses)
+        rec.update(succeeded=bool(resp.succeeded), revision=int(resp.header.revision))
+        rec.update(puts=puts, deletes=deletes)
+    elif name == "KV/Put":
+        put = etcdrpc.PutRequest.FromString(request)
+        rec["puts"] = [{"key": _text(put.key), "value": _value(put.value), "lease": int(put.lease)}]
+        rec["deletes"] = []
+        if response is not None:
+            rec["revision"] = int(etcdrpc.PutResponse.FromString(response).header.revision)
+    elif name == "KV/DeleteRange":
+        dr = etcdrpc.DeleteRangeRequest.FromString(request)
+        rec["puts"] = []
+        rec["deletes"] = [{"key": _text(dr.key), "range_end": _text(dr.range_end)}]
+        if response is not None:
+            out = etcdrpc.DeleteRangeResponse.FromString(response)
+            rec["revision"] = int(out.header.revision)
+            rec["deleted"] = int(out.deleted)
+    elif name == "KV/Compact":
+        rec["compact_revision"] = int(etcdrpc.CompactionRequest.FromString(request).revision)
+    elif name == "Lease/LeaseGrant":
+        g = etcdrpc.LeaseGrantRequest.FromString(request)
+        rec["ttl"] = int(g.TTL)
+        if response is not None:
+            gr = etcdrpc.LeaseGrantResponse.FromString(response)
+            rec.update(lease=int(gr.ID), ttl=int(gr.TTL), revision=int(gr.header.revision))
+    elif name == "Lease/LeaseRevoke":
+        rec["lease"] = int(etcdrpc.LeaseRevokeRequest.FromString(request).ID)
+        if response is not None:
+            rv = etcdrpc.LeaseRevokeResponse.FromString(response)
+            rec["revision"] = int(rv.header.revision)
+    return rec
+
+
+class Journal:
+    """Appends one JSON line per write; the file and its folder are root's (0600 / 0700)."""
+
+    def __init__(self, path: Path, node: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(path.parent, 0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        os.fchmod(fd, 0o600)
+        self._fh = os.fdopen(fd, "a", encoding="utf-8")
+        self._lock = threading.Lock()
+        self._node = node
+        self._seq = 0
+
+    def write(self, rec: dict[str, Any]) -> None:
+        with self._lock:
+            self._seq += 1
+            line = {"node": self._node, "seq": self._seq, **rec}
+            self._fh.write(json.dumps(line, separators=(",", ":"), sort_keys=True) + "\n")
+            self._fh.flush()
+
+
+def _txn_keys(request: bytes) -> list[str]:
+    req = etcdrpc.TxnRequest.FromString(request)
+    puts, deletes = _ops(req.success, None)
+    p2, d2 = _ops(req.failure, None)
+    return [x["key"] for x in (*puts, *deletes, *p2, *d2)]
+
+
+class Injector:
+    """The orchestrator's armed ``txn-error`` (a root-only file): fires once per generation, and
+    says so in ``fired-<gen>`` beside it (root-only too) for the orchestrator to find."""
+
+    def __init__(self, control: Path, node: str, claims: Path | None = None) -> None:
+        self._control = control
+        self._file = control / INJECT_FILE
+        self._node = node
+        # a root-only folder every node's proxy sees (the run's live folder): an arming for all
+        # nodes is claimed there with O_EXCL, so exactly one proxy of the cluster fires it
+        self._claims = claims
+        self._fired: set[str] = set()
+        self._lock = threading.Lock()
+
+    def take(self, request: bytes) -> str | None:
+        """The generation of an arming this Txn fires (once), or None."""
+        try:
+            spec = json.loads(self._file.read_text() or "{}")
+        except (OSError, ValueError):
+            return None
+        if not isinstance(spec, dict):
+            return None
+        gen = str(spec.get("gen", ""))
+        prefixes = [str(p) for p in spec.get("keys") or []]
+        try:
+            written = _txn_keys(request)
+        except Exception:
+            return None
+        if prefixes and not any(k.startswith(p) for k in written for p in prefixes):
+            return None
+        with self._lock:
+            if not gen or gen in self._fired or "/" in gen:
+                return None
+            self._fired.add(gen)
+        note = json.dumps({"node": self._node, "gen": gen, "mono": time.monotonic(),
+                           "wall": time.time(), "keys": written})  # fmt: skip
+        if self._claims is not None:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+            try:
+                fd = os.open(self._claims / gen, flags, 0o600)
+            except OSError:
+                return None  # another node's proxy fired this arming
+            with os.fdopen(fd, "w") as fh:
+                fh.write(note)
+        tmp = self._control / f".fired-{gen}.tmp"
+        tmp.write_text(note)
+        os.replace(tmp, self._control / f"fired-{gen}")
+        return gen
+
+
+def _metadata(context: grpc.ServicerContext) -> list[tuple[str, str | bytes]]:
+    return [
+        (k, v)
+        for k, v in context.invocation_metadata()
+        if not k.startswith((":", "grpc-")) and k != "user-agent"
+    ]
+
+
+class Forwarder(grpc.GenericRpcHandler):
+    """Every method, forwarded as bytes to the local member; writes journaled."""
+
+    def __init__(self, upstream: grpc.Channel, journal: Journal, injector: Injector) -> None:
+        self._up = upstream
+        self._journal = journal
+        self._inject = injector
+
+    def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        method = str(details.method)
+        name = method.lstrip("/")
+        kind = STREAMS.get(name, "unary_unary")
+        if kind == "stream_stream":
+            return grpc.stream_stream_rpc_method_handler(self._stream_stream(method))
+        if kind == "unary_stream":
+            return grpc.unary_stream_rpc_method_handler(self._unary_stream(method))
+        return grpc.unary_unary_rpc_method_handler(self._unary(method, journaled=name not in READS))
+
+    def _record(self, method: str, request: bytes, response: bytes | None, **extra: Any) -> None:
+        try:
+            rec = describe(method, request, response)
+        except Exception as e:  # a request etcd would refuse too: say so, never drop the line
+            rec = {"method": method.lstrip("/"), "undecodable": f"{type(e).__name__}: {e}"}
+        self._journal.write({**rec, "mono": time.monotonic(), "wall": time.time(), **extra})
+
+    def _unary(self, method: str, *, journaled: bool) -> Callable[[bytes, Any], bytes]:
+        call = self._up.unary_unary(method)
+        is_txn = method.lstrip("/") == "etcdserverpb.KV/Txn"
+
+        def handle(request: bytes, context: grpc.ServicerContext) -> bytes:
+            if is_txn and (gen := self._inject.take(request)) is not None:
+                self._record(method, request, None, outcome="injected", gen=gen)
+                context.abort(grpc.StatusCode.UNAVAILABLE, "injected: etcd unavailable")
+            remaining = context.time_remaining()
+            timeout = UPSTREAM_TIMEOUT if journaled else remaining
+            try:
+                response = call(request, timeout=timeout, metadata=_metadata(context))
+            except grpc.RpcError as e:
+                code = e.code() if isinstance(e, grpc.Call) else grpc.StatusCode.UNKNOWN
+                details = e.details() if isinstance(e, grpc.Call) else str(e)
+                if journaled:
+                    self._record(method, request, None, outcome="error",
+                                 error=f"{code.name}: {details}")  # fmt: skip
+                context.abort(code, details or "")
+            if journaled:
+                self._record(method, request, response, outcome="ok")
+            return bytes(response)
+
+        return handle
+
+    def _unary_stream(self, method: str) -> Callable[[bytes, Any], Iterator[bytes]]:
+        call = self._up.unary_stream(method)
+
+        def handle(request: bytes, context: grpc.ServicerContext) -> Iterator[bytes]:
+            if method.lstrip("/") not in READS:
+                self._record(method, request, None, outcome="forwarded")
+            responses = call(request, metadata=_metadata(context))
+            context.add_callback(responses.cancel)
+            try:
+                yield from responses
+            except grpc.RpcError as e:
+                if isinstance(e, grpc.Call) and e.code() is not grpc.StatusCode.CANCELLED:
+                    context.abort(e.code(), e.details() or "")
+
+        return handle
+
+    def _stream_stream(self, method: str) -> Callable[[Iterator[bytes], Any], Iterator[bytes]]:
+        call = self._up.stream_stream(method)
+        keepalive = method.lstrip("/") == "etcdserverpb.Lease/LeaseKeepAlive"
+
+        def handle(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
+            responses = call(requests, metadata=_metadata(context))
+            context.add_callback(responses.cancel)
+            try:
+                for response in responses:
+                    if keepalive:
+                        ka = etcdrpc.LeaseKeepAliveResponse.FromString(response)
+                        self._journal.write({"method": "Lease/LeaseKeepAlive", "outcome": "ok",
+                                             "lease": int(ka.ID), "ttl": int(ka.TTL),
+                                             "revision": int(ka.header.revision),
+                                             "mono": time.monotonic(), "wall": time.time()})  # fmt: skip
+                    yield response
+            except grpc.RpcError as e:
+                if isinstance(e, grpc.Call) and e.code() is not grpc.StatusCode.CANCELLED:
+                    context.abort(e.code(), e.details() or "")
+
+        return handle
+
+
+def serve(listen: str, upstream: str, node: str, state: Path, claims: Path | None) -> None:
+    control = state / "control"
+    control.mkdir(parents=True, exist_ok=True)
+    os.chmod(state, 0o700)
+    os.chmod(control, 0o700)
+    journal = Journal(state / "journal.jsonl", node)
+    unlimited = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+    channel = grpc.insecure_channel(upstream, options=unlimited)
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=256, thread_name_prefix="fwd"), options=unlimited
+    )
+    server.add_generic_rpc_handlers((Forwarder(channel, journal, Injector(control, node, claims)),))
+    if server.add_insecure_port(listen) == 0:
+        raise SystemExit(f"etcd proxy: cannot listen on {listen}")
+    server.start()
+    print(f"etcd proxy for {node}: {listen} -> {upstream}, journal in {state}", flush=True)
+    server.wait_for_termination()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(prog="python3 -m chaos.node.etcd_proxy")
+    p.add_argument("--listen", required=True)
+    p.add_argument("--upstream", required=True)
+    p.add_argument("--node", required=True)
+    p.add_argument("--state", required=True, type=Path)
+    p.add_argument("--claims", type=Path, default=None)
+    a = p.parse_args()
+    os.umask(0o077)
+    serve(a.listen, a.upstream, a.node, a.state, a.claims)
+
+
+if __name__ == "__main__":
+    main()

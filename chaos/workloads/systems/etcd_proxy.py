@@ -1,0 +1,251 @@
+"""Each node's author journal: a root-owned etcd proxy, the firewall that makes it the only way
+in, and the journal's collection (the proxy itself is chaos.node.etcd_proxy).
+
+Why: a checker must know which node wrote each revision, and the services' own reports (``txn``
+events) are the code under test's word. So the lab services of a node get only
+``127.0.0.1:PORT`` — their node's proxy, which listens on loopback only, so no other node's
+service can reach it — and an OUTPUT rule in the node's network namespace rejects every TCP
+connection of any process but root's (the services run as uids of their own) to etcd's client and
+peer ports on any address. The proxy and etcd run as the node's root, which the rule does not touch; the orchestrator reaches
+etcd from the host, outside the namespace. The rule lives in ``OUTPUT`` itself, not in the run's
+partition chain, so no heal ever flushes it; it is installed before any service starts and goes
+with the node.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from chaos.cluster.base import Cluster, ExecResult, SharedLive
+from chaos.core.context import RunContext
+from chaos.core.supervisor import ProcessSpec
+from chaos.histories.files import read_regular
+
+PORT = 2479
+# /data is the node's root's (Docker); a backend that maps node paths into the run's folder (SSH)
+# maps it too
+STATE = "/data/etcd-proxy"
+JOURNAL = f"{STATE}/journal.jsonl"
+CONTROL = f"{STATE}/control"
+NAME = "etcd-proxy"
+# only root's processes (etcd, the proxy) reach etcd's ports: the services run as uids of their
+# run and node (chaos.cluster.docker.cluster.service_uid), so the rule names root, not them
+ROOT_UID = 0
+ETCD_PORTS = (2379, 2380)
+# a journal past this is cut when collected (and says so)
+MAX_JOURNAL = 32 << 20  # what the Docker backend's get_file returns at most
+
+
+class GuardError(RuntimeError):
+    """The firewall rule that keeps the service user off etcd could not be installed."""
+
+
+def service_endpoint() -> str:
+    """What a node's lab services get as ``CHAOS_ETCD``: their own node's proxy, and only it."""
+    return f"127.0.0.1:{PORT}"
+
+
+CLAIMS = "proxy-claims"  # in the run's live folder: root's, 0700
+
+
+def _claims(ctx: RunContext) -> str | None:
+    """Where the nodes' proxies see the shared claims folder, when the nodes share the live one."""
+    if isinstance(ctx.cluster, SharedLive) and confined(ctx.cluster):
+        return f"{ctx.cluster.live_path()}/{CLAIMS}"
+    return None
+
+
+def process(ctx: RunContext, node: str, upstream_port: int) -> ProcessSpec:
+    claims = _claims(ctx)
+    return ProcessSpec(
+        node=node,
+        name=NAME,
+        role=NAME,
+        infrastructure=True,
+        argv=[
+            "python3", "-m", "chaos.node.etcd_proxy",
+            "--listen", service_endpoint(),
+            "--upstream", f"127.0.0.1:{upstream_port}",
+            "--node", node,
+            "--state", STATE,
+            *(["--claims", claims] if claims else []),
+        ],
+    )  # fmt: skip
+
+
+def guard_rule() -> list[str]:
+    """The OUTPUT rule (after ``-I OUTPUT 1``/``-C OUTPUT``) that rejects the TCP connections of
+    every process but root's to etcd's ports on every address."""
+    return [
+        "-p", "tcp", "-m", "owner", "!", "--uid-owner", str(ROOT_UID),
+        "-m", "multiport", "--dports", ",".join(str(p) for p in ETCD_PORTS),
+        "-j", "REJECT", "--reject-with", "tcp-reset",
+    ]  # fmt: skip
+
+
+def _guard_one(cluster: Cluster, node: str) -> None:
+    # one command per node (a shell in the node's namespace, the host's tools): bring-up pays
+    # for process starts, not for rules
+    rule = " ".join(guard_rule())
+    script = (
+        f"iptables -w 5 -C OUTPUT {rule} 2>/dev/null || iptables -w 5 -I OUTPUT 1 {rule} || exit 1; "
+        f"ip6tables -w 5 -C OUTPUT {rule} 2>/dev/null || ip6tables -w 5 -I OUTPUT 1 {rule} "
+        '|| [ "$(cat /proc/sys/net/ipv6/conf/all/disable_ipv6 2>/dev/null)" = 1 ] || exit 2'
+    )
+    r: ExecResult = cluster.net_exec(node, ["sh", "-c", script])
+    if not r.ok:
+        tool = "ip6tables" if r.exit_code == 2 else "iptables"
+        raise GuardError(f"{node}: {tool} -I OUTPUT 1 {rule}: {r.output.strip()}")
+
+
+def confined(cluster: Cluster) -> bool:
+    """Whether the nodes are the orchestrator's own containers (they share its live folder):
+    there the services run as the service user, the rule can tell them from the proxy, and it
+    goes with the node. On machines the instructor provides (SSH) the services run as the SSH
+    user, like the proxy, and a rule would outlive the run: none is installed, and the journal
+    is only as trustworthy as the machine (docs/security.md, "What is not confined")."""
+    return isinstance(cluster, SharedLive)
+
+
+def install_guard(cluster: Cluster) -> None:
+    """Reject the service user's connections to etcd's ports in every node (idempotent); nothing
+    on nodes that are not ``confined``."""
+    if not confined(cluster):
+        return
+    with ThreadPoolExecutor(max_workers=len(cluster.nodes) or 1) as pool:
+        for f in [pool.submit(_guard_one, cluster, n) for n in cluster.nodes]:
+            f.result()
+
+
+# 127.0.0.1:PORT listening, as /proc/net/tcp spells it (address and port in hex, state 0A)
+_LISTENING = f"0100007F:{PORT:04X} 00000000:0000 0A"
+
+
+def wait_listening(cluster: Cluster, wait: float = 20.0) -> None:
+    """Wait until every node's proxy listens: its socket in the node's /proc/net/tcp, read from
+    inside the node's network namespace (the proxy listens on loopback only)."""
+
+    def one(node: str) -> None:
+        deadline = time.monotonic() + wait
+        while True:
+            r = cluster.net_exec(node, ["cat", "/proc/net/tcp"])
+            if r.ok and _LISTENING in r.output:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the etcd proxy on {node} did not listen within {wait:g} s; "
+                                   f"see logs/{node}/{NAME}.log")  # fmt: skip
+            time.sleep(0.05)
+
+    with ThreadPoolExecutor(max_workers=len(cluster.nodes) or 1) as pool:
+        for f in [pool.submit(one, n) for n in cluster.nodes]:
+            f.result()
+
+
+def prepare(ctx: RunContext) -> None:
+    """What the proxies need before they start: the root-only claims folder in the live one."""
+    if _claims(ctx) is not None:
+        (ctx.live / CLAIMS).mkdir(mode=0o700, exist_ok=True)
+        os.chmod(ctx.live / CLAIMS, 0o700)  # the service user must not see or pre-empt a claim
+
+
+def _each(cluster: Cluster, fn: Any) -> list[Any]:
+    with ThreadPoolExecutor(max_workers=len(cluster.nodes) or 1) as pool:
+        return list(pool.map(fn, cluster.nodes))
+
+
+def arm_txn_error(ctx: RunContext, prefixes: list[str]) -> str:
+    """Make the nodes' proxies fail the next transaction that writes a key under ``prefixes``:
+    once in the cluster where the nodes share the live folder (the first proxy to claim the
+    arming there), else once per node until ``disarm_txn_error``; returns the generation."""
+    gen = secrets.token_hex(8)
+    data = json.dumps({"gen": gen, "keys": prefixes}).encode()
+    _each(ctx.cluster, lambda n: ctx.cluster.put_file(n, f"{CONTROL}/txn-error", data))
+    return gen
+
+
+def disarm_txn_error(ctx: RunContext) -> None:
+    _each(ctx.cluster, lambda n: ctx.cluster.put_file(n, f"{CONTROL}/txn-error", b"{}"))
+
+
+def txn_error_fired(ctx: RunContext, gen: str) -> list[dict[str, Any]]:
+    """Where an arming fired: the proxy's own note (node, run time, the keys of the transaction
+    it failed), from the shared claims folder or each node's root-only control folder."""
+    if _claims(ctx) is not None:
+        try:
+            raws = [read_regular(ctx.live / CLAIMS / gen, 1 << 16)]
+        except OSError:
+            return []
+        return [n for n in (_note(ctx, r, gen) for r in raws) if n is not None]
+    out = []
+    for node, raw in zip(
+        ctx.cluster.nodes,
+        _each(ctx.cluster, lambda n: ctx.cluster.get_file(n, f"{CONTROL}/fired-{gen}")),
+        strict=True,
+    ):
+        note = _note(ctx, raw, gen) if raw is not None else None
+        if note is not None and note["node"] == node:
+            out.append(note)
+    return out
+
+
+def _note(ctx: RunContext, raw: bytes, gen: str) -> dict[str, Any] | None:
+    try:
+        note = json.loads(raw)
+    except ValueError:
+        return None
+    if (
+        not isinstance(note, dict)
+        or note.get("gen") != gen
+        or not isinstance(note.get("node"), str)
+    ):
+        return None
+    mono = note.get("mono")
+    at = round(float(mono) - ctx.origin, 3) if isinstance(mono, int | float) else None
+    keys = note.get("keys")
+    return {"node": note["node"], "time": at, "keys": keys if isinstance(keys, list) else []}
+
+
+def collect(ctx: RunContext) -> dict[str, Any]:
+    """Every node's journal, as ``{"source": "etcd-proxy", "entries": [...], "problems": [...],
+    "nodes": {node: count}}``: entries in each node's order; what could not be read is named."""
+    out: dict[str, Any] = {"source": "etcd-proxy", "entries": [], "problems": [], "nodes": {}}
+
+    def one(node: str) -> tuple[str, bytes | None]:
+        try:
+            return node, ctx.cluster.get_file(node, JOURNAL)
+        except Exception as e:  # a node gone: said below
+            out["problems"].append(f"{node}: {type(e).__name__}: {e}")
+            return node, None
+
+    with ThreadPoolExecutor(max_workers=len(ctx.cluster.nodes) or 1) as pool:
+        got = list(pool.map(one, ctx.cluster.nodes))
+    for node, raw in got:
+        if raw is None:
+            out["problems"].append(f"{node}: no journal")
+            continue
+        if len(raw) >= MAX_JOURNAL:
+            out["problems"].append(f"{node}: journal cut at {MAX_JOURNAL} bytes")
+            raw = raw[:MAX_JOURNAL]
+        n = 0
+        for i, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), 1):
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                out["problems"].append(f"{node}: journal line {i} is not JSON")
+                continue
+            if not isinstance(rec, dict) or rec.get("node") != node:
+                out["problems"].append(f"{node}: journal line {i} names another node")
+                continue
+            mono = rec.get("mono")
+            if isinstance(mono, int | float):
+                # on the run's clock, as ops and events are (containers share CLOCK_MONOTONIC)
+                rec["time"] = round(float(mono) - ctx.origin, 6)
+            out["entries"].append(rec)
+            n += 1
+        out["nodes"][node] = n
+    return out
