@@ -170,6 +170,30 @@ class Replicas:
             **extra_env,
         }
         self._env = base
+        # etcd's record of what these replicas write starts here (the lab1 workload does the same)
+        c = etcd.client()
+        try:
+            c.put("/chaos/record-start", "")
+            _, meta = c.get("/chaos/record-start")
+            self.from_revision = int(meta.mod_revision) + 1
+        finally:
+            c.close()
+        self._etcd = etcd
+
+    def final(self) -> dict[str, Any]:
+        """The final reads, with etcd's record of the run as the lab1 workload takes it. No
+        author journal: these replicas reach etcd directly, with no node proxy between."""
+        from chaos.workloads.lab1 import keys
+        from chaos.workloads.lab1.final_state import read_final
+        from chaos.workloads.systems import etcd_record
+
+        final: dict[str, Any] = read_final([self._etcd.endpoint])
+        c = self._etcd.client()
+        try:
+            final["record"] = etcd_record.replay(c, keys.PREFIX, self.from_revision)
+        finally:
+            c.close()
+        return final
 
     def start(self, nodes: tuple[str, ...] = NODES) -> None:
         for node in nodes:
@@ -272,6 +296,14 @@ class Replicas:
     def resume(self, node: str, fid: int = 1) -> None:
         os.kill(self.procs[node].pid, signal.SIGCONT)
         self._nemesis("heal", fid, node, "SIGCONT")
+
+
+def judged(results: dict[str, Any]) -> dict[str, Any]:
+    """The checkers' results of a run of these host replicas, less ``lease-authors``, which needs
+    the nodes' proxies' journal and so must say it cannot judge (never valid, never invalid)."""
+    authors = results.pop("lease-authors")
+    assert authors.verdict.value == "unknown" and "journal" in authors.summary, authors.summary
+    return results
 
 
 def kinds(events: list[Event], kind: str, node: str | None = None) -> list[Event]:

@@ -20,7 +20,6 @@ from chaos.checkers.verdict import Verdict
 from chaos.histories.ops import Event, Op
 from chaos.node.solution import missing_functions
 from chaos.workloads.lab1 import checkers
-from chaos.workloads.lab1.final_state import read_final
 from chaos.workloads.lab1.protocol_api import REQUIRED
 from tests.integration.lab1_support import (
     AT_MOST_S,
@@ -29,6 +28,7 @@ from tests.integration.lab1_support import (
     Replicas,
     etcd,
     etcd_server,
+    judged,
     kinds,
 )
 
@@ -52,7 +52,7 @@ class Outcome:
     night: int
 
     def results(self) -> dict[str, checkers.CheckResult]:
-        return {r.checker: r for r in checkers.check(self.history, self.events, self.final)}
+        return judged({r.checker: r for r in checkers.check(self.history, self.events, self.final)})
 
     def holder_writes_after_resume(self) -> list[Event]:
         resumed = self.history[-1].time
@@ -124,7 +124,7 @@ def paused_holder(etcd: EtcdServer, live: Path, solution: str, hold: str, **env:
         )
     finally:
         r.stop()
-    final = read_final([etcd.endpoint])
+    final = r.final()
     events = r.events()
     assert not kinds(events, "protocol-error"), [e.data for e in kinds(events, "protocol-error")]
     return Outcome(
@@ -253,7 +253,7 @@ def test_three_replicas_run_each_night_once_without_faults(
     finally:
         r.stop()
     events = r.events()
-    final = read_final([etcd.endpoint])
+    final = r.final()
     assert {e.node for e in kinds(events, "start")} == set(NODES)
     ends = kinds(events, "job-end")
     assert sorted(e.data["night"] for e in ends) == [1, 2, 3, 4]
@@ -262,7 +262,7 @@ def test_three_replicas_run_each_night_once_without_faults(
     assert len(kinds(events, "lock-released")) == 4
     assert final["nights_done"] == [1, 2, 3, 4]
     assert final["lock"]["token"] == tokens[-1]
-    res = {x.checker: x for x in checkers.check([], events, final)}
+    res = judged({x.checker: x for x in checkers.check([], events, final)})
     assert all(x.verdict is Verdict.VALID for x in res.values()), res
     assert not res["overlapping-holders"].anomalies
 
@@ -288,7 +288,7 @@ def test_lock_at_most_for_bounds_a_dead_holder(etcd: EtcdServer, tmp_path: Path)
     taker = next(e for e in kinds(events, "lock-acquired") if e.time > killed_at)
     assert taker.node != point.node
     assert taker.time - killed_at >= AT_MOST_S * 0.8
-    res = {x.checker: x for x in checkers.check([], events, read_final([etcd.endpoint]))}
+    res = judged({x.checker: x for x in checkers.check([], events, r.final())})
     assert all(x.verdict is Verdict.VALID for x in res.values()), res
 
 

@@ -221,20 +221,6 @@ def test_a_relay_crash_needs_an_intent_the_broker_did_not_hold() -> None:
     assert ok and "1 of them not in the broker's stream" in why
 
 
-def test_a_txn_error_claimed_with_no_delivery_in_hand_does_not_count() -> None:
-    point = "txn-error-complete"
-    host = {"injected": {"node": "n1", "error": "injected"}}
-    heal = {"node": "n1", "process": "worker", "pid": 9, "fired_at": 1.0, **host,
-            **_at([], 0, 0, 0)}  # fmt: skip
-    redelivered = {**final_state(10, ALL_DONE),
-                   "consumer": {"delivered_consumer_seq": 4, "delivered_stream_seq": 3}}  # fmt: skip
-    got = checkers.scenario_fired(_scenario_run(point, heal, redelivered))
-    assert got.verdict is Verdict.UNKNOWN
-    assert "the host did not observe a delivery the fault could hit" in got.summary
-    held = {**heal, **_at([], 0, 1, 1)}
-    assert checkers.scenario_fired(_scenario_run(point, held, redelivered)).verdict is Verdict.VALID
-
-
 def test_an_ack_first_split_counts_only_if_the_killed_process_held_the_task() -> None:
     crash = {"node": "n1", "process": "worker", "pid": 9, "fired_at": 1.0, "killed_pid": 9,
              "signalled_at": 1.1, "exit_seen_at": 1.2, "restarted_pid": 12}  # fmt: skip
