@@ -271,3 +271,18 @@ def test_operations_on_a_grant_no_journal_names_are_not_judged_by_author() -> No
     r = judge([*versions, grant, release], [*entries, *lost, _lock_write("n3", release)])
     assert r.verdict is Verdict.UNKNOWN, r.summary
     assert not [a for a in r.anomalies if a["kind"] == "lease-op-by-other"]
+
+
+def test_a_write_without_author_is_unknown_when_a_nodes_journal_could_not_be_read() -> None:
+    versions, entries = _takeover()
+    around = _version(12, "n2", 2, 104.0, 104.5)
+    final = _final(entries, lock_history=[*versions, around], orders={},
+                   config={"lock": "reconciliation"})  # fmt: skip
+    final["journal"]["problems"] = ["n2: NotFound: no such file", "n2: no journal"]
+    r = lease_authors([], [], final)
+    # n2's journal was never read: its proxy may have forwarded that write
+    assert r.verdict is Verdict.UNKNOWN, r.summary
+    assert "could not be read" in r.summary and "n2: no journal" in r.summary
+    # a bad line is not a missing journal: the write is still unaccounted for
+    final["journal"]["problems"] = ["n2: journal line 3 is not JSON"]
+    assert lease_authors([], [], final).verdict is Verdict.INVALID

@@ -242,6 +242,11 @@ class _Judge:
         return n
 
 
+def _journal_missing(problem: str) -> bool:
+    """A problem that means a node's journal, or part of it, was not read (not a bad line)."""
+    return "no journal" in problem or "journal cut" in problem or "Error" in problem
+
+
 def lease_authors(
     history: Sequence[Op], events: Sequence[Event], final: Mapping[str, Any] | None
 ) -> CheckResult:
@@ -290,6 +295,17 @@ def lease_authors(
         "journal_problems": list(journal.problems),
         "from": SOURCE,
     }
+    unread = [pr for pr in journal.problems if _journal_missing(pr)]
+    if unread and judge.anomalies and all(a["kind"] == "unauthored" for a in judge.anomalies):
+        # a node's journal that could not be read explains a write it does not hold: who wrote
+        # it cannot be told, which is not the same as nobody's proxy forwarding it
+        return CheckResult(
+            checker=NAME,
+            verdict=Verdict.UNKNOWN,
+            summary=f"{len(judge.anomalies)} write(s) have no author, and the journal of a node "
+            f"could not be read ({'; '.join(unread[:3])}): who wrote them is unknown.",
+            stats=stats,
+        )
     if judge.anomalies:
         more = f" (and {len(judge.sentences) - 3} more)" if len(judge.sentences) > 3 else ""
         return CheckResult(

@@ -27,9 +27,10 @@ from chaos.core.supervisor import ProcessSpec
 from chaos.histories.files import read_regular
 
 PORT = 2479
-# /data is the node's root's (Docker); a backend that maps node paths into the run's folder (SSH)
-# maps it too
-STATE = "/data/etcd-proxy"
+# in the node's log folder, root's (mode 755, this folder 0700): the Docker backend's is a volume
+# of the run, which the engine's archive API reaches (a container's own tmpfs mounts, /data among
+# them, it does not); a backend that maps node paths into the run's folder (SSH) maps it too
+STATE = "/var/log/chaos/etcd-proxy"
 JOURNAL = f"{STATE}/journal.jsonl"
 CONTROL = f"{STATE}/control"
 NAME = "etcd-proxy"
