@@ -24,7 +24,7 @@ from chaos.workloads.lab1.final_state import finished, read_final
 from chaos.workloads.lab1.protocol_api import REQUIRED
 from chaos.workloads.lab1.report import UnsafeLeaseSection
 from chaos.workloads.lab1.service import COMPONENT
-from chaos.workloads.systems import etcd, etcd_proxy, etcd_record
+from chaos.workloads.systems import egress, etcd, etcd_proxy, etcd_record
 from chaos.workloads.systems.roles import ETCD_ROLES, system_role
 
 SOLUTIONS_DIR = Path(__file__).parent / "solutions"
@@ -140,6 +140,8 @@ class Lab1:
             ctx.state["etcd_from_revision"] = int(meta.mod_revision) + 1
         finally:
             c.close()
+        # the services may connect to their own node only (its etcd proxy): nothing else of the run
+        egress.install(ctx.cluster)
         ctx.progress("starting the orders service on every node")
         for node in ctx.cluster.nodes:
             ctx.supervisor.start_process(

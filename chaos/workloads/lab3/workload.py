@@ -20,7 +20,7 @@ from chaos.histories.store import StoredRun
 from chaos.workloads import solutions
 from chaos.workloads.lab3 import broker, checkers, keys, lab_report, points
 from chaos.workloads.lab3.report import LabReportSection
-from chaos.workloads.systems import etcd, etcd_proxy, etcd_record, nats, record_values
+from chaos.workloads.systems import egress, etcd, etcd_proxy, etcd_record, nats, record_values
 from chaos.workloads.systems.roles import ETCD_ROLES, NATS_ROLES, system_role
 
 API_PORT = 8080
@@ -178,6 +178,8 @@ class Lab3:
             ctx.state["etcd_from_revision"] = int(meta.mod_revision)
         finally:
             c.close()
+        # the services may connect to their own node and the broker, nothing else of the run
+        egress.install(ctx.cluster, (nats.PORT,))
         ctx.progress("starting api, relay and worker on every node")
         for node in ctx.cluster.nodes:
             env = self.service_env(ctx, node)
