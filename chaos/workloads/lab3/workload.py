@@ -7,6 +7,7 @@ import json
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -166,8 +167,11 @@ class Lab3:
 
     def deploy(self, ctx: RunContext) -> None:
         ctx.progress("starting etcd on every node and the JetStream broker")
-        etcd.deploy(ctx)
-        nats.deploy(ctx)
+        # side by side: neither needs the other to start
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            broker_up = pool.submit(nats.deploy, ctx)
+            etcd.deploy(ctx, proxies_ready=False)
+            broker_up.result()
         broker.ensure_stream(nats.url(ctx), ctx.spec.ack_wait)
         c = etcd.client(ctx)
         try:
@@ -178,6 +182,7 @@ class Lab3:
             ctx.state["etcd_from_revision"] = int(meta.mod_revision)
         finally:
             c.close()
+        etcd_proxy.wait_listening(ctx.cluster)  # the services' only way to etcd
         # the services may connect to their own node and the broker, nothing else of the run
         egress.install(ctx.cluster, (nats.PORT,))
         ctx.progress("starting api, relay and worker on every node")

@@ -68,14 +68,16 @@ def member_client(ctx: RunContext, node: str, timeout: float = 2.0) -> Any:
     return etcd3.client(ctx.cluster.address(node), CLIENT_PORT, timeout=timeout)
 
 
-def deploy(ctx: RunContext, wait: float = 30.0) -> None:
+def deploy(ctx: RunContext, wait: float = 30.0, *, proxies_ready: bool = True) -> None:
     """Start the members, and in front of each its node's author-journal proxy (the only way
     the node's services reach etcd, see chaos.workloads.systems.etcd_proxy); return when the
     cluster answers and every proxy listens.
 
     Everything starts side by side — the firewall rules, the proxies, the members (each start
     waits for its pid file) — and the two waits overlap: bring-up pays for the slowest, not for
-    the sum. The rules only have to be in place before the services start, after this returns."""
+    the sum. The rules only have to be in place before the services start, after this returns.
+    ``proxies_ready=False``: return once etcd answers; the caller has other things to start and
+    calls ``etcd_proxy.wait_listening`` before its services."""
     etcd_proxy.prepare(ctx)
     starts = [etcd_proxy.process(ctx, n, CLIENT_PORT) for n in ctx.cluster.nodes]
     starts += [process(ctx, n) for n in ctx.cluster.nodes]
@@ -84,6 +86,9 @@ def deploy(ctx: RunContext, wait: float = 30.0) -> None:
         for f in [pool.submit(ctx.supervisor.start_process, s) for s in starts]:
             f.result()
         guard.result()
+        if not proxies_ready:
+            _wait_healthy(ctx, wait)
+            return
         listening = pool.submit(etcd_proxy.wait_listening, ctx.cluster, wait)
         _wait_healthy(ctx, wait)
         listening.result()
