@@ -8,7 +8,8 @@ from chaos.core.target import Target
 from chaos.workloads.systems import etcd
 
 # the role words a target may use on a workload that runs each system (its Names.roles)
-ETCD_ROLES = ("etcd", "leader", "primaries")
+# etcd-proxy: the root-owned proxy in front of each member (chaos.workloads.systems.etcd_proxy)
+ETCD_ROLES = ("etcd", "etcd-proxy", "leader", "primaries")
 NATS_ROLES = ("nats", "broker")
 
 
