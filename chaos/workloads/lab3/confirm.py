@@ -156,31 +156,6 @@ def unpublished_intent(fired: dict[str, Any]) -> tuple[bool, str]:
     return True, said
 
 
-def outstanding_delivery(fired: dict[str, Any]) -> tuple[bool, str]:
-    """A worker fault about a delivery in hand (txn-error-complete): the broker's consumer had a
-    delivered message awaiting ACK whose task etcd did not hold committed, when it was claimed."""
-    at, why = _at_fire(fired)
-    if at is None:
-        return False, why
-    consumer = _dict(at.get("consumer"))
-    floor = _int(consumer.get("ack_floor_stream_seq"))
-    delivered = _int(consumer.get("delivered_stream_seq"))
-    pending = _int(consumer.get("num_ack_pending"))
-    committed = {str(t) for t in at.get("committed_tasks") or []}
-    open_ = sorted(
-        {t for s, t in _messages(at).items() if floor < s <= delivered and t not in committed}
-    )
-    if pending > 0 and open_:
-        return True, (
-            f"when it was claimed, the broker's consumer had {pending} deliver(ies) awaiting ACK "
-            f"(task {', '.join(open_)}, not committed in etcd)"
-        )
-    return False, (
-        f"when it was claimed, the broker's consumer had {pending} deliver(ies) awaiting ACK and "
-        f"no uncommitted task in hand: the host did not observe a delivery the fault could hit"
-    )
-
-
 def redelivered(final: dict[str, Any]) -> tuple[bool, int, int]:
     """Whether the broker made more deliveries than it has messages delivered (its own counts)."""
     consumer = final.get("consumer") or {}
