@@ -122,9 +122,9 @@ def test_a_forged_claim_with_one_raise_no_longer_passes_commit_error(
     assert results["lost-tasks"]["verdict"] == "invalid"
     heal = _heal(run, "txn-error-complete")
     assert heal.get("fired_by") == "host" and "claim" not in heal, heal
-    # the forged event is there, as narration only
-    forged = [e for e in read_jsonl(run / "events.jsonl") if e.get("pid") == 4000000]
-    assert forged and forged[0]["kind"] == "fault-point"
+    # no forged claim or event can start: the services never see the arming (a root-only
+    # control of the proxies); the same forgery with its event is test_redteam_txn_error.py's
+    assert not [e for e in read_jsonl(run / "events.jsonl") if e.get("pid") == 4000000]
 
 
 def test_a_forged_crash_with_an_invented_pid_kills_nothing_and_does_not_count(
