@@ -58,14 +58,14 @@ NODE_QUOTA = {path: _size(size) for path, size, _ in Q.node_paths} | {
 LIVE_QUOTA = {name: _size(size) for name, size in Q.live_paths}
 
 
-def _run(name: str, store: Path) -> tuple[str, int, Path, str, int, float]:
+def _run(name: str, store: Path, *extra: str) -> tuple[str, int, Path, str, int, float]:
     """One ``chaos run`` under ``/usr/bin/time``, which gives the orchestrator's peak RSS."""
     solution = REDTEAM / name if (REDTEAM / name).is_dir() else HOSTILE / name
     t0 = time.monotonic()
     with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
         p = subprocess.run(
             ["/usr/bin/time", "-f", "%M", "-o", rss.name, sys.executable, "-m", "chaos.cli",
-             "run", "lab3", "--solution", str(solution), *FAST, "--store", str(store)],
+             "run", "lab3", "--solution", str(solution), *FAST, *extra, "--store", str(store)],
             capture_output=True, text=True, timeout=300, cwd=REPO,
         )  # fmt: skip
         peak_kb = int(Path(rss.name).read_text().split()[-1])
@@ -205,7 +205,9 @@ def test_filling_etcd_meets_etcds_own_quota_and_the_run_is_not_valid(
     tmp_path: Path, engine: docker.DockerClient
 ) -> None:
     # tests/fixtures/redteam/etcdfill: 1 MiB values into etcd until it refuses (1 GiB attempted)
-    _, code, run, out, _, _ = _run("etcdfill", tmp_path)
+    # load mode for 20 s: the fill, through its node's proxy, gets the time to reach the quota
+    _, code, run, out, _, _ = _run("etcdfill", tmp_path, "--tasks", "150", "--rate", "8",
+                                   "--time-limit", "20")  # fmt: skip
     (report,) = [json.loads(p.read_text()) for p in (run / "live" / "claims").glob("redteam-*")]
     assert "database space exceeded" in report["why"], report
     assert report["written_mib"] <= QUOTA_BACKEND_BYTES >> 20, report
@@ -216,7 +218,7 @@ def test_filling_etcd_meets_etcds_own_quota_and_the_run_is_not_valid(
     # reached the quota (through the node's proxy the fill takes longer than the lab's work)
     assert code in (0, 1, 2), out
     if code == 0:
-        assert "all 3 accepted tasks completed" in out and "exactly-once" in out, out
+        assert "accepted tasks completed" in out and "exactly-once" in out, out
     _nothing_left(engine, run)
 
 
