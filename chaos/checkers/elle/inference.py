@@ -15,7 +15,9 @@ from typing import Any, Protocol
 from chaos.checkers.elle.graph import PROCESS, REALTIME, DepGraph
 from chaos.checkers.elle.txns import Txn
 
-__all__ = ["Explainer", "Inference", "order_text", "show"]
+__all__ = ["Explainer", "Findings", "Inference", "order_text", "show"]
+
+MAX_CASES = 20  # anomalies of one kind kept as evidence (all are counted)
 
 
 class Explainer(Protocol):
@@ -35,6 +37,25 @@ class Inference:
     stats: dict[str, Any] = field(default_factory=dict)
     # why edges the data proves were left out (a bound hit): the history cannot be called valid
     incomplete: list[str] = field(default_factory=list)
+
+
+class Findings:
+    """The anomalies a data model finds without a cycle: every one counted, the first
+    :data:`MAX_CASES` of each kind kept as evidence. Call it with ``(kind, case)``."""
+
+    def __init__(self) -> None:
+        self._cases: dict[str, list[dict[str, Any]]] = {}
+        self._counts: dict[str, int] = {}
+
+    def __call__(self, kind: str, case: dict[str, Any]) -> None:
+        self._counts[kind] = self._counts.get(kind, 0) + 1
+        cases = self._cases.setdefault(kind, [])
+        if len(cases) < MAX_CASES:
+            cases.append({"type": kind, **case})
+
+    def listed(self) -> list[dict[str, Any]]:
+        """The kept cases, each with the count of its kind."""
+        return [{**c, "count": self._counts[c["type"]]} for cs in self._cases.values() for c in cs]
 
 
 def show(v: Any) -> str:

@@ -26,12 +26,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from chaos.checkers.elle.graph import RW, WR, WW, DepGraph
-from chaos.checkers.elle.inference import Inference, order_text, show
+from chaos.checkers.elle.inference import Findings, Inference, order_text, show
 from chaos.checkers.elle.txns import APPEND, READ, Txn, TxnInputError
 
 __all__ = ["infer"]
 
-MAX_CASES = 20  # anomalies of one kind kept as evidence (all are counted)
 _NOTHING = object()
 
 
@@ -140,14 +139,7 @@ def infer(txns: Sequence[Txn]) -> Inference:
     reads_of: dict[Any, dict[tuple[Any, ...], int]] = {}  # key -> distinct read -> a reader
     external: list[tuple[int, Any, tuple[Any, ...]]] = []
     lost: dict[tuple[Any, tuple[Any, ...]], list[int]] = {}
-    anomalies: dict[str, list[dict[str, Any]]] = {}
-    counts: dict[str, int] = {}
-
-    def found(kind: str, case: dict[str, Any]) -> None:
-        counts[kind] = counts.get(kind, 0) + 1
-        cases = anomalies.setdefault(kind, [])
-        if len(cases) < MAX_CASES:
-            cases.append({"type": kind, **case})
+    found = Findings()
 
     for t in txns:
         tid = t.id
@@ -314,9 +306,7 @@ def infer(txns: Sequence[Txn]) -> Inference:
                     f"{show(r)} and appended to it: each update was made without the others",
                 },
             )
-    out = [c for cases in anomalies.values() for c in cases]
-    for c in out:
-        c["count"] = counts[c["type"]]
+    out = found.listed()
     stats = {
         "keys": len(orders),
         "appends": len(writer),

@@ -24,12 +24,11 @@ from typing import Any
 import networkx as nx
 
 from chaos.checkers.elle.graph import RW, WR, WW, DepGraph
-from chaos.checkers.elle.inference import Inference, order_text, show
+from chaos.checkers.elle.inference import Findings, Inference, order_text, show
 from chaos.checkers.elle.txns import READ, WRITE, Txn
 
 __all__ = ["infer"]
 
-MAX_CASES = 20
 MAX_RW_EDGES = 5_000_000  # anti-dependency edges inferred at most (see infer)
 _NIL = None
 
@@ -113,14 +112,7 @@ def infer(txns: Sequence[Txn], *, writes_follow_reads: bool = True) -> Inference
     has_pred: set[tuple[Any, Any]] = set()
     lost: dict[tuple[Any, Any], list[int]] = {}
     external: list[tuple[int, Any, Any]] = []
-    anomalies: dict[str, list[dict[str, Any]]] = {}
-    counts: dict[str, int] = {}
-
-    def found(kind: str, case: dict[str, Any]) -> None:
-        counts[kind] = counts.get(kind, 0) + 1
-        cases = anomalies.setdefault(kind, [])
-        if len(cases) < MAX_CASES:
-            cases.append({"type": kind, **case})
+    found = Findings()
 
     for t in txns:
         tid = t.id
@@ -276,9 +268,7 @@ def infer(txns: Sequence[Txn], *, writes_follow_reads: bool = True) -> Inference
                     f"{show(x)} and wrote it: each update was made without the others",
                 },
             )
-    out = [c for cases in anomalies.values() for c in cases]
-    for c in out:
-        c["count"] = counts[c["type"]]
+    out = found.listed()
     stats = {
         "keys": len({k for k, _ in writer}),
         "writes": len(writer),
