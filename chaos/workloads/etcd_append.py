@@ -29,8 +29,6 @@ import threading
 import time
 from typing import Any
 
-import etcd3
-
 from chaos.checkers.elle import DEFAULT_CONSISTENCY, check_transactions, model, transactions
 from chaos.checkers.elle.loading import raw_ops
 from chaos.checkers.verdict import CheckResult
@@ -90,7 +88,7 @@ class EtcdAppend:
         state = {"element": 0, "next_key": ACTIVE_KEYS}
         active = list(range(ACTIVE_KEYS))
         appends = dict.fromkeys(active, 0)
-        clients: dict[int, Any] = {}
+        clients = etcd.ProcessClients(ctx)
 
         def next_txn() -> list[list[Any]]:
             with lock:
@@ -108,13 +106,6 @@ class EtcdAppend:
                         state["next_key"] += 1
                 return mops
 
-        def client_for(process: int) -> Any:
-            if process not in clients:
-                node = ctx.cluster.nodes[process % len(ctx.cluster.nodes)]
-                clients[process] = etcd3.client(ctx.cluster.address(node), etcd.CLIENT_PORT,
-                                                timeout=1.0)  # fmt: skip
-            return clients[process]
-
         def step(process: int) -> None:
             mops = next_txn()
             node = ctx.cluster.nodes[process % len(ctx.cluster.nodes)]
@@ -122,7 +113,7 @@ class EtcdAppend:
                                extra={"node": node})  # fmt: skip
             wrote = [False]
             try:
-                c = client_for(process)
+                c = clients.get(process)
                 done = _unsafe(c, mops, wrote) if unsafe else _safe(c, mops, wrote)
                 ctx.history.record(process=process, type=OpType.OK, f="txn", value=done)
             except _Aborted as e:
@@ -133,13 +124,12 @@ class EtcdAppend:
                 t = OpType.INFO if wrote[0] else OpType.FAIL
                 ctx.history.record(process=process, type=t, f="txn", value=mops,
                                    error=classify(e))  # fmt: skip
-                clients.pop(process, None)
+                clients.drop(process)
 
         try:
             drive(ctx, step, default_rate=40.0)
         finally:
-            for c in clients.values():
-                c.close()
+            clients.close()
 
     def recovered(self, ctx: RunContext) -> bool:
         return True

@@ -58,7 +58,7 @@ class EtcdRegister:
         rng = ctx.rng_for("workload")
         lock = threading.Lock()
         state = {"key": 0, "used": 0}
-        clients: dict[int, Any] = {}
+        clients = etcd.ProcessClients(ctx)
 
         def next_op() -> tuple[int, str, Any]:
             with lock:
@@ -74,13 +74,6 @@ class EtcdRegister:
                     return k, f, rng.randrange(VALUES)
                 return k, f, [rng.randrange(VALUES), rng.randrange(VALUES)]
 
-        def client_for(process: int) -> Any:
-            if process not in clients:
-                node = ctx.cluster.nodes[process % len(ctx.cluster.nodes)]
-                clients[process] = etcd3.client(ctx.cluster.address(node), etcd.CLIENT_PORT,
-                                                timeout=1.0)  # fmt: skip
-            return clients[process]
-
         def step(process: int) -> None:
             k, f, v = next_op()
             node = ctx.cluster.nodes[process % len(ctx.cluster.nodes)]
@@ -88,7 +81,7 @@ class EtcdRegister:
                                extra={"node": node})  # fmt: skip
             key = f"{PREFIX}{k}"
             try:
-                c = client_for(process)
+                c = clients.get(process)
                 if f == "read":
                     raw, _ = c.get(key)
                     got = None if raw is None else int(raw)
@@ -112,13 +105,12 @@ class EtcdRegister:
                     t = OpType.INFO  # the request may have left before the connection broke
                 ctx.history.record(process=process, type=t, f=f, value=[k, v],
                                    error=classify(e))  # fmt: skip
-                clients.pop(process, None)
+                clients.drop(process)
 
         try:
             drive(ctx, step, default_rate=40.0)
         finally:
-            for c in clients.values():
-                c.close()
+            clients.close()
 
     def recovered(self, ctx: RunContext) -> bool:
         return True

@@ -131,3 +131,30 @@ def leader(ctx: RunContext) -> str | None:
         except Exception:
             continue
     return None
+
+
+class ProcessClients:
+    """One etcd client per client process of a generic workload, talking to the member the
+    process is pinned to (``process`` mod the nodes): a process keeps its member, as a Jepsen
+    client keeps its node. A client whose op failed is dropped and made again at its next op."""
+
+    def __init__(self, ctx: RunContext, timeout: float = 1.0) -> None:
+        self._ctx = ctx
+        self._timeout = timeout
+        self._clients: dict[int, Any] = {}
+
+    def get(self, process: int) -> Any:
+        if process not in self._clients:
+            nodes = self._ctx.cluster.nodes
+            node = nodes[process % len(nodes)]
+            self._clients[process] = etcd3.client(
+                self._ctx.cluster.address(node), CLIENT_PORT, timeout=self._timeout
+            )
+        return self._clients[process]
+
+    def drop(self, process: int) -> None:
+        self._clients.pop(process, None)
+
+    def close(self) -> None:
+        for c in self._clients.values():
+            c.close()
