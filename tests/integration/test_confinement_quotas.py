@@ -104,10 +104,16 @@ def test_writes_through_every_path_land_at_most_their_quota(
     runs: dict[str, tuple[int, Path, str, int]], engine: docker.DockerClient
 ) -> None:
     code, run, out, _ = runs["fill"]
-    assert code == 2, out  # unknown, never valid
     assert "the code under test wrote more than its quota to" in out, out
     results = {r["checker"]: r for r in json.loads((run / "results.json").read_text())["results"]}
-    assert "wrote more than its quota" in results["complete-record"]["summary"]
+    record = results["complete-record"]
+    assert record["verdict"] == "unknown" and "wrote more than its quota" in record["summary"]
+    # never valid: unknown, or invalid where the fill also broke the lab's own work (its services
+    # share the full folders, so a task can be lost, and etcd's counter shows it)
+    if any(r["verdict"] == "invalid" for r in results.values()):
+        assert code == 1, out
+    else:
+        assert code == 2, out
     reports = []
     for p in (run / "live" / "claims").glob("redteam-fill-*.json"):
         text = p.read_text().strip()

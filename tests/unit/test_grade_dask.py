@@ -9,7 +9,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -27,10 +26,17 @@ from tests.fixtures.grade_cli import MATRIX, GradedMemoryLab3
 pytestmark = pytest.mark.alone
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _wait_scheduler(path: Path, proc: subprocess.Popen[bytes], log: Path) -> str:
+    """The scheduler's address once it wrote its file (it does so once it listens)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if path.is_file():
+            with contextlib.suppress(ValueError):
+                return str(json.loads(path.read_text())["address"])
+        if proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    raise AssertionError(f"the scheduler did not start:\n{log.read_text(errors='replace')}")
 
 
 def _start(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
@@ -65,18 +71,21 @@ def _wait_workers(client: object, n: int, timeout: float = 60) -> None:
 def test_grade_on_a_scheduler_survives_a_dead_worker(tmp_path: Path) -> None:
     from distributed import Client
 
-    port = _free_port()
-    address = f"tcp://127.0.0.1:{port}"
+    # the scheduler picks its own port and writes it to a file: no port handed over that someone
+    # else may take between the look-up and the bind
+    sched_file = tmp_path / "scheduler.json"
     py = sys.executable
     procs: list[subprocess.Popen[bytes]] = []
     try:
         procs.append(
             _start(
                 [py, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                 "--port", str(port), "--dashboard-address", ":0"],
+                 "--port", "0", "--dashboard-address", "127.0.0.1:0",
+                 "--scheduler-file", str(sched_file)],
                 tmp_path / "scheduler.log",
             )
         )  # fmt: skip
+        address = _wait_scheduler(sched_file, procs[0], tmp_path / "scheduler.log")
         workers = {}
         for name in ("w1", "w2"):
             p = _start(
@@ -115,7 +124,7 @@ def test_grade_on_a_scheduler_survives_a_dead_worker(tmp_path: Path) -> None:
                         return
                 time.sleep(0.1)
 
-        with Client(address, timeout="30s") as client:
+        with Client(address, timeout="60s") as client:
             _wait_workers(client, 2)
             w2_address = next(
                 a for a, w in client.scheduler_info()["workers"].items() if w["name"] == "w2"
