@@ -395,7 +395,7 @@ def run(
     from chaos.checkers.verdict import combine
     from chaos.cluster import backends
     from chaos.core.capabilities import Scenarios
-    from chaos.core.spec import TestSpec
+    from chaos.core.spec import TestSpec, fault_seconds
     from chaos.orchestrator.explore import run_command
     from chaos.orchestrator.run import check_spec, run_test
     from chaos.workloads import registry
@@ -432,7 +432,12 @@ def run(
         triggers=tuple(triggers),
         options=_options(options),
         schedule=_load_schedule(
-            schedule_file, fault_duration or pause_duration or ack_wait + 3.0, wl, workload
+            schedule_file,
+            fault_seconds(
+                fault_duration=fault_duration, pause_duration=pause_duration, ack_wait=ack_wait
+            ),
+            wl,
+            workload,
         ),
     )
     say = _progress(quiet)
@@ -642,10 +647,10 @@ def explore(
         write_json(json_path, to_json(found))
     reached, tried = found.coverage()
     if found.first_invalid is not None or found.trace_verdict is Verdict.INVALID:
-        sys.exit(1)
+        sys.exit(Exit.INVALID)
     if reached < tried or any(t.verdict is not Verdict.VALID for t in found.tried):
-        sys.exit(2)
-    sys.exit(0)
+        sys.exit(Exit.UNKNOWN)
+    sys.exit(Exit.VALID)
 
 
 @main.command(context_settings={"ignore_unknown_options": False})
@@ -827,15 +832,15 @@ def sandbox() -> None:
     help="The user the nodes file names: chaos (passwordless sudo) or student (no sudo).",
 )
 def sandbox_up(n: int, out: Path | None, name: str, user: str) -> None:
-    from chaos.cluster.base import ClusterError
+    from chaos.cluster.base import ClusterError, node_names
     from chaos.cluster.ssh import sandbox as sb
 
     try:
         box = sb.up(n, name=name, out=out, user=user, progress=_progress(False))
     except ClusterError as e:
         fail(str(e), Exit.ENVIRONMENT)
-    for i, a in enumerate(box.addresses, 1):
-        click.echo(f"n{i} {a}", err=True)
+    for node, a in zip(node_names(len(box.addresses)), box.addresses, strict=True):
+        click.echo(f"{node} {a}", err=True)
     click.echo(f"{n} node(s) up in {box.seconds:.1f} s", err=True)
     click.echo(box.nodes_file)
 

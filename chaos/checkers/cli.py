@@ -39,14 +39,13 @@ from typing import Any, TypeVar
 
 import click
 
+from chaos.checkers.budget import DEFAULT_MAX_STATES, DEFAULT_TIME_LIMIT
 from chaos.exits import Exit
 from chaos.histories.safe_text import clean  # the standard library only: quick to import
 
 __all__ = ["check_file_command", "model_argv", "model_options", "parse_init"]
 
 PROBLEMS_SHOWN = 20
-DEFAULT_TIME_LIMIT = 60.0  # the same as chaos.checkers.linearizable's (kept light: no import)
-DEFAULT_MAX_STATES = 5_000_000
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -31,14 +31,13 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
+from chaos.checkers.budget import DEFAULT_MAX_STATES, DEFAULT_TIME_LIMIT
 from chaos.checkers.models import MODELS, UNKNOWN, Model, UnknownOp, _show, freeze, thaw
 from chaos.checkers.register_precheck import REGISTER_MODELS, precheck_register
 from chaos.checkers.verdict import CheckResult, Verdict
 from chaos.histories.ops import Op, OpType
 
 __all__ = [
-    "DEFAULT_MAX_STATES",
-    "DEFAULT_TIME_LIMIT",
     "KEYED_NOTE",
     "OrphanCompletions",
     "Partition",
@@ -47,8 +46,6 @@ __all__ = [
     "prepare",
 ]
 
-DEFAULT_TIME_LIMIT = 60.0
-DEFAULT_MAX_STATES = 5_000_000
 PREFIX_SHOWN = 200  # longest-prefix evidence keeps at most this many ops (the tail)
 _SLICE = 4096  # search steps between looks at the clock / switches to another key
 

@@ -21,13 +21,10 @@ from pathlib import Path
 from typing import Literal
 
 from chaos.checkers._rows import NEMESIS, OpRows, rows_of
+from chaos.checkers.budget import DEFAULT_MAX_STATES, DEFAULT_TIME_LIMIT
 from chaos.checkers.counter import counter_rows
 from chaos.checkers.exceptions import exceptions_rows
-from chaos.checkers.linearizable import (
-    DEFAULT_MAX_STATES,
-    DEFAULT_TIME_LIMIT,
-    check_linearizable,
-)
+from chaos.checkers.linearizable import check_linearizable
 from chaos.checkers.queue import total_queue_rows
 from chaos.checkers.semantics import Semantics, build_model, counter_start, semantics
 from chaos.checkers.sets import set_full_rows

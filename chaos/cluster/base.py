@@ -27,6 +27,17 @@ class ExecResult:
         return self.exit_code == 0
 
 
+def node_name(i: int) -> str:
+    """The name of a cluster's ``i``-th node (from 1): ``n1``, ``n2``, ... Every backend names its
+    nodes so, and targets, control folders and messages speak of them so."""
+    return f"n{i}"
+
+
+def node_names(count: int) -> list[str]:
+    """The names of a cluster of ``count`` nodes, in order: ``n1``..``nN``."""
+    return [node_name(i) for i in range(1, count + 1)]
+
+
 class ClusterError(Exception):
     """A backend operation failed; the message says what to do about it."""
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from chaos.cluster.base import ClusterError, ExecResult
+from chaos.cluster.base import ClusterError, ExecResult, node_names
 
 
 @dataclass(slots=True)
@@ -31,7 +31,7 @@ class FakeProcess:
 class FakeCluster:
     def __init__(self, run_id: str = "fake", nodes: int = 3) -> None:
         self.run_id = run_id
-        self.nodes = [f"n{i}" for i in range(1, nodes + 1)]
+        self.nodes = node_names(nodes)
         self.procs: dict[tuple[str, str], FakeProcess] = {}
         self.files: dict[tuple[str, str], bytes] = {}
         self.net_log: list[tuple[str, list[str]]] = []

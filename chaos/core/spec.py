@@ -26,6 +26,15 @@ RUN_OPTIONS = {
 }
 
 
+def fault_seconds(
+    *, fault_duration: float | None, pause_duration: float | None, ack_wait: float
+) -> float:
+    """How long a scheduled, triggered or random fault lasts: ``--fault-duration``, else
+    ``--pause-duration``, else AckWait + 3 s (a pause that outlasts the broker's AckWait, so that
+    a redelivery happens while it lasts)."""
+    return float(fault_duration or pause_duration or ack_wait + 3.0)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TestSpec:
     """A run's parameters. Every random choice of the run derives from ``seed``."""
@@ -55,6 +64,14 @@ class TestSpec:
     work_seconds: float = 0.5
     scenario: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+
+    def fault_seconds(self) -> float:
+        """How long this run's faults last (see :func:`fault_seconds`)."""
+        return fault_seconds(
+            fault_duration=self.fault_duration,
+            pause_duration=self.pause_duration,
+            ack_wait=self.ack_wait,
+        )
 
     def run_argv(self) -> list[str]:
         """The arguments of ``chaos run`` that make this spec again, the seed last (options at

@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from chaos.core.spec import TestSpec
 from chaos.histories.files import read_input_text
 from chaos.histories.limits import InputError
 from chaos.histories.yaml_input import compose
@@ -64,9 +65,8 @@ REFUSED: dict[str, str] = {
     "no-html": "every graded run keeps its page: the grade's report links to it",
 }
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-# `chaos run`'s defaults, for a run's time bound when a configuration leaves them out
-DEFAULT_TIME_LIMIT = 30.0
-DEFAULT_RECOVERY = 40.0
+# `chaos run`'s defaults (TestSpec's), for a run's time bound when a configuration leaves them out
+RUN_DEFAULTS = TestSpec(workload="-")
 
 
 # a matrix is a page of YAML
@@ -103,8 +103,8 @@ class Config:
     def time_bound(self) -> float:
         """Seconds a run of this configuration may take by its own bounds (workload + recovery),
         without bring-up, teardown and checking."""
-        return float(self.options.get("time-limit", DEFAULT_TIME_LIMIT)) + float(
-            self.options.get("recovery-timeout", DEFAULT_RECOVERY)
+        return float(self.options.get("time-limit", RUN_DEFAULTS.time_limit)) + float(
+            self.options.get("recovery-timeout", RUN_DEFAULTS.recovery_timeout)
         )
 
     def to_json(self) -> dict[str, Any]:

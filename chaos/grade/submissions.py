@@ -22,12 +22,11 @@ from pathlib import Path
 
 from chaos.histories.files import read_input
 from chaos.histories.limits import InputError
+from chaos.node.solution import MAX_SOURCE
 
-# as chaos.node.solution.MAX_SOURCE: a protocol is a page or two
-MAX_SOURCE = 1 << 20
-# as chaos.orchestrator.run.MOUNT_CAP / MOUNT_FILES: what a run copies of a solution
-MAX_SUBMISSION = 64 << 20
-MAX_ENTRIES = 2000
+# what a run copies of a solution (no more): a submission over it could never run
+from chaos.orchestrator.run import MOUNT_CAP, MOUNT_FILES
+
 LINKED = "a symbolic link; links under the submissions folder are not followed"
 
 
@@ -70,10 +69,10 @@ def _problem(folder: Path) -> str | None:
     if size > MAX_SOURCE:
         return f"protocol.py is {size >> 10} KB (over {MAX_SOURCE >> 10} KB)"
     total, count = apparent_size(folder)
-    if total > MAX_SUBMISSION or count > MAX_ENTRIES:
+    if total > MOUNT_CAP or count > MOUNT_FILES:
         return (
             f"the folder holds {total} bytes in {count} entries, more than a submission may "
-            f"({MAX_SUBMISSION >> 20} MiB, {MAX_ENTRIES} entries)"
+            f"({MOUNT_CAP >> 20} MiB, {MOUNT_FILES} entries)"
         )
     try:
         source = read_input(proto, MAX_SOURCE)

@@ -15,10 +15,8 @@ from typing import Any
 
 from chaos.core.context import RunContext
 from chaos.core.target import Resolved
+from chaos.nemesis.hostkill import EXIT_WAIT, RESTART_WAIT
 from chaos.nemesis.targets import TargetedFault, processes_of
-
-EXIT_WAIT = 5.0
-RESTART_WAIT = 15.0
 
 
 class KillFault(TargetedFault):

@@ -72,10 +72,6 @@ def moves_clocks(spec: TestSpec) -> bool:
     return "clock" in names
 
 
-def fault_duration(spec: TestSpec) -> float:
-    return float(spec.fault_duration or spec.pause_duration or spec.ack_wait + 3.0)
-
-
 def planned_steps(spec: TestSpec, choices: list[Choice]) -> list[Step]:
     """The random schedule of a spec: a pure function of the spec (its seed included)."""
     return generate(
@@ -83,7 +79,7 @@ def planned_steps(spec: TestSpec, choices: list[Choice]) -> list[Step]:
         rng=random.Random(f"{spec.seed}:schedule"),
         horizon=spec.time_limit,
         interval=spec.nemesis_interval,
-        duration=fault_duration(spec),
+        duration=spec.fault_seconds(),
         jitter=spec.nemesis_jitter,
     )
 
@@ -142,7 +138,7 @@ def make_nemeses(wl: Any, spec: TestSpec) -> list[Nemesis]:
             )
         else:
             choices.append(Choice(fault=name, target=target))
-    duration = fault_duration(spec)
+    duration = spec.fault_seconds()
     if choices == [Choice(fault="pause")] and isinstance(wl, PauseTarget):
         once = spec.tasks is None and spec.rate is None
         out.append(

@@ -22,7 +22,7 @@ import random
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from chaos.cluster.base import Reapable
+from chaos.cluster.base import Reapable, node_names
 from chaos.core.capabilities import RoleResolver
 from chaos.core.context import RunContext
 from chaos.core.target import Resolved, Target
@@ -69,10 +69,10 @@ def check_target(spec: str, roles: Collection[str] | None, nodes: int) -> None:
                 f"unknown node selector {selector!r}{did_you_mean(selector, NODE_SELECTORS)}; "
                 f"use {', '.join(NODE_SELECTORS)} or node names (n1+n2)"
             )
-        names = [f"n{i}" for i in range(1, nodes + 1)]
+        names = node_names(nodes)
         past = [p for p in selector.replace(",", "+").split("+") if p and p not in names]
         if nodes and past:
-            raise TargetError(f"no node {', '.join(past)}: the nodes are n1..n{nodes}")
+            raise TargetError(f"no node {', '.join(past)}: the nodes are {names[0]}..{names[-1]}")
     if role is not None and roles is not None and not roles:
         raise TargetError(
             f"unknown node selector {role!r}{did_you_mean(role, NODE_SELECTORS)}: this fault "

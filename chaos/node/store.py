@@ -36,6 +36,15 @@ class TxnHooks(Protocol):
     ) -> None: ...
 
 
+def found(response: Any) -> Any:
+    """The JSON value a ``get_op`` in a transaction returned, or None."""
+    for item in response or []:
+        value = item[0] if isinstance(item, tuple) else item
+        if value is not None:
+            return json.loads(value)
+    return None
+
+
 class _Call(threading.local):
     fn: str | None = None
     n: int = 0

@@ -24,7 +24,7 @@ from chaos.checkers.completeness import check_stored_run
 from chaos.checkers.offline import write_history_edn
 from chaos.checkers.results import write_results
 from chaos.checkers.verdict import CheckResult, Verdict, combine
-from chaos.cluster.base import Backend
+from chaos.cluster.base import Backend, node_names
 from chaos.core.capabilities import ReportSections, Scenarios, SolutionMounts
 from chaos.core.context import RunContext
 from chaos.core.ledger import FaultLedger
@@ -64,7 +64,7 @@ def make_live(live: Path, nodes: int) -> None:
     for d in ("events", "claims"):
         (live / d).mkdir(parents=True)
         os.chmod(live / d, 0o1777)
-    for node in ["any", *(f"n{i}" for i in range(1, nodes + 1))]:
+    for node in ["any", *node_names(nodes)]:
         (live / "control" / node).mkdir(parents=True)
 
 

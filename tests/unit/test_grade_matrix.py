@@ -53,7 +53,7 @@ def test_a_matrix_parses_with_defaults_and_weights(tmp_path: Path) -> None:
         str(tmp_path / "plans" / "s.yaml"),
     ]
     assert quiet.options == {"time-limit": 20.0, "option": {"lock_at_least": 2}}
-    assert delivery.time_bound() == 10 + matrix.DEFAULT_RECOVERY
+    assert delivery.time_bound() == 10 + matrix.RUN_DEFAULTS.recovery_timeout
     # what the manifest stores reads back the same
     assert matrix.Matrix.from_json(m.to_json()) == m
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from chaos.checkers.budget import DEFAULT_TIME_LIMIT
 from chaos.checkers.elle import list_append, rw_register
 from chaos.checkers.elle.consistency import CYCLE_TYPES, ConsistencyModel, model
 from chaos.checkers.elle.cycles import find_cycles
@@ -31,7 +32,6 @@ __all__ = ["DATA_MODELS", "DEFAULT_CONSISTENCY", "check_file", "check_transactio
 
 DATA_MODELS = ("list-append", "rw-register")
 DEFAULT_CONSISTENCY = "strict-serializable"
-DEFAULT_TIME_LIMIT = 60.0
 MAX_CYCLES = 20  # cycles of one anomaly type explained and kept (all are counted)
 _ORDER = (
     # cycles first (they carry the most evidence: the report draws them), weakest first

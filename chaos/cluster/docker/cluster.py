@@ -32,7 +32,7 @@ import docker
 import docker.errors
 import docker.types
 
-from chaos.cluster.base import ClusterError, ExecResult
+from chaos.cluster.base import ClusterError, ExecResult, node_names
 from chaos.cluster.docker import firewall, procfs
 from chaos.cluster.docker.quota import (
     Quotas,
@@ -91,7 +91,7 @@ class DockerCluster:
         quotas: Quotas | None = None,
     ) -> None:
         self.run_id = run_id
-        self.nodes = [f"n{i}" for i in range(1, nodes + 1)]
+        self.nodes = node_names(nodes)
         self._client = client or engine()
         self._image = image
         self._src = src_dir.resolve()

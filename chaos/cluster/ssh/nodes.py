@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from chaos.cluster.base import node_name
 from chaos.histories.files import read_input_text
 from chaos.histories.limits import InputError
 from chaos.histories.yaml_input import compose
@@ -145,7 +146,7 @@ def load(path: Path) -> NodesFile:
                 f"{path}:{item.start_mark.line + 1}: {where}.key: missing (a key file, "
                 "or agent: true to use the SSH agent)"
             )
-        nodes.append(NodeSpec(name=f"n{i + 1}", **merged))
+        nodes.append(NodeSpec(name=node_name(i + 1), **merged))
     known = defaults.get("known_hosts") or Path("~/.ssh/known_hosts").expanduser()
     return NodesFile(
         path=path,

@@ -23,7 +23,7 @@ from typing import Any
 import docker
 import docker.errors
 
-from chaos.cluster.base import ClusterError, Progress
+from chaos.cluster.base import ClusterError, Progress, node_name
 from chaos.cluster.docker.resources import engine
 from chaos.cluster.ssh import sandbox_image
 
@@ -110,8 +110,8 @@ def up(
                 client.containers.run(
                     tag,
                     ["sh", "-c", "ssh-keygen -A -q && exec /usr/sbin/sshd -D -e"],
-                    name=f"chaos-{name}-n{i}",
-                    hostname=f"n{i}",
+                    name=f"chaos-{name}-{node_name(i)}",
+                    hostname=node_name(i),
                     labels=labels,
                     init=True,
                     cap_add=["NET_ADMIN"],

@@ -24,7 +24,6 @@ This module runs on the nodes: standard library and ``etcd3`` only.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chaos.node.store import JsonStore
+from chaos.node.store import found as found  # a solution's helper, kept where it was named
 from chaos.workloads.lab1 import keys
 
 APPLIED = "applied"
@@ -146,12 +146,3 @@ class Store(JsonStore):
             # goes stale if the process stops here
             self._before_write(change)
         return self._transact(compare, success, failure)
-
-
-def found(response: Any) -> Any:
-    """The JSON value a ``get_op`` in a transaction returned, or None."""
-    for item in response or []:
-        value = item[0] if isinstance(item, tuple) else item
-        if value is not None:
-            return json.loads(value)
-    return None

@@ -10,11 +10,11 @@ This module runs on the nodes: standard library and ``etcd3`` only.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from chaos.node.store import JsonStore
+from chaos.node.store import found as found  # a solution's helper, kept where it was named
 
 COMMITTED = "committed"
 DUPLICATE = "duplicate"
@@ -53,12 +53,3 @@ class Store(JsonStore):
         """One atomic etcd transaction: ``success`` if every compare holds, else ``failure``."""
         self._before_commit()
         return self._transact(compare, success, failure)
-
-
-def found(response: Any) -> Any:
-    """The JSON value a ``get_op`` in a transaction returned, or None."""
-    for item in response or []:
-        value = item[0] if isinstance(item, tuple) else item
-        if value is not None:
-            return json.loads(value)
-    return None
