@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.histories.files import UnsafeFile, fsync_dir, read_regular
+from chaos.histories.growing import GrowingLines
 from chaos.histories.jsonl import EVENTS_FORMAT, JsonlWriter
 from chaos.histories.ops import Event
 
@@ -56,8 +57,7 @@ class EventTail:
         # why the tail stopped reading (a cap reached), or None
         self.over_quota: str | None = None
         self._origin = origin
-        self._offsets: dict[Path, int] = {}
-        self._partial: dict[Path, bytes] = {}
+        self._lines: GrowingLines[Path] = GrowingLines(LINE_CAP)
         self._lock = threading.Lock()
         self.events: list[Event] = []
         self._cond = threading.Condition(self._lock)
@@ -80,10 +80,9 @@ class EventTail:
             if self.over_quota is not None or not self._dir.exists():
                 return new
             for path in sorted(self._dir.glob("*.jsonl")):
-                off = self._offsets.get(path, 0)
                 left = self._max_bytes - self._read
                 try:
-                    chunk = read_regular(path, min(POLL_CAP, left + 1), off)
+                    chunk = read_regular(path, min(POLL_CAP, left + 1), self._lines.offset(path))
                 except UnsafeFile as e:
                     self._note(f"unsafe:{path.name}", f"{path.name}: skipped, {e.strerror}")
                     continue
@@ -95,15 +94,10 @@ class EventTail:
                     self._over(f"{self._max_bytes} bytes of events (CHAOS_MAX_EVENT_BYTES)")
                     break
                 self._read += len(chunk)
-                self._offsets[path] = off + len(chunk)
-                data = self._partial.pop(path, b"") + chunk
-                lines = data.split(b"\n")
-                if lines[-1]:
-                    self._partial[path] = lines[-1]
-                if len(self._partial.get(path, b"")) > LINE_CAP:
-                    self._partial.pop(path)
+                lines, overlong = self._lines.feed(path, chunk)
+                if overlong:
                     self._note(f"line:{path.name}", f"{path.name}: a line over {LINE_CAP} bytes")
-                for line in lines[:-1]:
+                for line in lines:
                     if not line.strip() or len(line) > LINE_CAP:
                         continue
                     if len(self.events) + len(new) >= self._max_events:
