@@ -17,6 +17,7 @@ from pathlib import Path
 
 from chaos.cluster.ssh.clock import ClockEstimate
 from chaos.cluster.ssh.conn import Connection
+from chaos.histories.growing import GrowingLines
 
 # the nemeses choose targets from events (lab1's lock holder, lab3's busy worker): they are only
 # as fresh as the last pull
@@ -38,8 +39,7 @@ class EventCollector:
         self._folder = folder
         self._dest = live / "events"
         self._clocks = clocks  # filled by the cluster at start; read here
-        self._offsets: dict[tuple[str, str], int] = {}
-        self._partial: dict[tuple[str, str], bytes] = {}
+        self._lines: GrowingLines[tuple[str, str]] = GrowingLines()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
@@ -70,18 +70,13 @@ class EventCollector:
             if not name.endswith(".jsonl"):
                 continue
             key = (node, name)
-            off = self._offsets.get(key, 0)
-            if size <= off:
+            if size <= self._lines.offset(key):
                 continue
-            chunk = c.get(f"{self._folder}/{name}", off)
+            chunk = c.get(f"{self._folder}/{name}", self._lines.offset(key))
             if not chunk:
                 continue
-            self._offsets[key] = off + len(chunk)
-            data = self._partial.pop(key, b"") + chunk
-            lines = data.split(b"\n")
-            if lines[-1]:
-                self._partial[key] = lines[-1]
-            out = [convert(line, est) for line in lines[:-1] if line.strip()]
+            lines, _ = self._lines.feed(key, chunk)
+            out = [convert(line, est) for line in lines if line.strip()]
             if out:
                 with open(self._dest / name, "a", encoding="utf-8") as fh:
                     fh.write("".join(out))
