@@ -16,7 +16,7 @@ import time
 import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -24,6 +24,10 @@ from chaos.checkers.cli import model_argv, model_options
 from chaos.exits import Exit, usage_status
 from chaos.histories.safe_text import clean
 from chaos.histories.store import DEFAULT_STORE, read_artefact, read_json, workload_of
+
+if TYPE_CHECKING:  # for annotations only: the commands import what they use when they run
+    from chaos.core.capabilities import Scenarios
+    from chaos.core.workload import Workload
 
 # Each command imports what it runs inside its own body, for start-up time alone (nothing here
 # dodges an import cycle: the layers contract in pyproject.toml rules those out): `chaos check`,
@@ -509,7 +513,7 @@ def _rerun_extra(backend_name: str, store: Path) -> tuple[str, ...]:
 
 
 def _load_schedule(
-    path: Path | None, default_duration: float, wl: Any, name: str
+    path: Path | None, default_duration: float, wl: Workload, name: str
 ) -> dict[str, Any] | None:
     """Parse ``--schedule`` (its triggers against the workload's hold points) before anything
     starts."""
@@ -527,7 +531,9 @@ def _load_schedule(
     return None
 
 
-def _write_lab_report(wl: Any, outcomes: list[Any], folder: Path, report_path: Path | None) -> None:
+def _write_lab_report(
+    wl: Scenarios, outcomes: list[Any], folder: Path, report_path: Path | None
+) -> None:
     from chaos.histories.store import write_json
 
     reports = {}

@@ -13,12 +13,13 @@ lab's services failed at something the lab did not ask about, or said things cha
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Protocol
 
 from chaos.checkers.verdict import CheckResult, Verdict
 from chaos.histories.store import StoredRun
 
-__all__ = ["CHECKER", "check_stored_run", "completeness"]
+__all__ = ["CHECKER", "Checks", "check_stored_run", "completeness"]
 
 CHECKER = "complete-record"
 
@@ -59,7 +60,15 @@ def _quota_reason(breaches: list[str]) -> str:
     return "; ".join(said)
 
 
-def check_stored_run(workload: Any, run: StoredRun) -> list[CheckResult]:
+class Checks(Protocol):
+    """What judging a stored run asks of a workload: its checkers (the ``check`` of
+    :class:`chaos.core.workload.Workload`, a pure function of the stored run that must not touch a
+    cluster)."""
+
+    def check(self, run: StoredRun) -> Sequence[CheckResult]: ...
+
+
+def check_stored_run(workload: Checks, run: StoredRun) -> list[CheckResult]:
     """The workload's checkers on ``run``, then :func:`completeness`, which the workload cannot
     leave out (``chaos check`` and the orchestrator both judge a run this way)."""
     results: list[CheckResult] = list(workload.check(run))

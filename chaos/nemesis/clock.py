@@ -37,6 +37,7 @@ from typing import Any
 from chaos.cluster import clocks
 from chaos.core.context import RunContext
 from chaos.core.target import Resolved, RoleUnplayed, Target
+from chaos.core.workload import Workload
 from chaos.nemesis.targets import processes_of, resolve_targets
 
 MODES = ("bump", "skew", "strobe", "drift")
@@ -145,7 +146,7 @@ class ClockFault:
 
     name = "clock"
 
-    def __init__(self, workload: Any = None) -> None:
+    def __init__(self, workload: Workload | None = None) -> None:
         self.workload = workload
 
     def resolve(self, ctx: RunContext, spec: str | None, rng: Any) -> Resolved:

@@ -30,6 +30,7 @@ from chaos.cluster import net
 from chaos.cluster.base import Reapable
 from chaos.core.context import RunContext
 from chaos.core.target import Resolved
+from chaos.core.workload import Workload
 from chaos.nemesis.targets import pick_nodes
 
 DEFAULT_PROBABILITY = 0.30
@@ -103,7 +104,7 @@ def tolerance(p: float, packets: int) -> float:
 class PacketLossFault:
     name = "packet-loss"
 
-    def __init__(self, workload: Any = None) -> None:
+    def __init__(self, workload: Workload | None = None) -> None:
         self.workload = workload
 
     def resolve(self, ctx: RunContext, spec: str | None, rng: Any) -> Resolved:

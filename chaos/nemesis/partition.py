@@ -18,6 +18,7 @@ from chaos.cluster import net
 from chaos.cluster.base import Reapable
 from chaos.core.context import RunContext
 from chaos.core.target import Resolved
+from chaos.core.workload import Workload
 from chaos.nemesis import grudge as gr
 from chaos.nemesis.targets import primaries, resolve_targets
 
@@ -29,7 +30,7 @@ PROBE_PORT = 2380
 class PartitionFault:
     name = "partition"
 
-    def __init__(self, workload: Any = None, probe_port: int = PROBE_PORT) -> None:
+    def __init__(self, workload: Workload | None = None, probe_port: int = PROBE_PORT) -> None:
         self.workload = workload
         self.probe_port = probe_port
 

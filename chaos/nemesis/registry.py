@@ -15,11 +15,13 @@ continues its list). Lab fault points (``relay-crash-before-publish``...) are fa
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 from typing import Any
 
-from chaos.cluster.base import Capable
+from chaos.cluster.base import Backend, Capable
 from chaos.core.capabilities import FaultAims, FaultPoints, HostFaultPoints, Names, PauseTarget
 from chaos.core.spec import TestSpec
+from chaos.core.workload import Workload
 from chaos.nemesis.base import Nemesis
 from chaos.nemesis.faultpoint import FaultPointNemesis
 from chaos.nemesis.hostpoint import HostFaultPointNemesis
@@ -32,7 +34,7 @@ from chaos.nemesis.trigger import TriggerNemesis, bind, parse_trigger
 
 
 def parse_nemesis(
-    items: tuple[str, ...] | list[str], points: Any = ()
+    items: tuple[str, ...] | list[str], points: Collection[str] = ()
 ) -> list[tuple[str, str | None]]:
     """``("pause:worker", "partition:n1", "n2", "kill")`` -> [(pause, worker), (partition, n1+n2), (kill, None)]."""
     out: list[tuple[str, str | None]] = []
@@ -55,7 +57,7 @@ def parse_nemesis(
     return out
 
 
-def aimed(wl: Any, faults: list[tuple[str, str | None]]) -> list[tuple[str, str | None]]:
+def aimed(wl: Workload, faults: list[tuple[str, str | None]]) -> list[tuple[str, str | None]]:
     """Each fault named without a target takes the workload's aim for it (``FaultAims``)."""
     aims = wl.fault_aims if isinstance(wl, FaultAims) else {}
     return [(name, target if target is not None else aims.get(name)) for name, target in faults]
@@ -84,7 +86,7 @@ def planned_steps(spec: TestSpec, choices: list[Choice]) -> list[Step]:
     )
 
 
-def check_targets(wl: Any, spec: TestSpec) -> None:
+def check_targets(wl: Workload, spec: TestSpec) -> None:
     """ValueError, before anything starts, for a fault whose target can name nothing on this
     workload: a misspelt role (``pause:wroker``), a node past the cluster, an argument that does
     not parse. Roles are checked against the workload's :class:`~chaos.core.capabilities.Names`
@@ -108,7 +110,7 @@ def check_targets(wl: Any, spec: TestSpec) -> None:
             raise ValueError(f"{where}: {e}") from None
 
 
-def make_nemeses(wl: Any, spec: TestSpec) -> list[Nemesis]:
+def make_nemeses(wl: Workload, spec: TestSpec) -> list[Nemesis]:
     """Every nemesis a spec asks for, ready to run; raises ValueError for a bad name, target or
     phrase."""
     check_targets(wl, spec)
@@ -175,7 +177,7 @@ def describe(nemeses: list[Nemesis]) -> list[dict[str, Any]]:
     return out
 
 
-def faults_used(wl: Any, spec: TestSpec) -> set[str]:
+def faults_used(wl: Workload, spec: TestSpec) -> set[str]:
     """The fault kinds a spec can apply: ``--nemesis``, schedule steps and triggers."""
     points = wl.fault_points if isinstance(wl, FaultPoints) else {}
     used = {name for name, _ in parse_nemesis(spec.nemesis, points) if name not in points}
@@ -186,7 +188,7 @@ def faults_used(wl: Any, spec: TestSpec) -> set[str]:
     return used
 
 
-def refuse_unsupported(wl: Any, spec: TestSpec, backend: Any) -> None:
+def refuse_unsupported(wl: Workload, spec: TestSpec, backend: Backend) -> None:
     """ValueError naming the fault and the backend when the backend says it cannot do a fault the
     spec asks for (``freeze`` without a freezer): before the run starts, not halfway through."""
     if not isinstance(backend, Capable):

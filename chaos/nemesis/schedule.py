@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from chaos.core.workload import Workload
 from chaos.histories.files import read_input_text
 from chaos.histories.limits import InputError
 from chaos.nemesis.plan import Plan, Step, parse_duration
@@ -180,7 +181,7 @@ def parse_schedule(
     *,
     file: str = "<schedule>",
     default_duration: float = 5.0,
-    workload: object = None,
+    workload: Workload | None = None,
     workload_name: str = "",
 ) -> Plan:
     """Parse a schedule document; raises ScheduleError naming file, line and field.
@@ -240,7 +241,11 @@ def parse_schedule(
 
 
 def load_schedule(
-    path: Path, *, default_duration: float = 5.0, workload: object = None, workload_name: str = ""
+    path: Path,
+    *,
+    default_duration: float = 5.0,
+    workload: Workload | None = None,
+    workload_name: str = "",
 ) -> Plan:
     try:
         text = read_input_text(path, MAX_SCHEDULE_BYTES)

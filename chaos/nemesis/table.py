@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from chaos.cluster.base import Freezable, SharedLive
+from chaos.core.workload import Workload
 from chaos.nemesis import clock, loss
 from chaos.nemesis.base import Fault
 from chaos.nemesis.clock import ClockFault
@@ -44,7 +44,9 @@ def _loss(spec: str) -> Sequence[str]:
 @dataclass(frozen=True, slots=True)
 class FaultKind:
     name: str
-    make: Callable[[Any], Fault]  # the workload -> the fault (roles resolve through the workload)
+    make: Callable[
+        [Workload | None], Fault
+    ]  # the workload -> the fault (roles resolve through the workload)
     help: str
     reap: str | None
     triggerable: bool = True
@@ -103,7 +105,7 @@ NEEDS: dict[str, type] = {k.name: k.needs for k in KINDS if k.needs is not None}
 REAP_OPS: frozenset[str] = frozenset(k.reap for k in KINDS if k.reap)
 
 
-def fault_table(workload: Any) -> dict[str, Fault]:
+def fault_table(workload: Workload | None) -> dict[str, Fault]:
     """Every fault kind, ready to resolve targets through ``workload``."""
     return {k.name: k.make(workload) for k in KINDS}
 

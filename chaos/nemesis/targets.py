@@ -26,6 +26,7 @@ from chaos.cluster.base import Reapable, node_names
 from chaos.core.capabilities import RoleResolver
 from chaos.core.context import RunContext
 from chaos.core.target import Resolved, Target
+from chaos.core.workload import Workload
 from chaos.nemesis.grudge import majority, minority_third
 
 NODE_SELECTORS = ("one", "minority", "majority", "minority-third", "all", "primaries")
@@ -121,7 +122,7 @@ def pick_nodes(
     )
 
 
-def _ask(ctx: RunContext, workload: Any, role: str) -> list[Target] | None:
+def _ask(ctx: RunContext, workload: Workload | None, role: str) -> list[Target] | None:
     """The workload's answer for ``role`` (sorted), or None when it does not know the role."""
     if not isinstance(workload, RoleResolver):
         return None
@@ -134,13 +135,13 @@ def _ask(ctx: RunContext, workload: Any, role: str) -> list[Target] | None:
     return sorted(got, key=lambda t: (t.node, t.process or ""))
 
 
-def primaries(ctx: RunContext, workload: Any) -> list[str]:
+def primaries(ctx: RunContext, workload: Workload | None) -> list[str]:
     """The nodes the workload calls its primaries now (its system's leader, say); [] if none."""
     got = _ask(ctx, workload, "primaries")
     return sorted({t.node for t in got}) if got else []
 
 
-def role_targets(ctx: RunContext, workload: Any, role: str) -> list[Target]:
+def role_targets(ctx: RunContext, workload: Workload | None, role: str) -> list[Target]:
     """Every process that plays ``role`` now (sorted), or raise when the role is unknown.
 
     A role is the workload's (``holder``, ``leader``, ``broker``: whoever plays it at this moment)
@@ -159,7 +160,9 @@ def role_targets(ctx: RunContext, workload: Any, role: str) -> list[Target]:
     return sorted((Target(node=p.node, process=p.name) for p in procs), key=lambda t: t.node)
 
 
-def resolve_targets(ctx: RunContext, workload: Any, spec: str, rng: random.Random) -> list[Target]:
+def resolve_targets(
+    ctx: RunContext, workload: Workload | None, spec: str, rng: random.Random
+) -> list[Target]:
     """Resolve ``spec`` (see the module docstring) to concrete targets, drawing from ``rng``."""
     role, selector = split_spec(spec)
     nodes = list(ctx.cluster.nodes)
@@ -212,7 +215,7 @@ class TargetedFault:
     Resolution draws only from the rng it is given, so the seed replays it; it changes nothing.
     """
 
-    def __init__(self, workload: Any = None) -> None:
+    def __init__(self, workload: Workload | None = None) -> None:
         self.workload = workload
 
     def resolve(self, ctx: RunContext, spec: str | None, rng: Any) -> Resolved:

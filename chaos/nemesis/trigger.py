@@ -30,6 +30,7 @@ from typing import Any
 from chaos.core.capabilities import HoldPoint, HoldPoints, Names, TxnPoints, txn_point
 from chaos.core.context import RunContext
 from chaos.core.target import Resolved, Target
+from chaos.core.workload import Workload
 from chaos.histories.ops import Event
 from chaos.nemesis.base import Fault
 from chaos.nemesis.grudge import isolated_grudge
@@ -116,7 +117,7 @@ def parse_trigger(phrase: str) -> Trigger:
     )
 
 
-def bind(trigger: Trigger, workload: object, workload_name: str) -> Trigger:
+def bind(trigger: Trigger, workload: Workload, workload_name: str) -> Trigger:
     """The trigger with the hold point its ``(role, moment, kind)`` names in the workload's table,
     or the transaction point ``before|after txn N of FN`` of a workload with ``TxnPoints``; its
     ``until`` checked against the event kinds the workload's ``Names`` declares."""
@@ -135,7 +136,7 @@ def bind(trigger: Trigger, workload: object, workload_name: str) -> Trigger:
     return dataclasses.replace(trigger, point=point)
 
 
-def _check_until(trigger: Trigger, workload: object, name: str) -> None:
+def _check_until(trigger: Trigger, workload: Workload, name: str) -> None:
     if trigger.until is None or not isinstance(workload, Names):
         return
     kinds = tuple(workload.event_kinds)
@@ -147,7 +148,7 @@ def _check_until(trigger: Trigger, workload: object, name: str) -> None:
         )
 
 
-def _bind_txn(trigger: Trigger, m: re.Match[str], workload: object, name: str) -> HoldPoint:
+def _bind_txn(trigger: Trigger, m: re.Match[str], workload: Workload, name: str) -> HoldPoint:
     if not isinstance(workload, TxnPoints):
         raise TriggerError(f"trigger {trigger.phrase!r}: {name} has no transaction points")
     fn, n = m["fn"], int(m["n"])
