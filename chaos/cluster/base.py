@@ -170,6 +170,13 @@ class ControlChannel(Protocol):
     def control_exists(self, node: str, folder: str, name: str) -> bool: ...
 
 
+def control_channel(cluster: Cluster) -> ControlChannel | None:
+    """How fault points and holds reach ``cluster``'s nodes: its :class:`ControlChannel` when the
+    nodes do not see the orchestrator's control folder, else None (they read the folder itself).
+    Asked once, when the run's context is made."""
+    return cluster if isinstance(cluster, ControlChannel) else None
+
+
 @runtime_checkable
 class Capable(Protocol):
     """Optional capability of a :class:`Backend`: say *before any cluster exists* whether its

@@ -26,6 +26,10 @@ from chaos.histories.jsonl import HistoryRecorder
 class RunContext:
     spec: TestSpec
     cluster: Cluster
+    # how fault points and holds reach the nodes: None when they read the orchestrator's control
+    # folder itself (Docker's bind mount), else the backend's copier
+    # (chaos.cluster.base.control_channel: asked once, here)
+    channel: ControlChannel | None
     run_dir: Path
     live: Path
     origin: float
@@ -55,19 +59,19 @@ class RunContext:
         """Arm ``name`` in the control folder of ``node`` (None: any node); ``on``: only node
         ``on`` needs to see it (a release for the process held there)."""
         write_atomic(self.control_dir(node) / name, text.encode(), durable=False)
-        if isinstance(self.cluster, ControlChannel):
-            self.cluster.control_put(node or "any", name, text.encode(), on=on)
+        if self.channel is not None:
+            self.channel.control_put(node or "any", name, text.encode(), on=on)
 
     def remove_control(self, name: str, *, node: str | None = None) -> None:
         """Disarm ``name`` (missing is fine), on the host and every node that had a copy."""
         (self.control_dir(node) / name).unlink(missing_ok=True)
-        if isinstance(self.cluster, ControlChannel):
-            self.cluster.control_remove(node or "any", name)
+        if self.channel is not None:
+            self.channel.control_remove(node or "any", name)
 
     def control_exists(self, name: str, *, node: str | None = None, on: str | None = None) -> bool:
         """Whether ``name`` is still there (not consumed); ``on``: as the node ``on`` sees it."""
-        if isinstance(self.cluster, ControlChannel) and on is not None:
-            return self.cluster.control_exists(on, node or "any", name)
+        if self.channel is not None and on is not None:
+            return self.channel.control_exists(on, node or "any", name)
         return (self.control_dir(node) / name).exists()
 
     def claimed(self, name: str, gen: str) -> bool:
@@ -75,7 +79,7 @@ class RunContext:
         the claim file it made with O_EXCL in the shared ``claims/`` folder — what confirms a
         ``fault-point`` event, which is only the service's word. Where nodes hold copies
         (ControlChannel), the backend's arbiter granted exactly one claim instead."""
-        if isinstance(self.cluster, ControlChannel):
+        if self.channel is not None:
             return True
         return _regular(self.live / "claims" / f"any-{name}.{gen}")
 
@@ -85,7 +89,7 @@ class RunContext:
         reads it checks the pid against the host's own view before acting on it. None while
         there is none (or it is not a regular file with that shape); on a backend whose nodes
         hold copies (ControlChannel) there is no such file, and None always."""
-        if isinstance(self.cluster, ControlChannel):
+        if self.channel is not None:
             return None
         return read_claim(self.live / "claims" / f"any-{name}.{gen}")
 
@@ -93,13 +97,13 @@ class RunContext:
         """Whether the claimer of arming ``gen`` of ``name`` read the orchestrator's answer (its
         word, in ``claims/``: used only to know when the answer may be removed). Where nodes hold
         copies (ControlChannel), there is no such file: True."""
-        if isinstance(self.cluster, ControlChannel):
+        if self.channel is not None:
             return True
         return _regular(self.live / "claims" / f"any-{name}.{gen}.answered")
 
     def release_answered(self, name: str, gen: str, node: str) -> bool:
         """Whether the process held at ``name`` (arming ``gen``, on ``node``) took its release."""
-        if isinstance(self.cluster, ControlChannel):
+        if self.channel is not None:
             return not self.control_exists(f"{name}.release", on=node)
         return _regular(self.live / "claims" / f"any-{name}.{gen}.released")
 

@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from chaos.cluster.base import ControlChannel
 from chaos.core.context import Claim, RunContext
 from chaos.nemesis import hostkill
 
@@ -135,7 +134,7 @@ class FaultPointNemesis:
         deadline = time.monotonic() + self.wait
         first_seen: float | None = None
         while not ctx.stop.is_set() and time.monotonic() < deadline:
-            if isinstance(ctx.cluster, ControlChannel):
+            if ctx.channel is not None:
                 # nodes with copies: the backend's arbiter granted the arming to one claimer, who
                 # names itself in its event (its pid is checked all the same)
                 ev = _said(ctx, self.point, None, since)

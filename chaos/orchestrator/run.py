@@ -24,7 +24,7 @@ from chaos.checkers.completeness import check_stored_run
 from chaos.checkers.offline import write_history_edn
 from chaos.checkers.results import write_results
 from chaos.checkers.verdict import CheckResult, Verdict, combine
-from chaos.cluster.base import Backend, node_names
+from chaos.cluster.base import Backend, control_channel, node_names
 from chaos.core.capabilities import ReportSections, Scenarios, SolutionMounts
 from chaos.core.context import RunContext
 from chaos.core.ledger import FaultLedger
@@ -293,6 +293,7 @@ def run_test(
                 ctx = RunContext(
                     spec=spec,
                     cluster=cluster,
+                    channel=control_channel(cluster),
                     run_dir=run_dir,
                     live=live,
                     origin=origin,

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from chaos.cluster.base import control_channel
 from chaos.cluster.docker.backend import DockerBackend
 from chaos.core.context import RunContext
 from chaos.core.ledger import FaultLedger
@@ -51,6 +52,7 @@ def lab3_deployment(tmp: Path, *, seed: int = 1) -> Iterator[RunContext]:
         ctx = RunContext(
             spec=spec,
             cluster=cluster,
+            channel=control_channel(cluster),
             run_dir=run_dir,
             live=live,
             origin=origin,

@@ -27,6 +27,7 @@ import docker
 import pytest
 
 from chaos.cluster import clocks, net
+from chaos.cluster.base import control_channel
 from chaos.cluster.docker.backend import DockerBackend
 from chaos.core.context import RunContext
 from chaos.core.ledger import FaultLedger
@@ -75,6 +76,7 @@ def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunContext]:
         c = RunContext(
             spec=TestSpec(workload="none", seed=3, nemesis=("clock",)),
             cluster=cluster,
+            channel=control_channel(cluster),
             run_dir=run_dir,
             live=live,
             origin=origin,

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from chaos.checkers.faults import fault_intervals
-from chaos.cluster.base import Cluster
+from chaos.cluster.base import Cluster, control_channel
 from chaos.cluster.fake import FakeCluster
 from chaos.core.context import RunContext
 from chaos.core.ledger import FaultLedger
@@ -30,6 +30,7 @@ def make_ctx(tmp_path: Path, cluster: FakeCluster) -> RunContext:
     return RunContext(
         spec=TestSpec(workload="fake", seed=1),
         cluster=cluster,
+        channel=control_channel(cluster),
         run_dir=tmp_path,
         live=tmp_path / "live",
         origin=origin,
@@ -122,3 +123,40 @@ def test_pause_falls_back_to_a_random_service_process_when_nobody_is_busy(tmp_pa
     stopped = [k for k, p in cluster.procs.items() if signal.SIGSTOP in p.signals]
     assert len(stopped) == 1 and stopped[0][1] == "api", "never the store or the broker"
     assert all(p.state == "S" for p in cluster.procs.values())
+
+
+class _CopyingCluster(FakeCluster):
+    """A cluster whose nodes do not see the control folder (as SSH hosts): it copies."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.copies: dict[tuple[str, str], bytes] = {}
+
+    def control_put(self, folder: str, name: str, data: bytes, *, on: str | None = None) -> None:
+        self.copies[(folder, name)] = data
+
+    def control_remove(self, folder: str, name: str) -> None:
+        self.copies.pop((folder, name), None)
+
+    def control_exists(self, node: str, folder: str, name: str) -> bool:
+        return (folder, name) in self.copies
+
+
+def test_the_context_asks_for_the_control_channel_once_and_uses_it(tmp_path: Path) -> None:
+    plain = make_ctx(tmp_path / "plain", FakeCluster())
+    assert plain.channel is None
+    plain.write_control("hold-x", "1")
+    assert (plain.control_dir() / "hold-x").read_text() == "1"
+
+    cluster = _CopyingCluster()
+    ctx = make_ctx(tmp_path / "copying", cluster)
+    assert ctx.channel is cluster
+    ctx.write_control("hold-x", "1", node="n2")
+    # the host keeps the record of what was armed; the nodes get their copy
+    assert (ctx.control_dir("n2") / "hold-x").exists()
+    assert cluster.copies == {("n2", "hold-x"): b"1"}
+    assert ctx.control_exists("hold-x", node="n2", on="n2")
+    ctx.remove_control("hold-x", node="n2")
+    assert cluster.copies == {} and not (ctx.control_dir("n2") / "hold-x").exists()
+    # no claim files where nodes hold copies: the backend's arbiter granted one claim
+    assert ctx.claimed("p", "g") and ctx.claim("p", "g") is None

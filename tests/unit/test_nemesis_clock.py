@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from chaos.cluster import clocks
+from chaos.cluster.base import control_channel
 from chaos.cluster.fake import FakeCluster
 from chaos.core.context import RunContext
 from chaos.core.ledger import FaultLedger
@@ -35,6 +36,7 @@ def make_ctx(tmp_path: Path, *, nemesis: tuple[str, ...] = ("clock",)) -> RunCon
     ctx = RunContext(
         spec=TestSpec(workload="fake", seed=1, nemesis=nemesis),
         cluster=cluster,
+        channel=control_channel(cluster),
         run_dir=tmp_path,
         live=live,
         origin=origin,
