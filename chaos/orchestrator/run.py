@@ -24,7 +24,7 @@ from chaos.checkers.completeness import check_stored_run
 from chaos.checkers.offline import write_history_edn
 from chaos.checkers.results import write_results
 from chaos.checkers.verdict import CheckResult, Verdict, combine
-from chaos.cluster.base import Backend, control_channel, node_names
+from chaos.cluster.base import Backend, Cluster, control_channel, node_names
 from chaos.core.capabilities import ReportSections, Scenarios, SolutionMounts
 from chaos.core.context import RunContext
 from chaos.core.ledger import FaultLedger
@@ -221,195 +221,263 @@ def run_test(
     wl = workload if workload is not None else registry.get(spec.workload)
     nemeses = check_spec(spec, wl, backend)
     versions = backend.prepare(progress)
-
-    run_dir = new_run_dir(store, spec.workload)
-    live = run_dir / "live"
-    make_live(live, spec.nodes)
-    run_id = run_dir.name.split("-")[-1] + secrets.token_hex(2)
-    origin = time.monotonic()
-    meta: dict[str, Any] = {
-        **spec.to_json(),
-        "command": command,
-        "run_id": run_id,
-        "origin_mono": origin,
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "backend": backend.name,
-        "versions": versions,
-        "status": "running",
-        "plan": describe(nemeses),
-    }
-    write_json(run_dir / "spec.json", meta)
-    progress(f"run {run_dir}")
-
-    history = HistoryRecorder(run_dir / "history.jsonl", lambda: time.monotonic() - origin)
-    tail = EventTail(live, origin)
-    interrupted = False
-    error: str | None = None
-    over: list[str] = []  # quotas the code under test filled, as written into final.json
+    run = _Run(spec, wl, store=store, progress=progress)
+    run.record_spec(command=command, backend=backend, versions=versions, nemeses=nemeses)
+    run.start_recording()
     # engine check, reaping, image check and preflight, before the run's own clock starts
-    timings: dict[str, float] = {"prepare": round(time.monotonic() - t_start, 3)}
-    mark = [time.monotonic()]
-
-    def phase(name: str) -> None:
-        # a phase boundary is a point a later reader can trust: what happened before it is on disk
-        history.sync()
-        now = time.monotonic()
-        timings[name] = round(timings.get(name, 0.0) + now - mark[0], 3)
-        mark[0] = now
-
+    run.timings["prepare"] = round(time.monotonic() - t_start, 3)
+    run.mark = time.monotonic()
     with interrupts_raise():
         try:
+            # every step below registers its undo on the stack: teardown runs whatever happens
             with contextlib.ExitStack() as stack:
-                cluster = backend.make_cluster(
-                    run_id=run_id,
-                    nodes=spec.nodes,
-                    live_dir=live,
-                    mounts=copy_mounts(wl.mounts(spec), run_dir / "mounts")
-                    if isinstance(wl, SolutionMounts)
-                    else {},
-                )
-
-                def teardown() -> None:
-                    mark[0] = time.monotonic()
-                    progress("tearing down")
-                    cluster.teardown()
-                    phase("teardown")
-
-                stack.callback(teardown)
-                stack.callback(lambda: cluster.collect_logs(run_dir / "logs"))
-                stack.callback(lambda: tail.merge_to(run_dir / "events.jsonl"))
-                stack.callback(history.close)
-                progress(f"starting {spec.nodes} nodes")
-                cluster.start()
-                # clock faults reach the code under test through libfaketime, preloaded only in
-                # runs that may move a clock (see chaos.cluster.clocks)
-                supervisor = Supervisor(cluster, clock_live=live if moves_clocks(spec) else None)
-                stack.callback(supervisor.stop)
-                # beside the run, not in the live folder the nodes can write
-                ledger = FaultLedger(history, run_dir / "faults.json")
-                # after the final heal (callbacks run last-in first-out), also when interrupted
-                stack.callback(lambda: write_json(run_dir / "schedule.json", ledger.applied))
-                stack.callback(ledger.shutdown)
-                ctx = RunContext(
-                    spec=spec,
-                    cluster=cluster,
-                    channel=control_channel(cluster),
-                    run_dir=run_dir,
-                    live=live,
-                    origin=origin,
-                    history=history,
-                    events=tail,
-                    supervisor=supervisor,
-                    faults=ledger,
-                    progress=progress,
-                )
-                stack.callback(ctx.stop.set)
-                watch = QuotaWatch(cluster, tail, ctx.stop).start()
-                stack.callback(watch.close)
-                try:
-                    wl.deploy(ctx)
-                except Exception as e:
-                    if not watch.sample():
-                        raise
-                    # the code under test filled a quota before its services were up: the run
-                    # shows nothing, and says why (unknown), rather than failing as chaos's bug
-                    over = watch.close()
-                    error = f"deploy: {type(e).__name__}: {e}"
-                    write_json(run_dir / "final.json", {"error": error, "over_quota": over})
-                    raise _OverQuota from None
-                supervisor.watch()
-                phase("bring_up")
-
-                progress(
-                    "running the workload"
-                    + (f" with nemesis {', '.join(spec.nemesis)}" if spec.nemesis else "")
-                )
-                errors: list[str] = []
-
-                def guarded(n: Nemesis) -> None:
-                    try:
-                        n.run(ctx)
-                    except Exception as e:  # reported with the run; heal-all still runs
-                        errors.append(f"nemesis {n.name}: {type(e).__name__}: {e}")
-
-                threads = [
-                    threading.Thread(
-                        target=guarded, args=(n,), name=f"nemesis-{n.name}", daemon=True
-                    )
-                    for n in nemeses
-                ]
-                for t in threads:
-                    t.start()
-                for n in nemeses:
-                    # a point armed at the start must be armed before the first operation
-                    if isinstance(n, ArmsFirst):
-                        n.armed.wait(ARM_WAIT)
-                wl.run_client(ctx)
-                deadline = time.monotonic() + spec.time_limit
-                if spec.rate is not None or spec.tasks is not None:
-                    ctx.stop.set()
-                for t in threads:
-                    t.join(max(0.0, deadline - time.monotonic()))
-                ctx.stop.set()
-                for t in threads:
-                    t.join(10)
-                phase("workload")
-
-                progress("healing every fault")
-                healed = ledger.shutdown()
-                if healed:
-                    progress(f"healed {healed} fault(s) left active")
-                progress(f"waiting up to {spec.recovery_timeout:.0f} s for recovery")
-                rec_deadline = time.monotonic() + spec.recovery_timeout
-                recovered = False
-                # recovered *and quiet*: a process just resumed from a pause may be a few ms from
-                # a commit; final reads taken before it lands would miss its effect. A system that
-                # never goes quiet (a periodic job) is read SETTLE_MAX after it first recovered.
-                quiet_since = time.monotonic()
-                first_ok: float | None = None
-                while time.monotonic() < rec_deadline:
-                    if tail.poll():
-                        quiet_since = time.monotonic()
-                    now = time.monotonic()
-                    if wl.recovered(ctx):
-                        first_ok = now if first_ok is None else first_ok
-                        if now - quiet_since >= SETTLE or now - first_ok >= SETTLE_MAX:
-                            recovered = True
-                            break
-                    else:
-                        first_ok = None
-                    time.sleep(0.1)
-                phase("recovery")
-                progress("reading the final state")
-                try:
-                    final = wl.final_state(ctx)
-                except Exception as e:
-                    # the final reads failed (the system is down, or the code under test left data
-                    # the reads cannot parse): checkers that need them answer "unknown", saying so
-                    errors.append(f"final reads: {type(e).__name__}: {e}")
-                    final = {"error": f"{type(e).__name__}: {e}"}
-                final["recovered"] = recovered
-                over = watch.sample()
-                if over:
-                    final["over_quota"] = over
-                write_json(run_dir / "final.json", final)
-                if errors:
-                    error = "; ".join(errors)
-                phase("final_reads")
+                ctx = run.bring_up(stack, backend)
+                run.drive(ctx, nemeses)
+                recovered = run.recover(ctx)
+                run.read_final(ctx, recovered)
         except Interrupted as e:
-            interrupted = True
+            run.interrupted = True
             progress(f"interrupted by {e}: healed and removed every resource of the run")
         except _OverQuota:
             progress("the code under test filled a quota before the services were up")
-    if tail.over_quota is not None and tail.over_quota not in over:
-        # the events' cap was reached by the last read (the merge), after the final reads
-        final_now = read_json(run_dir / "final.json", {})
-        if final_now:
-            final_now["over_quota"] = [*over, tail.over_quota]
-            write_json(run_dir / "final.json", final_now)
+    run.note_events_cap()
     return finish(
-        run_dir, wl, timings, interrupted, error, progress, warnings=tail.problems, page=page
+        run.run_dir,
+        wl,
+        run.timings,
+        run.interrupted,
+        run.error,
+        progress,
+        warnings=run.tail.problems,
+        page=page,
     )
+
+
+class _Run:
+    """One run's phases and what they share: the run folder, the history, the events tail, the
+    phase timings, and what went wrong. :func:`run_test` calls the phases in order."""
+
+    history: HistoryRecorder
+    tail: EventTail
+
+    def __init__(
+        self, spec: TestSpec, wl: Workload, *, store: Path, progress: Callable[[str], None]
+    ) -> None:
+        self.spec, self.wl, self.progress = spec, wl, progress
+        self.run_dir = new_run_dir(store, spec.workload)
+        self.live = self.run_dir / "live"
+        make_live(self.live, spec.nodes)
+        self.run_id = self.run_dir.name.split("-")[-1] + secrets.token_hex(2)
+        self.origin = time.monotonic()
+        self.interrupted = False
+        self.error: str | None = None
+        self.errors: list[str] = []  # what failed on the way, reported with the run
+        self.over: list[str] = []  # quotas the code under test filled, as written in final.json
+        self.timings: dict[str, float] = {}
+        self.mark = time.monotonic()
+        self.watch: QuotaWatch | None = None
+
+    def record_spec(
+        self, *, command: str, backend: Backend, versions: dict[str, str], nemeses: list[Nemesis]
+    ) -> None:
+        """``spec.json`` as the run starts (``finish`` adds the outcome)."""
+        meta: dict[str, Any] = {
+            **self.spec.to_json(),
+            "command": command,
+            "run_id": self.run_id,
+            "origin_mono": self.origin,
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "backend": backend.name,
+            "versions": versions,
+            "status": "running",
+            "plan": describe(nemeses),
+        }
+        write_json(self.run_dir / "spec.json", meta)
+        self.progress(f"run {self.run_dir}")
+
+    def start_recording(self) -> None:
+        """The history and the events tail, both on the run's clock (``origin``)."""
+        self.history = HistoryRecorder(
+            self.run_dir / "history.jsonl", lambda: time.monotonic() - self.origin
+        )
+        self.tail = EventTail(self.live, self.origin)
+
+    def phase(self, name: str) -> None:
+        # a phase boundary is a point a later reader can trust: what happened before it is on disk
+        self.history.sync()
+        now = time.monotonic()
+        self.timings[name] = round(self.timings.get(name, 0.0) + now - self.mark, 3)
+        self.mark = now
+
+    def bring_up(self, stack: contextlib.ExitStack, backend: Backend) -> RunContext:
+        """Start the nodes and deploy the system; every undo goes on ``stack``."""
+        spec, wl, run_dir = self.spec, self.wl, self.run_dir
+        cluster = backend.make_cluster(
+            run_id=self.run_id,
+            nodes=spec.nodes,
+            live_dir=self.live,
+            mounts=copy_mounts(wl.mounts(spec), run_dir / "mounts")
+            if isinstance(wl, SolutionMounts)
+            else {},
+        )
+
+        def teardown() -> None:
+            self.mark = time.monotonic()
+            self.progress("tearing down")
+            cluster.teardown()
+            self.phase("teardown")
+
+        stack.callback(teardown)
+        stack.callback(lambda: cluster.collect_logs(run_dir / "logs"))
+        stack.callback(lambda: self.tail.merge_to(run_dir / "events.jsonl"))
+        stack.callback(self.history.close)
+        self.progress(f"starting {spec.nodes} nodes")
+        cluster.start()
+        ctx = self._context(stack, cluster)
+        self._deploy(ctx)
+        self.phase("bring_up")
+        return ctx
+
+    def _context(self, stack: contextlib.ExitStack, cluster: Cluster) -> RunContext:
+        """The run's context on a started cluster: supervisor, fault ledger, quota watch."""
+        spec, run_dir = self.spec, self.run_dir
+        # clock faults reach the code under test through libfaketime, preloaded only in
+        # runs that may move a clock (see chaos.cluster.clocks)
+        supervisor = Supervisor(cluster, clock_live=self.live if moves_clocks(spec) else None)
+        stack.callback(supervisor.stop)
+        # beside the run, not in the live folder the nodes can write
+        ledger = FaultLedger(self.history, run_dir / "faults.json")
+        # after the final heal (callbacks run last-in first-out), also when interrupted
+        stack.callback(lambda: write_json(run_dir / "schedule.json", ledger.applied))
+        stack.callback(ledger.shutdown)
+        ctx = RunContext(
+            spec=spec,
+            cluster=cluster,
+            channel=control_channel(cluster),
+            run_dir=run_dir,
+            live=self.live,
+            origin=self.origin,
+            history=self.history,
+            events=self.tail,
+            supervisor=supervisor,
+            faults=ledger,
+            progress=self.progress,
+        )
+        stack.callback(ctx.stop.set)
+        self.watch = QuotaWatch(cluster, self.tail, ctx.stop).start()
+        stack.callback(self.watch.close)
+        return ctx
+
+    def _deploy(self, ctx: RunContext) -> None:
+        assert self.watch is not None
+        try:
+            self.wl.deploy(ctx)
+        except Exception as e:
+            if not self.watch.sample():
+                raise
+            # the code under test filled a quota before its services were up: the run
+            # shows nothing, and says why (unknown), rather than failing as chaos's bug
+            self.over = self.watch.close()
+            self.error = f"deploy: {type(e).__name__}: {e}"
+            write_json(self.run_dir / "final.json", {"error": self.error, "over_quota": self.over})
+            raise _OverQuota from None
+        ctx.supervisor.watch()
+
+    def drive(self, ctx: RunContext, nemeses: list[Nemesis]) -> None:
+        """The workload's client ops with the nemeses beside them, until the workload is done
+        (then the nemeses get the rest of the time limit) or the time limit."""
+        spec = self.spec
+        self.progress(
+            "running the workload"
+            + (f" with nemesis {', '.join(spec.nemesis)}" if spec.nemesis else "")
+        )
+
+        def guarded(n: Nemesis) -> None:
+            try:
+                n.run(ctx)
+            except Exception as e:  # reported with the run; heal-all still runs
+                self.errors.append(f"nemesis {n.name}: {type(e).__name__}: {e}")
+
+        threads = [
+            threading.Thread(target=guarded, args=(n,), name=f"nemesis-{n.name}", daemon=True)
+            for n in nemeses
+        ]
+        for t in threads:
+            t.start()
+        for n in nemeses:
+            # a point armed at the start must be armed before the first operation
+            if isinstance(n, ArmsFirst):
+                n.armed.wait(ARM_WAIT)
+        self.wl.run_client(ctx)
+        deadline = time.monotonic() + spec.time_limit
+        if spec.rate is not None or spec.tasks is not None:
+            ctx.stop.set()
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        ctx.stop.set()
+        for t in threads:
+            t.join(10)
+        self.phase("workload")
+
+    def recover(self, ctx: RunContext) -> bool:
+        """Heal every fault, then wait until the system says it recovered *and* its events went
+        quiet (or the recovery timeout): whether it recovered."""
+        self.progress("healing every fault")
+        healed = ctx.faults.shutdown()
+        if healed:
+            self.progress(f"healed {healed} fault(s) left active")
+        self.progress(f"waiting up to {self.spec.recovery_timeout:.0f} s for recovery")
+        rec_deadline = time.monotonic() + self.spec.recovery_timeout
+        recovered = False
+        # recovered *and quiet*: a process just resumed from a pause may be a few ms from
+        # a commit; final reads taken before it lands would miss its effect. A system that
+        # never goes quiet (a periodic job) is read SETTLE_MAX after it first recovered.
+        quiet_since = time.monotonic()
+        first_ok: float | None = None
+        while time.monotonic() < rec_deadline:
+            if self.tail.poll():
+                quiet_since = time.monotonic()
+            now = time.monotonic()
+            if self.wl.recovered(ctx):
+                first_ok = now if first_ok is None else first_ok
+                if now - quiet_since >= SETTLE or now - first_ok >= SETTLE_MAX:
+                    recovered = True
+                    break
+            else:
+                first_ok = None
+            time.sleep(0.1)
+        self.phase("recovery")
+        return recovered
+
+    def read_final(self, ctx: RunContext, recovered: bool) -> None:
+        """The workload's final reads into ``final.json``, with whether the system recovered and
+        which quotas the code under test filled."""
+        assert self.watch is not None
+        self.progress("reading the final state")
+        try:
+            final = self.wl.final_state(ctx)
+        except Exception as e:
+            # the final reads failed (the system is down, or the code under test left data
+            # the reads cannot parse): checkers that need them answer "unknown", saying so
+            self.errors.append(f"final reads: {type(e).__name__}: {e}")
+            final = {"error": f"{type(e).__name__}: {e}"}
+        final["recovered"] = recovered
+        self.over = self.watch.sample()
+        if self.over:
+            final["over_quota"] = self.over
+        write_json(self.run_dir / "final.json", final)
+        if self.errors:
+            self.error = "; ".join(self.errors)
+        self.phase("final_reads")
+
+    def note_events_cap(self) -> None:
+        """The events' cap reached by the last read (the merge at teardown, after the final
+        reads) goes into ``final.json`` too."""
+        if self.tail.over_quota is not None and self.tail.over_quota not in self.over:
+            final_now = read_json(self.run_dir / "final.json", {})
+            if final_now:
+                final_now["over_quota"] = [*self.over, self.tail.over_quota]
+                write_json(self.run_dir / "final.json", final_now)
 
 
 def finish(

@@ -1,0 +1,125 @@
+"""No function of chaos over 60 lines (issue #24's acceptance), outside the labs' solutions: a
+student's code, not chaos's.
+
+Today's offenders are listed with their length: a listed function may shrink but not grow, one
+that is gone or fits leaves the list (the test says so), and any other function over the limit
+fails here. The list only gets shorter.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+LIMIT = 60
+
+# "path::qualified name": its length in lines (from its ``def`` line to its last line) today
+ALLOWED: dict[str, int] = {
+    "chaos/checkers/cli.py::_check_txn_file": 62,
+    "chaos/checkers/cli.py::check_file_command": 122,
+    "chaos/checkers/counter.py::counter_rows": 82,
+    "chaos/checkers/elle/check.py::check_transactions": 84,
+    "chaos/checkers/elle/list_append.py::infer": 185,
+    "chaos/checkers/elle/rw_register.py::infer": 181,
+    "chaos/checkers/linearizable.py::_search": 186,
+    "chaos/checkers/linearizable.py::check_linearizable": 74,
+    "chaos/checkers/linearizable.py::prepare": 128,
+    "chaos/checkers/sets.py::set_full_rows": 114,
+    "chaos/cli.py::check": 67,
+    "chaos/cli.py::explore": 71,
+    "chaos/cli.py::run": 138,
+    "chaos/cluster/docker/cluster.py::DockerCluster.start": 68,
+    "chaos/cluster/docker/reap.py::heal_in_place": 72,
+    "chaos/cluster/ssh/sandbox.py::up": 68,
+    "chaos/core/ledger.py::FaultLedger.start": 63,
+    "chaos/grade/certs.py::make": 79,
+    "chaos/grade/report.py::to_html": 77,
+    "chaos/grade/session.py::grade": 87,
+    "chaos/histories/edn.py::_Stream._general": 75,
+    "chaos/histories/edn_reader.py::read_form": 101,
+    "chaos/nemesis/clock.py::ClockFault.start": 102,
+    "chaos/nemesis/faultpoint.py::FaultPointNemesis._run": 67,
+    "chaos/nemesis/loss.py::PacketLossFault.start": 110,
+    "chaos/nemesis/pause.py::PauseFault.start": 68,
+    "chaos/nemesis/schedule.py::parse_schedule": 62,
+    "chaos/nemesis/trigger.py::TriggerNemesis._once": 89,
+    "chaos/report/cycle.py::cycle_svg": 81,
+    "chaos/report/sequence.py::_steps": 79,
+    "chaos/report/sequence.py::sequence_svg": 105,
+    "chaos/report/timeline.py::timeline_data": 75,
+    "chaos/workloads/lab1/accounting.py::_order_write": 78,
+    "chaos/workloads/lab1/accounting.py::account": 67,
+    "chaos/workloads/lab1/accounting.py::exactly_once": 73,
+    "chaos/workloads/lab1/authors.py::_Judge.lock_versions": 62,
+    "chaos/workloads/lab1/authors.py::lease_authors": 83,
+    "chaos/workloads/lab1/checkers.py::_timeline": 167,
+    "chaos/workloads/lab1/checkers.py::every_night": 119,
+    "chaos/workloads/lab1/checkers.py::lease_exclusivity": 92,
+    "chaos/workloads/lab1/checkers.py::night_reruns": 86,
+    "chaos/workloads/lab1/checkers.py::stale_writes": 136,
+    "chaos/workloads/lab1/checkers.py::unsafe_lease": 90,
+    "chaos/workloads/lab1/service.py::Service._job_body": 71,
+    "chaos/workloads/lab3/checkers.py::_proof": 70,
+    "chaos/workloads/lab3/checkers.py::double_apply": 119,
+    "chaos/workloads/lab3/checkers.py::exactly_once": 93,
+    "chaos/workloads/lab3/checkers.py::idempotent_create": 62,
+    "chaos/workloads/lab3/checkers.py::lost_tasks": 72,
+    "chaos/workloads/lab3/record.py::applies": 71,
+    "chaos/workloads/lab3/service.py::relay_one": 78,
+    "chaos/workloads/systems/etcd_record.py::replay": 72,
+}
+
+
+def _functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, int]]:
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            name = prefix + node.name
+            yield name, (node.end_lineno or node.lineno) - node.lineno + 1
+            yield from _functions(node, name + ".")
+        elif isinstance(node, ast.ClassDef):
+            yield from _functions(node, prefix + node.name + ".")
+        else:
+            yield from _functions(node, prefix)
+
+
+def lengths(root: Path = REPO) -> dict[str, int]:
+    """Every function of ``root/chaos`` (nested ones too, by their dotted name) and its length."""
+    out: dict[str, int] = {}
+    for path in sorted((root / "chaos").rglob("*.py")):
+        if "solutions" in path.relative_to(root).parts:
+            continue
+        rel = path.relative_to(root).as_posix()
+        for name, n in _functions(ast.parse(path.read_text(encoding="utf-8"))):
+            out[f"{rel}::{name}"] = max(n, out.get(f"{rel}::{name}", 0))
+    return out
+
+
+def test_no_new_function_over_the_limit() -> None:
+    over = {k: n for k, n in lengths().items() if n > LIMIT and k not in ALLOWED}
+    assert over == {}, f"functions over {LIMIT} lines: split them into named steps"
+
+
+def test_a_listed_function_does_not_grow() -> None:
+    now = lengths()
+    grew = {k: (limit, now[k]) for k, limit in ALLOWED.items() if now.get(k, 0) > limit}
+    assert grew == {}, "(listed, now): a listed function may only get shorter"
+
+
+def test_the_list_only_holds_todays_offenders() -> None:
+    now = lengths()
+    done = sorted(k for k in ALLOWED if now.get(k, 0) <= LIMIT)
+    assert done == [], "gone or within the limit now: remove them from ALLOWED"
+
+
+def test_a_long_function_is_measured(tmp_path: Path) -> None:
+    pkg = tmp_path / "chaos" / "sub"
+    pkg.mkdir(parents=True)
+    body = "\n".join(f"        x{i} = {i}" for i in range(LIMIT))
+    (pkg / "m.py").write_text(
+        f"class C:\n    def long(self):\n{body}\n\n\ndef short():\n    pass\n"
+    )
+    (tmp_path / "chaos" / "solutions").mkdir()
+    (tmp_path / "chaos" / "solutions" / "p.py").write_text(f"def student():\n{body}\n")
+    assert lengths(tmp_path) == {"chaos/sub/m.py::C.long": LIMIT + 1, "chaos/sub/m.py::short": 2}
