@@ -35,13 +35,16 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from chaos.checkers.budget import DEFAULT_MAX_STATES, DEFAULT_TIME_LIMIT
 from chaos.exits import Exit
 from chaos.histories.safe_text import clean  # the standard library only: quick to import
+
+if TYPE_CHECKING:  # annotations only: this module stays quick to import
+    from chaos.checkers.verdict import CheckResult, Verdict
 
 __all__ = ["check_file_command", "model_argv", "model_options", "parse_init"]
 
@@ -216,22 +219,26 @@ def _check_txn_file(
         }
         click.echo(json.dumps(doc, indent=2, default=str))
     else:
-        colour = {"valid": "green", "invalid": "red", "unknown": "yellow"}[r.verdict.value]
-        click.echo(
-            f"{click.style(r.verdict.value.upper(), fg=colour)} {r.checker}: {clean(r.summary)}"
-        )
-        shown = 0
-        for a in r.anomalies:
-            if shown >= 5:
-                break
-            mark = "" if a.get("forbidden") else " (allowed)"
-            click.echo(f"  {clean(a['type'])}{mark}: {clean(a.get('explanation', ''))}")
-            shown += 1
-        if len(r.anomalies) > shown:
-            click.echo(f"  ... {len(r.anomalies) - shown} more (use --json)")
-        note = f" ({len(lost)} unreadable line(s) skipped)" if lost else ""
-        click.echo(f"verdict: {verdict.value}{note}")
+        _print_txn_result(r, verdict, len(lost))
     sys.exit(verdict.exit_code)
+
+
+def _print_txn_result(r: CheckResult, verdict: Verdict, lost: int) -> None:
+    """The transactional check's result as text: the checker's line, its first anomalies, the
+    verdict (``lost``: unreadable lines skipped)."""
+    colour = {"valid": "green", "invalid": "red", "unknown": "yellow"}[r.verdict.value]
+    click.echo(f"{click.style(r.verdict.value.upper(), fg=colour)} {r.checker}: {clean(r.summary)}")
+    shown = 0
+    for a in r.anomalies:
+        if shown >= 5:
+            break
+        mark = "" if a.get("forbidden") else " (allowed)"
+        click.echo(f"  {clean(a['type'])}{mark}: {clean(a.get('explanation', ''))}")
+        shown += 1
+    if len(r.anomalies) > shown:
+        click.echo(f"  ... {len(r.anomalies) - shown} more (use --json)")
+    note = f" ({lost} unreadable line(s) skipped)" if lost else ""
+    click.echo(f"verdict: {verdict.value}{note}")
 
 
 def _echo_result(r: Any, prefix: str = "") -> None:

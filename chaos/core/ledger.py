@@ -106,25 +106,37 @@ class FaultLedger:
                     extra=meta,
                 )
             raise
+        self._applied(placeholder, targets, intent=intent, trigger=trigger, meta=meta)
+        return fid
+
+    def _applied(
+        self,
+        active: ActiveFault,
+        targets: list[dict[str, Any]],
+        *,
+        intent: Any,
+        trigger: dict[str, Any] | None,
+        meta: dict[str, Any],
+    ) -> None:
+        """Record what a fault that took effect resolved to, in the ledger and the history."""
         with self._lock:
-            placeholder.targets = targets
-            placeholder.applied.set()
+            active.targets = targets
+            active.applied.set()
             self._save()
             value: Any = targets[0] if len(targets) == 1 else {"targets": targets}
             op = self._history.record(
-                process=NEMESIS, type=OpType.INFO, f=fault, value=value, extra=meta
+                process=NEMESIS, type=OpType.INFO, f=active.fault, value=value, extra=meta
             )
             self.applied.append(
                 {
-                    "fault_id": fid,
-                    "fault": fault,
+                    "fault_id": active.fault_id,
+                    "fault": active.fault,
                     "intent": intent,
                     "targets": targets,
                     "trigger": trigger,
                     "started": round(op.time, 3),
                 }
             )
-        return fid
 
     def heal(self, fid: int, value: Any = None) -> None:
         with self._lock:

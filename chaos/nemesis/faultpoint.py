@@ -97,16 +97,7 @@ class FaultPointNemesis:
         said = _said(ctx, self.point, claim, since)
         if said is not None and said.task_id:
             fired["task_id"] = said.task_id  # narration: the task the service said it was on
-        if self.observe is not None:
-            # the state the point was reached in, read by the orchestrator before the fault acts
-            # (the process waits for the answer below)
-            try:
-                fired["at_fire"] = self.observe(ctx)
-            except Exception as e:
-                fired["at_fire"] = {"error": f"{type(e).__name__}: {e}"}
-            # how long the reading took: a commit-first split read later than AckWait after the
-            # claim may already be redelivered and ACKed elsewhere (then unknown, never valid)
-            fired["observed_at"] = round(ctx.now(), 3)
+        self._observe(ctx, fired)
         ctx.write_control(
             answer, json.dumps({"gen": gen, "granted": True, "pid": claim.pid}), on=claim.node
         )
@@ -115,13 +106,30 @@ class FaultPointNemesis:
         # grant removed unread would leave the point claimed and the fault never applied
         self._await_taken(ctx, gen)
         if self.crashes:
-            fired.update(hostkill.crash(ctx, claim.node, claim.component, claim.pid))
-            if "exit_seen_at" in fired:
-                ctx.progress(
-                    f"{self.point}: killed {claim.component} on {claim.node} (pid {claim.pid}), "
-                    f"restarted as pid {fired.get('restarted_pid')}"
-                )
+            self._crash(ctx, claim, fired)
         ctx.faults.heal(fid)
+
+    def _observe(self, ctx: RunContext, fired: dict[str, Any]) -> None:
+        """The state the point was reached in, read by the orchestrator before the fault acts
+        (the process waits for its answer meanwhile), into ``fired``."""
+        if self.observe is None:
+            return
+        try:
+            fired["at_fire"] = self.observe(ctx)
+        except Exception as e:
+            fired["at_fire"] = {"error": f"{type(e).__name__}: {e}"}
+        # how long the reading took: a commit-first split read later than AckWait after the
+        # claim may already be redelivered and ACKed elsewhere (then unknown, never valid)
+        fired["observed_at"] = round(ctx.now(), 3)
+
+    def _crash(self, ctx: RunContext, claim: Claim, fired: dict[str, Any]) -> None:
+        """Kill the claimer from the host and see it restarted, into ``fired``."""
+        fired.update(hostkill.crash(ctx, claim.node, claim.component, claim.pid))
+        if "exit_seen_at" in fired:
+            ctx.progress(
+                f"{self.point}: killed {claim.component} on {claim.node} (pid {claim.pid}), "
+                f"restarted as pid {fired.get('restarted_pid')}"
+            )
 
     def _await_taken(self, ctx: RunContext, gen: str) -> None:
         deadline = time.monotonic() + ANSWER_WAIT

@@ -56,56 +56,56 @@ class PauseFault(TargetedFault):
             if (tok := reap_handle(ctx, t)) is not None
         ]
 
-        def apply() -> list[dict[str, Any]]:
-            done = []
-            for t in procs:
-                pid = ctx.cluster.signal(t.node, t.process or "", signal.SIGSTOP)
-                if pid is None:
-                    continue  # not running right now (killed, restarting): nothing to stop
-                state = _wait_state(ctx, t, lambda s: s == "T", 1.0)
-                if state != "T":
-                    raise RuntimeError(
-                        f"{t.process} on {t.node} (pid {pid}) is in state {state}, not T"
-                    )
-                done.append({**t.to_json(), "pid": pid, "signal": "SIGSTOP", "state": state})
-            if not done:
-                raise RuntimeError(
-                    f"pause {resolved.spec}: none of the target processes is running"
-                )
-            return done
-
-        def undo() -> list[dict[str, Any]]:
-            out = []
-            for t in procs:
-                # the instant the process may run again, taken right before the signal: the
-                # heal op is recorded only after the state check, and a resumed process can
-                # write in between (checkers end the pause here, chaos.checkers.faults)
-                resumed_at = round(ctx.now(), 6)
-                pid = ctx.cluster.signal(t.node, t.process or "", signal.SIGCONT)
-                if pid is None:
-                    continue
-                state = _wait_state(ctx, t, lambda s: s != "T", 1.0)
-                if state == "T":
-                    raise RuntimeError(f"{t.process} on {t.node} (pid {pid}) still stopped")
-                out.append(
-                    {
-                        **t.to_json(),
-                        "pid": pid,
-                        "signal": "SIGCONT",
-                        "state": state,
-                        "resumed_at": resumed_at,
-                    }
-                )
-            return out
-
         return ctx.faults.start(
             "pause",
-            apply,
-            undo,
+            lambda: _stop(ctx, procs, resolved.spec),
+            lambda: _resume(ctx, procs),
             intent=intent or {"target": resolved.spec},
             trigger=trigger,
             extra={"reap": reap},
         )
+
+
+def _stop(ctx: RunContext, procs: list[Target], spec: str) -> list[dict[str, Any]]:
+    """SIGSTOP each process and see it stopped (state T); the ones not running are skipped."""
+    done = []
+    for t in procs:
+        pid = ctx.cluster.signal(t.node, t.process or "", signal.SIGSTOP)
+        if pid is None:
+            continue  # not running right now (killed, restarting): nothing to stop
+        state = _wait_state(ctx, t, lambda s: s == "T", 1.0)
+        if state != "T":
+            raise RuntimeError(f"{t.process} on {t.node} (pid {pid}) is in state {state}, not T")
+        done.append({**t.to_json(), "pid": pid, "signal": "SIGSTOP", "state": state})
+    if not done:
+        raise RuntimeError(f"pause {spec}: none of the target processes is running")
+    return done
+
+
+def _resume(ctx: RunContext, procs: list[Target]) -> list[dict[str, Any]]:
+    """SIGCONT each process and see it running again."""
+    out = []
+    for t in procs:
+        # the instant the process may run again, taken right before the signal: the
+        # heal op is recorded only after the state check, and a resumed process can
+        # write in between (checkers end the pause here, chaos.checkers.faults)
+        resumed_at = round(ctx.now(), 6)
+        pid = ctx.cluster.signal(t.node, t.process or "", signal.SIGCONT)
+        if pid is None:
+            continue
+        state = _wait_state(ctx, t, lambda s: s != "T", 1.0)
+        if state == "T":
+            raise RuntimeError(f"{t.process} on {t.node} (pid {pid}) still stopped")
+        out.append(
+            {
+                **t.to_json(),
+                "pid": pid,
+                "signal": "SIGCONT",
+                "state": state,
+                "resumed_at": resumed_at,
+            }
+        )
+    return out
 
 
 def pause(

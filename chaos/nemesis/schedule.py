@@ -222,22 +222,32 @@ def parse_schedule(
                 steps.append(_step_from_map(where, item, i, default_duration))
             else:
                 steps.append(_step_from_text(where, item, i, default_duration))
-    triggers: list[str] = []
-    if triggers_node is not None:
-        if not isinstance(triggers_node, yaml.SequenceNode):
-            raise where.err(triggers_node, "triggers", "expected a list of trigger phrases")
-        for item in triggers_node.value:
-            phrase = _scalar(where, item, "triggers")
-            try:
-                tr = parse_trigger(phrase)
-                if workload is not None:
-                    bind(tr, workload, workload_name)
-            except TriggerError as e:
-                raise where.err(item, "triggers", str(e)) from None
-            triggers.append(phrase)
+    triggers = (
+        [] if triggers_node is None else _triggers(where, triggers_node, workload, workload_name)
+    )
     if not steps and not triggers:
         raise ScheduleError(f"{file}: no steps and no triggers")
     return Plan(steps=tuple(steps), triggers=tuple(triggers), origin=file)
+
+
+def _triggers(
+    where: _Where, node: yaml.Node, workload: Workload | None, workload_name: str
+) -> list[str]:
+    """The ``triggers:`` section: phrases that parse (and, with ``workload``, bind to its hold
+    points)."""
+    if not isinstance(node, yaml.SequenceNode):
+        raise where.err(node, "triggers", "expected a list of trigger phrases")
+    triggers: list[str] = []
+    for item in node.value:
+        phrase = _scalar(where, item, "triggers")
+        try:
+            tr = parse_trigger(phrase)
+            if workload is not None:
+                bind(tr, workload, workload_name)
+        except TriggerError as e:
+            raise where.err(item, "triggers", str(e)) from None
+        triggers.append(phrase)
+    return triggers
 
 
 def load_schedule(
