@@ -192,86 +192,12 @@ class ClockFault:
             if path is None:
                 raise ClockError(f"clock: {t.process} on {t.node} does not read a faked clock")
             files[t] = path
-        mode = str(params["mode"])
         reap = [{"op": "clock-reset", "files": sorted(str(p) for p in files.values())}]
-        stop = threading.Event()
-        shifts = shifts_of(ctx)
-        key = id(stop)
-        mover: list[threading.Thread] = []
-        flips = [0]
-
-        def offset_of(t: Target, elapsed: float) -> float:
-            if mode in ("bump", "skew"):
-                return float(params["offsets"][f"{t.node}/{t.process}"])
-            if mode == "strobe":
-                return float(params["delta"]) if int(elapsed / STEP) % 2 == 0 else 0.0
-            return (float(params["rate"]) - 1.0) * elapsed
-
-        def move(t0: float) -> None:
-            last = 0  # apply wrote phase 0 (+Δ)
-            while not stop.wait(STEP - (time.monotonic() - t0) % STEP):
-                elapsed = time.monotonic() - t0
-                for t, p in files.items():
-                    shifts.set(p, key, offset_of(t, elapsed))
-                if mode == "strobe":
-                    phase = int(elapsed / STEP) % 2
-                    flips[0] += phase != last
-                    last = phase
-
-        def apply() -> list[dict[str, Any]]:
-            t0 = time.monotonic()
-            out = []
-            for t, p in files.items():
-                commanded = offset_of(t, 0.0)
-                total = shifts.set(p, key, commanded)
-                rec: dict[str, Any] = {**t.to_json(), "mode": mode, "file": p.name}
-                if mode in ("bump", "skew"):
-                    rec["offset"] = commanded
-                    if total != commanded:
-                        rec["clock"] = total  # another clock fault on this process adds to it
-                    steady = self._steady(ctx, p)
-                    rec["measured"] = self._measure(ctx, t, total) if steady else None
-                elif mode == "strobe":
-                    rec["delta"] = params["delta"]
-                    rec["period"] = params["period"]
-                else:
-                    rec["rate"] = params["rate"]
-                out.append(rec)
-            if mode in ("strobe", "drift"):
-                moving = ctx.state.setdefault("clock-moving", {})
-                for p in files.values():
-                    moving[p] = moving.get(p, 0) + 1
-                th = threading.Thread(target=move, args=(t0,), name="clock-mover", daemon=True)
-                th.start()
-                mover.append(th)
-            return out
-
-        def undo() -> list[dict[str, Any]]:
-            stop.set()
-            for th in mover:
-                th.join(5)
-            if mover:
-                moving = ctx.state.setdefault("clock-moving", {})
-                for p in files.values():
-                    moving[p] = max(0, moving.get(p, 1) - 1)
-                mover.clear()  # undo may run twice: count each mover out once
-            out = []
-            for t, p in files.items():
-                total = shifts.set(p, key, None)
-                rec: dict[str, Any] = {**t.to_json(), "mode": mode, "offset": 0.0}
-                if total != 0.0:
-                    rec["clock"] = total  # what the faults still active on it add up to
-                if mode == "strobe":
-                    rec["flips"] = flips[0]
-                # a strobe or drift still active on this file moves it under the probe's feet
-                rec["measured"] = self._measure(ctx, t, total) if self._steady(ctx, p) else None
-                out.append(rec)
-            return out
-
+        move = _ClockMove(self, ctx, files, params)
         return ctx.faults.start(
             "clock",
-            apply,
-            undo,
+            move.apply,
+            move.undo,
             intent=intent or {"target": resolved.spec, **params},
             trigger=trigger,
             extra={"reap": reap},
@@ -312,3 +238,91 @@ class ClockFault:
                 )
             return measured
         return None
+
+
+class _ClockMove:
+    """One clock fault in force: the offset it commands on each target's clock file over time,
+    and, for ``strobe`` and ``drift``, the thread that keeps moving them until the undo."""
+
+    def __init__(
+        self, fault: ClockFault, ctx: RunContext, files: dict[Target, Path], params: dict[str, Any]
+    ) -> None:
+        self.fault, self.ctx, self.files, self.params = fault, ctx, files, params
+        self.mode = str(params["mode"])
+        self.stop = threading.Event()
+        self.shifts = shifts_of(ctx)
+        self.key = id(self.stop)
+        self.mover: list[threading.Thread] = []
+        self.flips = 0
+
+    def offset_of(self, t: Target, elapsed: float) -> float:
+        params, mode = self.params, self.mode
+        if mode in ("bump", "skew"):
+            return float(params["offsets"][f"{t.node}/{t.process}"])
+        if mode == "strobe":
+            return float(params["delta"]) if int(elapsed / STEP) % 2 == 0 else 0.0
+        return (float(params["rate"]) - 1.0) * elapsed
+
+    def move(self, t0: float) -> None:
+        last = 0  # apply wrote phase 0 (+Δ)
+        while not self.stop.wait(STEP - (time.monotonic() - t0) % STEP):
+            elapsed = time.monotonic() - t0
+            for t, p in self.files.items():
+                self.shifts.set(p, self.key, self.offset_of(t, elapsed))
+            if self.mode == "strobe":
+                phase = int(elapsed / STEP) % 2
+                self.flips += phase != last
+                last = phase
+
+    def apply(self) -> list[dict[str, Any]]:
+        ctx, mode, params = self.ctx, self.mode, self.params
+        t0 = time.monotonic()
+        out = []
+        for t, p in self.files.items():
+            commanded = self.offset_of(t, 0.0)
+            total = self.shifts.set(p, self.key, commanded)
+            rec: dict[str, Any] = {**t.to_json(), "mode": mode, "file": p.name}
+            if mode in ("bump", "skew"):
+                rec["offset"] = commanded
+                if total != commanded:
+                    rec["clock"] = total  # another clock fault on this process adds to it
+                steady = self.fault._steady(ctx, p)
+                rec["measured"] = self.fault._measure(ctx, t, total) if steady else None
+            elif mode == "strobe":
+                rec["delta"] = params["delta"]
+                rec["period"] = params["period"]
+            else:
+                rec["rate"] = params["rate"]
+            out.append(rec)
+        if mode in ("strobe", "drift"):
+            moving = ctx.state.setdefault("clock-moving", {})
+            for p in self.files.values():
+                moving[p] = moving.get(p, 0) + 1
+            th = threading.Thread(target=self.move, args=(t0,), name="clock-mover", daemon=True)
+            th.start()
+            self.mover.append(th)
+        return out
+
+    def undo(self) -> list[dict[str, Any]]:
+        ctx = self.ctx
+        self.stop.set()
+        for th in self.mover:
+            th.join(5)
+        if self.mover:
+            moving = ctx.state.setdefault("clock-moving", {})
+            for p in self.files.values():
+                moving[p] = max(0, moving.get(p, 1) - 1)
+            self.mover.clear()  # undo may run twice: count each mover out once
+        out = []
+        for t, p in self.files.items():
+            total = self.shifts.set(p, self.key, None)
+            rec: dict[str, Any] = {**t.to_json(), "mode": self.mode, "offset": 0.0}
+            if total != 0.0:
+                rec["clock"] = total  # what the faults still active on it add up to
+            if self.mode == "strobe":
+                rec["flips"] = self.flips
+            # a strobe or drift still active on this file moves it under the probe's feet
+            steady = self.fault._steady(ctx, p)
+            rec["measured"] = self.fault._measure(ctx, t, total) if steady else None
+            out.append(rec)
+        return out

@@ -23,11 +23,12 @@ from __future__ import annotations
 import itertools
 import math
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from chaos.cluster import net
-from chaos.cluster.base import Reapable
+from chaos.cluster.base import Cluster, Reapable
 from chaos.core.context import RunContext
 from chaos.core.target import Resolved
 from chaos.core.workload import Workload
@@ -124,75 +125,32 @@ class PacketLossFault:
         lk = resolved.grudge
         p = float(resolved.params.get("probability", DEFAULT_PROBABILITY))
         chain = net.chain_name(cluster.run_id)
-        handles = cluster if isinstance(cluster, Reapable) else None
-        reap = [
-            {
-                "op": "iptables-flush",
-                "chain": chain,
-                "containers": [handles.reap_handle(n) for n in cluster.nodes] if handles else [],
-            }
-        ]
         pairs = [(s, r) for r, ss in lk.items() for s in ss]
         # partitions heal by flushing the chain when none is left: they must know a loss remains
         active: dict[int, dict[str, list[str]]] = ctx.state.setdefault("losses", {})
         key = id(pairs)
-
         probs: dict[int, float] = ctx.state.setdefault("loss-probabilities", {})
 
-        def expected() -> dict[str, float]:
-            """The loss each direction should show now: every lossy link in force on it (overlapping
-            faults compound), or all of it when a partition cuts it."""
-            cuts = ctx.state.get("partitions", {}).values()
-            out = {}
-            for s_, r in pairs:
-                if any(s_ in g.get(r, []) for g in cuts):
-                    out[f"{s_}->{r}"] = 1.0
-                    continue
-                keep = 1.0
-                for k, links_k in list(active.items()):
-                    if s_ in links_k.get(r, []):
-                        keep *= 1.0 - probs.get(k, 0.0)
-                out[f"{s_}->{r}"] = round(1.0 - keep, 4)
-            return out
-
         def measure() -> dict[str, float] | None:
-            for _ in range(3):
-                # a port of its own per probe: probes of this fault and of overlapping ones may
-                # land in one receiver's namespace at once
-                jobs = [(s, r, _next_port()) for s, r in pairs]
-                want = expected()
-                with ThreadPoolExecutor(max_workers=len(pairs)) as pool:
-                    got = list(
-                        pool.map(lambda j: net.probe_loss(cluster, j[0], j[1], port=j[2]), jobs)
-                    )
-                if expected() != want:
-                    continue  # another fault came or went while the probe ran: again
-                out = {f"{g.src}->{g.dst}": round(g.loss, 3) for g in got}
-                wrong = {
-                    k: v
-                    for k, v in out.items()
-                    if abs(v - want[k]) > tolerance(want[k], net.LOSS_PROBE_PACKETS)
-                }
-                if wrong:
-                    raise LossError(
-                        "loss probe: measured "
-                        + ", ".join(f"{k} {v:.1%} (wanted {want[k]:.0%})" for k, v in wrong.items())
-                    )
-                return out
-            return None
+            if not isinstance(cluster, net.NsCommand):
+                return None
+            return _measure(cluster, pairs, lambda: _expected(ctx, pairs, active, probs))
+
+        def take_back() -> None:
+            active.pop(key, None)
+            probs.pop(key, None)
+            net.remove_loss(cluster, lk, p)
 
         def apply() -> list[dict[str, Any]]:
             active[key] = lk
             probs[key] = p
             try:
                 rules = net.apply_loss(cluster, lk, p)
-                measured = measure() if isinstance(cluster, net.NsCommand) else None
+                measured = measure()
             except BaseException:
                 # a loss that is not what was asked for is taken back at once, not at the end of
                 # the run: it would make later faults' probes (a partition's) disagree
-                active.pop(key, None)
-                probs.pop(key, None)
-                net.remove_loss(cluster, lk, p)
+                take_back()
                 raise
             return [
                 {
@@ -205,20 +163,72 @@ class PacketLossFault:
             ]
 
         def undo() -> dict[str, Any]:
-            active.pop(key, None)
-            probs.pop(key, None)
-            net.remove_loss(cluster, lk, p)
-            return {
-                "links": lk,
-                "probability": 0.0,
-                "measured": measure() if isinstance(cluster, net.NsCommand) else None,
-            }
+            take_back()
+            return {"links": lk, "probability": 0.0, "measured": measure()}
 
+        # written down before any rule: a dead orchestrator's leftovers are flushed from this
+        reap = {"reap": [_reap(cluster, chain)]}
+        intent = intent or {"target": resolved.spec, "probability": p}
         return ctx.faults.start(
-            "packet-loss",
-            apply,
-            undo,
-            intent=intent or {"target": resolved.spec, "probability": p},
-            trigger=trigger,
-            extra={"reap": reap},
+            "packet-loss", apply, undo, intent=intent, trigger=trigger, extra=reap
         )
+
+
+def _reap(cluster: Cluster, chain: str) -> dict[str, Any]:
+    """What the reaper needs to flush the run's chain after the orchestrator died."""
+    handles = cluster if isinstance(cluster, Reapable) else None
+    containers = [handles.reap_handle(n) for n in cluster.nodes] if handles else []
+    return {"op": "iptables-flush", "chain": chain, "containers": containers}
+
+
+def _expected(
+    ctx: RunContext,
+    pairs: list[tuple[str, str]],
+    active: dict[int, dict[str, list[str]]],
+    probs: dict[int, float],
+) -> dict[str, float]:
+    """The loss each direction should show now: every lossy link in force on it (overlapping
+    faults compound), or all of it when a partition cuts it."""
+    cuts = ctx.state.get("partitions", {}).values()
+    out = {}
+    for s_, r in pairs:
+        if any(s_ in g.get(r, []) for g in cuts):
+            out[f"{s_}->{r}"] = 1.0
+            continue
+        keep = 1.0
+        for k, links_k in list(active.items()):
+            if s_ in links_k.get(r, []):
+                keep *= 1.0 - probs.get(k, 0.0)
+        out[f"{s_}->{r}"] = round(1.0 - keep, 4)
+    return out
+
+
+def _measure(
+    cluster: net.NetCluster,
+    pairs: list[tuple[str, str]],
+    expected: Callable[[], dict[str, float]],
+) -> dict[str, float] | None:
+    """The loss each direction shows, probed; LossError when it is not ``expected()`` within the
+    probe's tolerance, None when other faults kept changing it while probing."""
+    for _ in range(3):
+        # a port of its own per probe: probes of this fault and of overlapping ones may
+        # land in one receiver's namespace at once
+        jobs = [(s, r, _next_port()) for s, r in pairs]
+        want = expected()
+        with ThreadPoolExecutor(max_workers=len(pairs)) as pool:
+            got = list(pool.map(lambda j: net.probe_loss(cluster, j[0], j[1], port=j[2]), jobs))
+        if expected() != want:
+            continue  # another fault came or went while the probe ran: again
+        out = {f"{g.src}->{g.dst}": round(g.loss, 3) for g in got}
+        wrong = {
+            k: v
+            for k, v in out.items()
+            if abs(v - want[k]) > tolerance(want[k], net.LOSS_PROBE_PACKETS)
+        }
+        if wrong:
+            raise LossError(
+                "loss probe: measured "
+                + ", ".join(f"{k} {v:.1%} (wanted {want[k]:.0%})" for k, v in wrong.items())
+            )
+        return out
+    return None

@@ -37,8 +37,6 @@ ALLOWED: dict[str, int] = {
     "chaos/grade/session.py::grade": 87,
     "chaos/histories/edn.py::_Stream._general": 75,
     "chaos/histories/edn_reader.py::read_form": 101,
-    "chaos/nemesis/clock.py::ClockFault.start": 102,
-    "chaos/nemesis/loss.py::PacketLossFault.start": 110,
     "chaos/nemesis/trigger.py::TriggerNemesis._once": 89,
     "chaos/report/cycle.py::cycle_svg": 81,
     "chaos/report/sequence.py::_steps": 79,
