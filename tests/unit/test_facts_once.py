@@ -203,3 +203,32 @@ def test_the_labs_share_one_found() -> None:
 
     assert lab1.found is found and lab3.found is found
     assert found([(b'{"a": 1}', None)]) == {"a": 1} and found([]) is None
+
+
+# -- the control channel: asked once ----------------------------------------------------------
+
+
+def _asks_for_channel(tree: ast.AST) -> list[int]:
+    """Lines that ask ``isinstance(..., ControlChannel)`` themselves."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "isinstance"
+        and len(node.args) == 2
+        and "ControlChannel" in ast.unparse(node.args[1])
+    ]
+
+
+def test_the_control_channel_is_asked_for_once() -> None:
+    """Everyone else uses ``RunContext.channel``, which the orchestrator fills from
+    ``chaos.cluster.base.control_channel``."""
+    found = [
+        f"{path}:{line}"
+        for path, tree in _trees()
+        if path != "chaos/cluster/base.py"
+        for line in _asks_for_channel(tree)
+    ]
+    assert found == []
+    assert _asks_for_channel(ast.parse("if isinstance(ctx.cluster, ControlChannel): pass")) == [1]
