@@ -174,55 +174,27 @@ def grade(
     done = book.finished()
     jobs = plan(request, rows, done)
     skipped = sum(1 for r in done.values() if r.graded)
-    for row in rows:
-        if row.problem:
-            progress(f"{row.name}: not run: {row.problem}")
-    progress(f"{len(jobs)} run(s) to do" + (f", {skipped} already done" if skipped else ""))
+    _say_plan(rows, len(jobs), skipped, progress)
     eta = Eta(len(jobs), progress)
     workers: dict[str, int] = {}
 
     def on_done(job: RunJob, got: Finished | BaseException) -> None:
         if isinstance(got, Finished):
-            result = got.result
-            if result.status == "interrupted":
+            if got.result.status == "interrupted":
                 return  # not a result: done again on resume
-            rel = ledger.run_folder(job.student, job.config, job.repeat)
-            if got.archive:
-                dest = request.out / rel
-                shutil.rmtree(dest, ignore_errors=True)  # a torn copy of an earlier attempt
-                unpack(got.archive, dest)
-                result = result.with_(run_dir=rel)
+            result = _unpacked(request.out, job, got)
             workers[result.worker] = workers.get(result.worker, 0) + 1
         else:
-            why = (
-                str(got) if isinstance(got, RunEnvironmentError) else f"{type(got).__name__}: {got}"
-            )
-            result = RunResult(
-                student=job.student,
-                config=job.config,
-                repeat=job.repeat,
-                seed=job.seed,
-                status="env-error",
-                message=why[:500],
-                command=job.command(),
-                attempts=request.retries + 1,
-            )
+            result = _not_run(job, got, attempts=request.retries + 1)
         book.append(result)
         eta.tick(result)
 
     interrupted = False
     try:
-        if jobs:
-            if client is not None:
-                dispatch.run_all(client, jobs, on_done, retries=request.retries)
-            else:
-                with dispatch.connect(scheduler, parallel, security) as c:
-                    if scheduler and not dispatch.has_run_slots(c):
-                        progress(
-                            "warning: no worker declares the 'runs' resource "
-                            "(dask worker ... --resources runs=N): runs are not limited per host"
-                        )
-                    dispatch.run_all(c, jobs, on_done, retries=request.retries)
+        if jobs and client is not None:
+            dispatch.run_all(client, jobs, on_done, retries=request.retries)
+        elif jobs:
+            _run_on_cluster(jobs, on_done, request.retries, scheduler, parallel, security, progress)
     except KeyboardInterrupt:
         interrupted = True
         progress("interrupted: stopping the runs under way (each heals and tears down)")
@@ -240,3 +212,60 @@ def grade(
         skipped=skipped,
         workers=workers,
     )
+
+
+def _say_plan(
+    rows: list[Submission], jobs: int, skipped: int, progress: Callable[[str], None]
+) -> None:
+    for row in rows:
+        if row.problem:
+            progress(f"{row.name}: not run: {row.problem}")
+    progress(f"{jobs} run(s) to do" + (f", {skipped} already done" if skipped else ""))
+
+
+def _unpacked(out: Path, job: RunJob, got: Finished) -> RunResult:
+    """A finished run's result, its stored folder unpacked under the grade's folder ``out`` (the
+    result's ``run_dir`` then relative to it)."""
+    result = got.result
+    rel = ledger.run_folder(job.student, job.config, job.repeat)
+    if got.archive:
+        dest = out / rel
+        shutil.rmtree(dest, ignore_errors=True)  # a torn copy of an earlier attempt
+        unpack(got.archive, dest)
+        result = result.with_(run_dir=rel)
+    return result
+
+
+def _not_run(job: RunJob, got: BaseException, *, attempts: int) -> RunResult:
+    """The record of a job that never produced a run (its environment failed every attempt)."""
+    why = str(got) if isinstance(got, RunEnvironmentError) else f"{type(got).__name__}: {got}"
+    return RunResult(
+        student=job.student,
+        config=job.config,
+        repeat=job.repeat,
+        seed=job.seed,
+        status="env-error",
+        message=why[:500],
+        command=job.command(),
+        attempts=attempts,
+    )
+
+
+def _run_on_cluster(
+    jobs: list[RunJob],
+    on_done: Callable[[RunJob, Finished | BaseException], None],
+    retries: int,
+    scheduler: str | None,
+    parallel: int,
+    security: Any,
+    progress: Callable[[str], None],
+) -> None:
+    """Run ``jobs`` on the Dask cluster at ``scheduler`` (else a local one of ``parallel``
+    slots)."""
+    with dispatch.connect(scheduler, parallel, security) as c:
+        if scheduler and not dispatch.has_run_slots(c):
+            progress(
+                "warning: no worker declares the 'runs' resource "
+                "(dask worker ... --resources runs=N): runs are not limited per host"
+            )
+        dispatch.run_all(c, jobs, on_done, retries=retries)

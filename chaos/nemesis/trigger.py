@@ -255,12 +255,40 @@ class TriggerNemesis:
                 f"{ev.pid}, the host's is {running}"
             )
             return False
-        target = Target(node=ev.node, process=ev.component)
+        resolved, trigger = self._aimed(ctx, ev, name, n)
+        intent = {"target": resolved.spec, "duration": self.duration, "trigger": tr.phrase}
+        try:
+            fid = self.fault.start(ctx, resolved, intent=intent, trigger=trigger)
+        finally:
+            # the held process goes on once it can run: at once (partition), on thaw (freeze),
+            # on SIGCONT (pause); a killed process never reads it, so it is removed at heal
+            released = {"released_at": ctx.now(), "gen": gen}
+            ctx.write_control(f"{name}.release", json.dumps(released), on=ev.node)
+        ctx.progress(f"'{tr.phrase}' fired on {ev.node} ({ev.component}, task {ev.task_id})")
+        self._last(ctx, ev, since)
+        ctx.faults.heal(fid)
+        release = f"{name}.release"
+        if tr.fault != "kill":  # a killed process is not left to read it
+            # the resumed process answers its release; arming again before that could let the
+            # next firing's process walk past its own hold
+            deadline = time.monotonic() + 3.0
+            while not ctx.release_answered(name, gen, ev.node) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        ctx.remove_control(release)
+        return True
+
+    def _aimed(
+        self, ctx: RunContext, ev: Event, name: str, n: int
+    ) -> tuple[Resolved, dict[str, Any]]:
+        """The fault's target (the process the event names, or its node cut off for a partition)
+        and the trigger's record of the ``n``-th firing."""
+        tr = self.trigger
         if tr.fault == "partition":
             resolved = Resolved(
                 spec=ev.node, grudge=isolated_grudge(list(ctx.cluster.nodes), [ev.node])
             )
         else:
+            target = Target(node=ev.node, process=ev.component)
             resolved = Resolved(spec=f"{ev.component}@{ev.node}", targets=(target,))
         trigger = {
             "phrase": tr.phrase,
@@ -274,35 +302,22 @@ class TriggerNemesis:
             "time": round(ev.time, 6),
             "firing": n + 1,
         }
-        intent = {"target": resolved.spec, "duration": self.duration, "trigger": tr.phrase}
-        try:
-            fid = self.fault.start(ctx, resolved, intent=intent, trigger=trigger)
-        finally:
-            # the held process goes on once it can run: at once (partition), on thaw (freeze),
-            # on SIGCONT (pause); a killed process never reads it, so it is removed at heal
-            released = {"released_at": ctx.now(), "gen": gen}
-            ctx.write_control(f"{name}.release", json.dumps(released), on=ev.node)
-        ctx.progress(f"'{tr.phrase}' fired on {ev.node} ({ev.component}, task {ev.task_id})")
-        if tr.until:
-            ctx.events.poll()
+        return resolved, trigger
 
-            def done(e: Event) -> bool:
-                return (
-                    e.kind == tr.until
-                    and (e.task_id == ev.task_id or e.event_id == ev.event_id)
-                    and not (e.node == ev.node and e.component == ev.component and e.pid == ev.pid)
-                )
-
-            _wait_event(ctx, done, since, self.duration)
-        else:
+    def _last(self, ctx: RunContext, ev: Event, since: int) -> None:
+        """Let the fault last its duration, or until another process reports the trigger's
+        ``until`` event for the same task (never the held process itself)."""
+        tr = self.trigger
+        if not tr.until:
             ctx.stop.wait(self.duration)
-        ctx.faults.heal(fid)
-        release = f"{name}.release"
-        if tr.fault != "kill":  # a killed process is not left to read it
-            # the resumed process answers its release; arming again before that could let the
-            # next firing's process walk past its own hold
-            deadline = time.monotonic() + 3.0
-            while not ctx.release_answered(name, gen, ev.node) and time.monotonic() < deadline:
-                time.sleep(0.01)
-        ctx.remove_control(release)
-        return True
+            return
+        ctx.events.poll()
+
+        def done(e: Event) -> bool:
+            return (
+                e.kind == tr.until
+                and (e.task_id == ev.task_id or e.event_id == ev.event_id)
+                and not (e.node == ev.node and e.component == ev.component and e.pid == ev.pid)
+            )
+
+        _wait_event(ctx, done, since, self.duration)
