@@ -668,20 +668,7 @@ def check_linearizable(
     res = check_partitions(parts, m, time_limit=time_limit, max_states=max_states)
     stats = {**stats, "states": res.states, "seconds": round(res.seconds, 4)}
     if res.verdict is Verdict.VALID:
-        summary = f"linearizable: {stats['ops']} ops over {len(parts)} key(s)"
-        if stats["ops"] == 0:
-            why = (
-                "valid as Knossos and Porcupine say (the empty order is a linearization)"
-                if empty is Verdict.VALID
-                else "unknown: the history decides nothing"
-            )
-            return CheckResult(
-                checker=name,
-                verdict=empty,
-                summary=f"nothing to linearize (no client op left to check): {why}",
-                stats={**stats, "empty": True},
-            )
-        return CheckResult(checker=name, verdict=Verdict.VALID, summary=summary, stats=stats)
+        return _linearized(name, stats, len(parts), empty)
     if res.verdict is Verdict.UNKNOWN:
         return CheckResult(
             checker=name,
@@ -689,6 +676,31 @@ def check_linearizable(
             summary=f"gave up: {res.reason} before deciding",
             stats=stats,
         )
+    return _not_linearized(name, res, m, stats)
+
+
+def _linearized(name: str, stats: dict[str, Any], keys: int, empty: Verdict) -> CheckResult:
+    """A search that linearized every key; ``empty``: the verdict when there was nothing to."""
+    if stats["ops"] == 0:
+        why = (
+            "valid as Knossos and Porcupine say (the empty order is a linearization)"
+            if empty is Verdict.VALID
+            else "unknown: the history decides nothing"
+        )
+        return CheckResult(
+            checker=name,
+            verdict=empty,
+            summary=f"nothing to linearize (no client op left to check): {why}",
+            stats={**stats, "empty": True},
+        )
+    summary = f"linearizable: {stats['ops']} ops over {keys} key(s)"
+    return CheckResult(checker=name, verdict=Verdict.VALID, summary=summary, stats=stats)
+
+
+def _not_linearized(
+    name: str, res: PartitionsResult, m: Model, stats: dict[str, Any]
+) -> CheckResult:
+    """A search that found an op no order can place: the longest prefix and that op."""
     assert res.failed is not None and res.outcome is not None
     evidence = _failure(res.failed, m, res.outcome)
     where = "" if res.failed.key is None else f" on key {_show(res.failed.key)}"

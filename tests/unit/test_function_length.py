@@ -23,7 +23,6 @@ ALLOWED: dict[str, int] = {
     "chaos/checkers/elle/list_append.py::infer": 185,
     "chaos/checkers/elle/rw_register.py::infer": 181,
     "chaos/checkers/linearizable.py::_search": 186,
-    "chaos/checkers/linearizable.py::check_linearizable": 74,
     "chaos/checkers/linearizable.py::prepare": 128,
     "chaos/checkers/sets.py::set_full_rows": 114,
     "chaos/cli.py::check": 67,
