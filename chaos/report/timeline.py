@@ -48,6 +48,20 @@ def _lane_key(p: int | str) -> tuple[int, int | str]:
 def timeline_data(
     ops: list[ClientOp], bands: list[FaultBand], events: Sequence[EventLike], end_time: float
 ) -> dict[str, Any]:
+    return {
+        "unit": UNIT,
+        "end": _ticks(end_time),
+        **_op_columns(ops),
+        "bands": [
+            [_ticks(b.start), _ticks(b.end), b.fault, b.label, b.colour, int(b.open), b.fault_id]
+            for b in bands
+        ],
+        **_event_columns(events),
+    }
+
+
+def _op_columns(ops: list[ClientOp]) -> dict[str, Any]:
+    """The client ops as columns, lane by lane (a process per lane), times as deltas in ticks."""
     procs = sorted({op.process for op in ops}, key=_lane_key)
     lane_of = {p: i for i, p in enumerate(procs)}
     fs = sorted({op.f for op in ops})
@@ -73,7 +87,22 @@ def timeline_data(
         if op.error:
             v = f"{v} · {op.error}" if v else op.error
         values.append(v)
+    return {
+        "lanes": [str(p) for p in procs],
+        "laneStart": lane_start,
+        "fs": fs,
+        "types": list(TYPES),
+        "s": starts,
+        "d": durs,
+        "f": [f_of[o.f] for o in ordered],
+        "t": [TYPES.index(o.type) if o.type in TYPES else 2 for o in ordered],
+        "i": [o.index for o in ordered],
+        "v": values,
+    }
 
+
+def _event_columns(events: Sequence[EventLike]) -> dict[str, Any]:
+    """The services' events as columns, lane by lane (a node per lane)."""
     # Events arrive sorted by time; bucketing them by node keeps that order within each lane
     # without a second sort of a quarter-million records.
     by_node: dict[str, list[EventLike]] = {}
@@ -95,22 +124,6 @@ def timeline_data(
         ev_t.append(t - prev)
         prev = t
     return {
-        "unit": UNIT,
-        "end": _ticks(end_time),
-        "lanes": [str(p) for p in procs],
-        "laneStart": lane_start,
-        "fs": fs,
-        "types": list(TYPES),
-        "s": starts,
-        "d": durs,
-        "f": [f_of[o.f] for o in ordered],
-        "t": [TYPES.index(o.type) if o.type in TYPES else 2 for o in ordered],
-        "i": [o.index for o in ordered],
-        "v": values,
-        "bands": [
-            [_ticks(b.start), _ticks(b.end), b.fault, b.label, b.colour, int(b.open), b.fault_id]
-            for b in bands
-        ],
         "evLanes": nodes,
         "evStart": ev_start,
         "kinds": kinds,

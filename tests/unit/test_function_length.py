@@ -38,7 +38,6 @@ ALLOWED: dict[str, int] = {
     "chaos/report/cycle.py::cycle_svg": 81,
     "chaos/report/sequence.py::_steps": 79,
     "chaos/report/sequence.py::sequence_svg": 105,
-    "chaos/report/timeline.py::timeline_data": 75,
     "chaos/workloads/lab1/accounting.py::_order_write": 78,
     "chaos/workloads/lab1/accounting.py::account": 67,
     "chaos/workloads/lab1/accounting.py::exactly_once": 73,
