@@ -19,7 +19,6 @@ LIMIT = 60
 ALLOWED: dict[str, int] = {
     "chaos/checkers/cli.py::check_file_command": 122,
     "chaos/checkers/counter.py::counter_rows": 82,
-    "chaos/checkers/elle/check.py::check_transactions": 84,
     "chaos/checkers/elle/list_append.py::infer": 185,
     "chaos/checkers/elle/rw_register.py::infer": 181,
     "chaos/checkers/linearizable.py::_search": 186,

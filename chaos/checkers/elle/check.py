@@ -83,22 +83,7 @@ def check_transactions(
     cycles, cut = find_cycles(inf.graph, cm.order_edges, deadline)
     t2 = time.monotonic()
     incomplete = [*inf.incomplete, *inf.graph.incomplete]
-    # One cycle per anomaly type per component can still be hundreds in a broken history: the
-    # shortest MAX_CYCLES of each type are explained and kept, all are counted.
-    by_cycle_type: dict[str, list[Any]] = {}
-    for c in cycles:
-        by_cycle_type.setdefault(c.type, []).append(c)
-    anomalies: list[dict[str, Any]] = []
-    for kind, cs in by_cycle_type.items():
-        cs.sort(key=lambda c: len(c.nodes))
-        for c in cs[:MAX_CYCLES]:
-            a = cycle_anomaly(c, txns, inf.explainer, cm.forbidden(kind))
-            a["count"] = len(cs)
-            anomalies.append(a)
-    for a in inf.anomalies:
-        a["forbidden"] = cm.forbidden(a["type"])
-    anomalies += inf.anomalies
-    anomalies.sort(key=_rank)
+    anomalies = _anomalies(cycles, inf, txns, cm)
     # every kept case of a type carries the type's total
     by_type = {a["type"]: int(a["count"]) for a in anomalies}
     forbidden = sorted({a["type"] for a in anomalies if a["forbidden"]})
@@ -119,32 +104,63 @@ def check_transactions(
         stats["incomplete"] = incomplete
     if cut:
         stats["search_cut_short"] = {"components": len(cut), "largest": max(cut)}
-    n = len(txns)
-    allowed_note = f" (allowed by {cm.name}: {', '.join(allowed)})" if allowed else ""
-    if forbidden:
-        verdict = Verdict.INVALID
-        summary = (
-            f"not {cm.name}: {', '.join(f'{t} ({by_type[t]})' for t in forbidden)} "
-            f"among {n} transactions{allowed_note}"
-        )
-    elif not kinds["ok"] and not kinds["info"]:
-        verdict = Verdict.UNKNOWN
-        summary = f"no transaction that may have happened among {n}: nothing to check"
-    elif incomplete:
-        verdict = Verdict.UNKNOWN
-        summary = f"no forbidden anomaly found, but {'; '.join(incomplete)}"
-    elif cut:
-        verdict = Verdict.UNKNOWN
-        summary = (
-            f"the cycle search ran out of time in {len(cut)} component(s) (largest: {max(cut)} "
-            f"transactions) before ruling out an anomaly {cm.name} forbids{allowed_note}"
-        )
-    else:
-        verdict = Verdict.VALID
-        summary = f"{n} transactions consistent with {cm.name}{allowed_note}"
+    verdict, summary = _verdict(cm, len(txns), kinds, by_type, forbidden, allowed, incomplete, cut)
     return CheckResult(
         checker=name, verdict=verdict, summary=summary, anomalies=anomalies, stats=stats
     )
+
+
+def _anomalies(
+    cycles: Sequence[Any], inf: Inference, txns: Sequence[Txn], cm: ConsistencyModel
+) -> list[dict[str, Any]]:
+    """Every anomaly found, ranked, each marked forbidden by ``cm`` or not. One cycle per anomaly
+    type per component can still be hundreds in a broken history: the shortest MAX_CYCLES of
+    each type are explained and kept, all are counted."""
+    by_cycle_type: dict[str, list[Any]] = {}
+    for c in cycles:
+        by_cycle_type.setdefault(c.type, []).append(c)
+    anomalies: list[dict[str, Any]] = []
+    for kind, cs in by_cycle_type.items():
+        cs.sort(key=lambda c: len(c.nodes))
+        for c in cs[:MAX_CYCLES]:
+            a = cycle_anomaly(c, txns, inf.explainer, cm.forbidden(kind))
+            a["count"] = len(cs)
+            anomalies.append(a)
+    for a in inf.anomalies:
+        a["forbidden"] = cm.forbidden(a["type"])
+    anomalies += inf.anomalies
+    anomalies.sort(key=_rank)
+    return anomalies
+
+
+def _verdict(
+    cm: ConsistencyModel,
+    n: int,
+    kinds: dict[str, int],
+    by_type: dict[str, int],
+    forbidden: list[str],
+    allowed: list[str],
+    incomplete: list[str],
+    cut: Sequence[int],
+) -> tuple[Verdict, str]:
+    """The verdict on ``n`` transactions and its one-line summary: invalid for a forbidden
+    anomaly, unknown when nothing may have happened or the search was incomplete or cut short."""
+    allowed_note = f" (allowed by {cm.name}: {', '.join(allowed)})" if allowed else ""
+    if forbidden:
+        return Verdict.INVALID, (
+            f"not {cm.name}: {', '.join(f'{t} ({by_type[t]})' for t in forbidden)} "
+            f"among {n} transactions{allowed_note}"
+        )
+    if not kinds["ok"] and not kinds["info"]:
+        return Verdict.UNKNOWN, f"no transaction that may have happened among {n}: nothing to check"
+    if incomplete:
+        return Verdict.UNKNOWN, f"no forbidden anomaly found, but {'; '.join(incomplete)}"
+    if cut:
+        return Verdict.UNKNOWN, (
+            f"the cycle search ran out of time in {len(cut)} component(s) (largest: {max(cut)} "
+            f"transactions) before ruling out an anomaly {cm.name} forbids{allowed_note}"
+        )
+    return Verdict.VALID, f"{n} transactions consistent with {cm.name}{allowed_note}"
 
 
 def check_file(
