@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from chaos.checkers._rows import OpRows, completions, ordered, rows_of
+from chaos.checkers._rows import OpRows, Row, completions, ordered, rows_of
 from chaos.checkers.verdict import CheckResult, Verdict
 from chaos.histories.ops import Op
 
@@ -38,44 +38,7 @@ def _amount(v: Any) -> int | float | None:
 
 def counter_rows(rows: OpRows, init: float = 0) -> CheckResult:
     """``init`` is the counter's value before the history (``chaos check --init``)."""
-    ops = ordered(rows, (*_ADDS, "read"))
-    comp = completions(ops)
-    lower: float = init
-    upper: float = init
-    pending: dict[Any, float] = {}  # process -> lower bound at its read's invoke
-    adding: dict[Any, float] = {}  # process -> amount of its outstanding add
-    reads: list[tuple[float, Any, float, int]] = []
-    bad_values: list[int] = []
-    for i, (f, (pos, p, t, v, _e)) in enumerate(ops):
-        if f in _ADDS:
-            if t == "invoke":
-                n = _amount(v)
-                if n is None:
-                    bad_values.append(pos)
-                    continue
-                j = comp[i]
-                if j >= 0 and ops[j][1][2] == "fail":
-                    continue
-                adding[p] = n
-                if n >= 0:
-                    upper += n
-                else:
-                    lower += n
-            else:
-                # The invoke's amount: a completion may echo it, or carry nothing.
-                n = adding.pop(p, None)
-                if t == "ok" and n is not None:
-                    if n >= 0:
-                        lower += n
-                    else:
-                        upper += n
-        elif f == "read":
-            if t == "invoke":
-                pending[p] = lower
-            elif p in pending:
-                at_invoke = pending.pop(p)
-                if t == "ok":
-                    reads.append((at_invoke, v, upper, pos))
+    reads, bad_values = _bounded_reads(ordered(rows, (*_ADDS, "read")), init)
     errors = [
         r
         for r in reads
@@ -118,6 +81,52 @@ def counter_rows(rows: OpRows, init: float = 0) -> CheckResult:
         summary=f"all {len(reads)} read(s) within bounds",
         stats=stats,
     )
+
+
+def _bounded_reads(
+    ops: list[tuple[str, Row]], init: float
+) -> tuple[list[tuple[float, Any, float, int]], list[int]]:
+    """Each completed read as (the lowest the counter could be at its invoke, the value read, the
+    highest it could be at its completion, its position), and the positions of adds whose
+    amount is not a number."""
+    comp = completions(ops)
+    lower: float = init
+    upper: float = init
+    pending: dict[Any, float] = {}  # process -> lower bound at its read's invoke
+    adding: dict[Any, float] = {}  # process -> amount of its outstanding add
+    reads: list[tuple[float, Any, float, int]] = []
+    bad_values: list[int] = []
+    for i, (f, (pos, p, t, v, _e)) in enumerate(ops):
+        if f in _ADDS:
+            if t == "invoke":
+                n = _amount(v)
+                if n is None:
+                    bad_values.append(pos)
+                    continue
+                j = comp[i]
+                if j >= 0 and ops[j][1][2] == "fail":
+                    continue
+                adding[p] = n
+                if n >= 0:
+                    upper += n
+                else:
+                    lower += n
+            else:
+                # The invoke's amount: a completion may echo it, or carry nothing.
+                n = adding.pop(p, None)
+                if t == "ok" and n is not None:
+                    if n >= 0:
+                        lower += n
+                    else:
+                        upper += n
+        elif f == "read":
+            if t == "invoke":
+                pending[p] = lower
+            elif p in pending:
+                at_invoke = pending.pop(p)
+                if t == "ok":
+                    reads.append((at_invoke, v, upper, pos))
+    return reads, bad_values
 
 
 def counter(history: Sequence[Op], init: float = 0) -> CheckResult:
