@@ -271,21 +271,7 @@ def to_html(table: ClassTable, meta: Mapping[str, Any], out: Path | None = None)
     head = "".join(f"<th>{E(c)}</th>" for c in configs)
     students = [r for r in table.rows if not r.submission.is_control]
     controls = [r for r in table.rows if r.submission.is_control]
-    buggy = [r.name for r in controls if r.submission.kind == "buggy"]
-    has_ref = any(r.submission.kind == "reference" for r in controls)
-    power_head = (
-        ("<th>buggy controls</th>" if buggy else "")
-        + ("<th>reference: false alarms</th>" if has_ref else "")
-        + "".join(f"<th>{E(b)}: caught</th>" for b in buggy)
-    )
-    power_rows = "".join(
-        f"<tr><td>{E(p.config)}</td>"
-        + (_caught(p.detections, buggy) if buggy else "")
-        + (_tally_html(p.false_alarms, false_alarms=True) if has_ref else "")
-        + "".join(_tally_html(p.detections.get(b), false_alarms=False) for b in buggy)
-        + "</tr>"
-        for p in table.power
-    )
+    power_head, power_rows, power_note = _power(table, controls)
     anomalies = (
         "".join(
             f"<tr><td>{E(a.checker)}</td><td data-v='{a.students}'>{a.students}</td>"
@@ -296,26 +282,10 @@ def to_html(table: ClassTable, meta: Mapping[str, Any], out: Path | None = None)
         or '<tr><td colspan="4" class="none">no anomaly in any student run</td></tr>'
     )
     counts = ", ".join(f"{n} {s}" for s, n in sorted(table.counts.items())) or "no runs yet"
-    flaky = sum(1 for r in students if r.flaky)
-    repeats = meta.get("repeats")
-    if isinstance(repeats, int) and repeats < 2:
-        # flaky means passed and failed under one configuration: one run per cell cannot show it
-        flakiness = (
-            "Flakiness is not measured: one run per cell cannot both pass and fail "
-            "(grade with <code>--repeats 2</code> or more)."
-        )
-    else:
-        flakiness = f"{flaky} submission(s) flaky under at least one configuration."
+    flakiness = _flakiness(students, meta.get("repeats"))
     interval_note = (
         f"with the Wilson 95% interval of the pass rate below it once a cell has "
         f"{MIN_RUNS_FOR_INTERVAL} runs or more (fewer runs bound the rate too loosely to show)"
-    )
-    power_note = (
-        ""
-        if buggy
-        else '<p class="note"><b>Only the reference was graded</b>: this table shows false '
-        "alarms only and cannot say which configuration catches which bug; grade with the "
-        "lab's buggy controls (<code>--controls</code>) to measure that.</p>"
     )
     weights = ", ".join(
         f"{E(str(c['name']))} &times;{c['weight']:g}" for c in meta.get("configs", [])
@@ -343,6 +313,45 @@ catches the bug; for the reference, how often it raises a false alarm (should be
 <script>{SCRIPT}</script>
 </body></html>
 """
+
+
+def _power(table: ClassTable, controls: list[Row]) -> tuple[str, str, str]:
+    """The power table's header cells, rows and note: per configuration, how often it caught
+    each buggy control and how often it failed the reference (a false alarm)."""
+    buggy = [r.name for r in controls if r.submission.kind == "buggy"]
+    has_ref = any(r.submission.kind == "reference" for r in controls)
+    head = (
+        ("<th>buggy controls</th>" if buggy else "")
+        + ("<th>reference: false alarms</th>" if has_ref else "")
+        + "".join(f"<th>{E(b)}: caught</th>" for b in buggy)
+    )
+    rows = "".join(
+        f"<tr><td>{E(p.config)}</td>"
+        + (_caught(p.detections, buggy) if buggy else "")
+        + (_tally_html(p.false_alarms, false_alarms=True) if has_ref else "")
+        + "".join(_tally_html(p.detections.get(b), false_alarms=False) for b in buggy)
+        + "</tr>"
+        for p in table.power
+    )
+    note = (
+        ""
+        if buggy
+        else '<p class="note"><b>Only the reference was graded</b>: this table shows false '
+        "alarms only and cannot say which configuration catches which bug; grade with the "
+        "lab's buggy controls (<code>--controls</code>) to measure that.</p>"
+    )
+    return head, rows, note
+
+
+def _flakiness(students: list[Row], repeats: Any) -> str:
+    if isinstance(repeats, int) and repeats < 2:
+        # flaky means passed and failed under one configuration: one run per cell cannot show it
+        return (
+            "Flakiness is not measured: one run per cell cannot both pass and fail "
+            "(grade with <code>--repeats 2</code> or more)."
+        )
+    flaky = sum(1 for r in students if r.flaky)
+    return f"{flaky} submission(s) flaky under at least one configuration."
 
 
 def write_all(out: Path, table: ClassTable, meta: Mapping[str, Any]) -> dict[str, Path]:

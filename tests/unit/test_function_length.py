@@ -30,7 +30,6 @@ ALLOWED: dict[str, int] = {
     "chaos/cluster/docker/reap.py::heal_in_place": 72,
     "chaos/cluster/ssh/sandbox.py::up": 68,
     "chaos/grade/certs.py::make": 79,
-    "chaos/grade/report.py::to_html": 77,
     "chaos/histories/edn.py::_Stream._general": 75,
     "chaos/histories/edn_reader.py::read_form": 101,
     "chaos/report/cycle.py::cycle_svg": 81,
