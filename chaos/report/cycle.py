@@ -58,47 +58,10 @@ def cycle_svg(anomaly: dict[str, Any]) -> str | None:
             f'fill="{colour}"/></marker>'
         )
     parts.append("</defs>")
+    if not all(isinstance(step, dict) for step in steps):
+        return None
     for i, step in enumerate(steps):
-        if not isinstance(step, dict):
-            return None
-        (x1, y1), (x2, y2) = pos[i], pos[(i + 1) % n]
-        dx, dy = x2 - x1, y2 - y1
-        d = math.hypot(dx, dy) or 1.0
-        ux, uy = dx / d, dy / d
-        # start and end on the circles' rims; bend outwards so that a 2-cycle's arrows part
-        # the two arrows of a 2-cycle leave and reach each rim apart
-        side = 0.35 if n == 2 else 0.0
-        px, py = (
-            ux * math.cos(side) + uy * math.sin(side),
-            uy * math.cos(side) - ux * math.sin(side),
-        )
-        qx_, qy_ = (
-            ux * math.cos(side) - uy * math.sin(side),
-            uy * math.cos(side) + ux * math.sin(side),
-        )
-        sx, sy = x1 + px * node, y1 + py * node
-        ex, ey = x2 - qx_ * node, y2 - qy_ * node
-        mx, my = (sx + ex) / 2, (sy + ey) / 2
-        ox, oy = mx - cx, my - cy
-        o = math.hypot(ox, oy)
-        bend = 28.0
-        if o < 1e-6:  # a chord through the centre (n == 2): bend to the left of travel
-            ox, oy, o = uy, -ux, 1.0
-        qx, qy = mx + ox / o * bend, my + oy / o * bend
-        kind = str(step.get("type", "ww"))
-        colour = _COLOUR.get(kind, "#333")
-        marker = f"arrow-{kind}" if kind in _COLOUR else "arrow-ww"
-        dash = ' stroke-dasharray="4 3"' if kind in ("process", "realtime") else ""
-        parts.append(
-            f'<path d="M{sx:.1f},{sy:.1f} Q{qx:.1f},{qy:.1f} {ex:.1f},{ey:.1f}" fill="none" '
-            f'stroke="{colour}" stroke-width="2"{dash} marker-end="url(#{marker})">'
-            f"<title>{e(step.get('text', ''))}</title></path>"
-        )
-        lx, ly = mx + ox / o * (bend + 12), my + oy / o * (bend + 12)
-        parts.append(
-            f'<text x="{lx:.1f}" y="{ly:.1f}" font-size="12" text-anchor="middle" '
-            f'fill="{colour}">{e(_label(step))}</text>'
-        )
+        parts += _arrow(step, pos[i], pos[(i + 1) % n], (cx, cy), n, node)
     for (x, y), t in zip(pos, txns, strict=True):
         parts.append(
             f'<g><title>{e(t.get("value", ""))}</title><circle cx="{x:.1f}" cy="{y:.1f}" '
@@ -110,3 +73,54 @@ def cycle_svg(anomaly: dict[str, Any]) -> str | None:
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _arrow(
+    step: dict[str, Any],
+    start: tuple[float, float],
+    end: tuple[float, float],
+    centre: tuple[float, float],
+    n: int,
+    node: float,
+) -> list[str]:
+    """One step of the cycle: a curved arrow between two transactions' circles, and its label."""
+    (x1, y1), (x2, y2), (cx, cy) = start, end, centre
+    out: list[str] = []
+    dx, dy = x2 - x1, y2 - y1
+    d = math.hypot(dx, dy) or 1.0
+    ux, uy = dx / d, dy / d
+    # start and end on the circles' rims; bend outwards so that a 2-cycle's arrows part
+    # the two arrows of a 2-cycle leave and reach each rim apart
+    side = 0.35 if n == 2 else 0.0
+    px, py = (
+        ux * math.cos(side) + uy * math.sin(side),
+        uy * math.cos(side) - ux * math.sin(side),
+    )
+    qx_, qy_ = (
+        ux * math.cos(side) - uy * math.sin(side),
+        uy * math.cos(side) + ux * math.sin(side),
+    )
+    sx, sy = x1 + px * node, y1 + py * node
+    ex, ey = x2 - qx_ * node, y2 - qy_ * node
+    mx, my = (sx + ex) / 2, (sy + ey) / 2
+    ox, oy = mx - cx, my - cy
+    o = math.hypot(ox, oy)
+    bend = 28.0
+    if o < 1e-6:  # a chord through the centre (n == 2): bend to the left of travel
+        ox, oy, o = uy, -ux, 1.0
+    qx, qy = mx + ox / o * bend, my + oy / o * bend
+    kind = str(step.get("type", "ww"))
+    colour = _COLOUR.get(kind, "#333")
+    marker = f"arrow-{kind}" if kind in _COLOUR else "arrow-ww"
+    dash = ' stroke-dasharray="4 3"' if kind in ("process", "realtime") else ""
+    out.append(
+        f'<path d="M{sx:.1f},{sy:.1f} Q{qx:.1f},{qy:.1f} {ex:.1f},{ey:.1f}" fill="none" '
+        f'stroke="{colour}" stroke-width="2"{dash} marker-end="url(#{marker})">'
+        f"<title>{e(step.get('text', ''))}</title></path>"
+    )
+    lx, ly = mx + ox / o * (bend + 12), my + oy / o * (bend + 12)
+    out.append(
+        f'<text x="{lx:.1f}" y="{ly:.1f}" font-size="12" text-anchor="middle" '
+        f'fill="{colour}">{e(_label(step))}</text>'
+    )
+    return out

@@ -32,7 +32,6 @@ ALLOWED: dict[str, int] = {
     "chaos/grade/certs.py::make": 79,
     "chaos/histories/edn.py::_Stream._general": 75,
     "chaos/histories/edn_reader.py::read_form": 101,
-    "chaos/report/cycle.py::cycle_svg": 81,
     "chaos/report/sequence.py::_steps": 79,
     "chaos/report/sequence.py::sequence_svg": 105,
     "chaos/workloads/lab1/accounting.py::_order_write": 78,
