@@ -71,7 +71,7 @@ def make(folder: Path, *, hosts: Sequence[str] = (), days: int = DAYS) -> list[P
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    from cryptography.x509.oid import ExtendedKeyUsageOID
 
     if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
         raise ValueError(f"{folder}: not a folder")
@@ -80,34 +80,11 @@ def make(folder: Path, *, hosts: Sequence[str] = (), days: int = DAYS) -> list[P
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC)
 
-    def name(cn: str) -> x509.Name:
-        return x509.Name(
-            [
-                x509.NameAttribute(NameOID.ORGANIZATION_NAME, "chaos grade"),
-                x509.NameAttribute(NameOID.COMMON_NAME, cn),
-            ]
-        )
-
-    def pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
-        return key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-
     def base(subject: x509.Name, issuer: x509.Name, key: ec.EllipticCurvePrivateKey) -> Any:
-        return (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(issuer)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=days))
-        )
+        return _builder(subject, issuer, key, now, days)
 
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = name("chaos grade CA")
+    ca_name = _name("chaos grade CA")
     signs_only = x509.KeyUsage(
         digital_signature=False, content_commitment=False, key_encipherment=False,
         data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
@@ -120,14 +97,14 @@ def make(folder: Path, *, hosts: Sequence[str] = (), days: int = DAYS) -> list[P
         .sign(ca_key, hashes.SHA256())
     )
     written = [folder / CA_KEY, folder / CA]
-    _write(folder / CA_KEY, pem_key(ca_key), 0o600)
+    _write(folder / CA_KEY, _pem_key(ca_key), 0o600)
     _write(folder / CA, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
     for role in ROLES:
         key = ec.generate_private_key(ec.SECP256R1())
         # every party both listens and connects (a worker serves its peers and calls the
         # scheduler), so each certificate is good for both ends
         cert = (
-            base(name(f"chaos grade {role}"), ca_name, key)
+            base(_name(f"chaos grade {role}"), ca_name, key)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(
                 x509.ExtendedKeyUsage(
@@ -138,10 +115,52 @@ def make(folder: Path, *, hosts: Sequence[str] = (), days: int = DAYS) -> list[P
             .add_extension(x509.SubjectAlternativeName(_names(hosts)), critical=False)
             .sign(ca_key, hashes.SHA256())
         )
-        _write(key_file(folder, role), pem_key(key), 0o600)
+        _write(key_file(folder, role), _pem_key(key), 0o600)
         _write(cert_file(folder, role), cert.public_bytes(serialization.Encoding.PEM), 0o644)
         written += [key_file(folder, role), cert_file(folder, role)]
     return written
+
+
+# cryptography is imported where it is used: `chaos --help` does not load it
+
+
+def _name(cn: str) -> Any:
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
+    return x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "chaos grade"),
+            x509.NameAttribute(NameOID.COMMON_NAME, cn),
+        ]
+    )
+
+
+def _pem_key(key: Any) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    pem: bytes = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    return pem
+
+
+def _builder(subject: Any, issuer: Any, key: Any, now: datetime.datetime, days: int) -> Any:
+    """A certificate of ``subject`` by ``issuer`` for ``key``, valid from a little before ``now``
+    for ``days``."""
+    from cryptography import x509
+
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=days))
+    )
 
 
 def client_security(folder: Path) -> Any:

@@ -29,7 +29,6 @@ ALLOWED: dict[str, int] = {
     "chaos/cluster/docker/cluster.py::DockerCluster.start": 68,
     "chaos/cluster/docker/reap.py::heal_in_place": 72,
     "chaos/cluster/ssh/sandbox.py::up": 68,
-    "chaos/grade/certs.py::make": 79,
     "chaos/histories/edn.py::_Stream._general": 75,
     "chaos/histories/edn_reader.py::read_form": 101,
     "chaos/report/sequence.py::_steps": 79,
