@@ -56,9 +56,15 @@ def _lane(ev: EventLike) -> str:
 
 
 def _steps(view: TaskView) -> list[Step]:
+    steps = _op_steps(view) + _event_steps(view)
+    steps.sort(key=lambda s: s.time)
+    return steps
+
+
+def _op_steps(view: TaskView) -> list[Step]:
+    """The client's calls to the api and their answers (with any retry on another node)."""
     steps: list[Step] = []
     api_of_task = next((_lane(x) for x in view.events if x.component == "api"), "api")
-    commits = 0
     for op in view.ops:
         api = f"api@{op.node}" if op.node else api_of_task
         args = op.value if isinstance(op.value, dict) else {}
@@ -82,6 +88,13 @@ def _steps(view: TaskView) -> list[Step]:
                 tip=fmt_value(op.result),
             )
         )
+    return steps
+
+
+def _event_steps(view: TaskView) -> list[Step]:
+    """What the services reported, as arrows between lanes (a second commit marked AGAIN)."""
+    steps: list[Step] = []
+    commits = 0
     for ev in view.events:
         lane, d = _lane(ev), ev.data
         tip = fmt_value(event_json(ev))
@@ -132,7 +145,6 @@ def _steps(view: TaskView) -> list[Step]:
             steps.append(Step(ev.time, lane, None, label, "#6a1b9a", mark="d", tip=tip))
         else:
             steps.append(Step(ev.time, lane, None, k, "#555", tip=tip))
-    steps.sort(key=lambda s: s.time)
     return steps
 
 
