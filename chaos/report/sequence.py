@@ -10,6 +10,7 @@ of each other. Each row carries its time, and long gaps are marked.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -269,6 +270,26 @@ def sequence_svg(view: TaskView, title: str = "") -> str:
         _markers({s.colour for s in steps}),
         f'<rect width="{width}" height="{height}" fill="#fff"/>',
     ]
+    out += _band_rects(view, y_at, lanes, x_of, lane_w)
+    out += _lane_heads(x_of, lane_w, height)
+    out += _row_marks(rows, ys, x_of, width)
+    if truncated:
+        out.append(
+            f'<text x="{LEFT}" y="{height - 4}" fill="#c62828">… more events not shown</text>'
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _band_rects(
+    view: TaskView,
+    y_at: Callable[[float], float],
+    lanes: list[str],
+    x_of: dict[str, int],
+    lane_w: int,
+) -> list[str]:
+    """Each fault band, on the lanes it stopped, from its start to its heal."""
+    out: list[str] = []
     for b in view.bands:
         y0, y1 = y_at(b.start), y_at(b.end)
         hit = _band_lanes(b, lanes)
@@ -289,6 +310,12 @@ def sequence_svg(view: TaskView, title: str = "") -> str:
                     f'<text x="{x + w - 4}" y="{y0 + 12:.1f}" text-anchor="end" font-size="10" '
                     f'fill="#7a4a00">{e(b.fault)}</text>'
                 )
+    return out
+
+
+def _lane_heads(x_of: dict[str, int], lane_w: int, height: int) -> list[str]:
+    """Each lane's dashed line and its name at the top."""
+    out: list[str] = []
     for lane, x in x_of.items():
         out.append(
             f'<line x1="{x}" y1="{TOP - 8}" x2="{x}" y2="{height - 6}" stroke="#bbb" '
@@ -300,6 +327,14 @@ def sequence_svg(view: TaskView, title: str = "") -> str:
             'stroke="#8fa3bf"/>'
             f'<text x="{x}" y="22" text-anchor="middle" font-weight="600">{e(lane)}</text>'
         )
+    return out
+
+
+def _row_marks(
+    rows: list[tuple[float, Step | None, str]], ys: list[float], x_of: dict[str, int], width: int
+) -> list[str]:
+    """Each row: its time, a gap mark before a long quiet stretch, and its arrow or band note."""
+    out: list[str] = []
     prev_t: float | None = None
     for (t, step, label), y in zip(rows, ys, strict=True):
         if prev_t is not None and t - prev_t >= GAP:
@@ -320,12 +355,7 @@ def sequence_svg(view: TaskView, title: str = "") -> str:
             )
             continue
         out.append(_draw(step, x_of, y))
-    if truncated:
-        out.append(
-            f'<text x="{LEFT}" y="{height - 4}" fill="#c62828">… more events not shown</text>'
-        )
-    out.append("</svg>")
-    return "".join(out)
+    return out
 
 
 def _marker_id(colour: str) -> str:

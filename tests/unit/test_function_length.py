@@ -31,7 +31,6 @@ ALLOWED: dict[str, int] = {
     "chaos/cluster/ssh/sandbox.py::up": 68,
     "chaos/histories/edn.py::_Stream._general": 75,
     "chaos/histories/edn_reader.py::read_form": 101,
-    "chaos/report/sequence.py::sequence_svg": 105,
     "chaos/workloads/lab1/accounting.py::_order_write": 78,
     "chaos/workloads/lab1/accounting.py::account": 67,
     "chaos/workloads/lab1/accounting.py::exactly_once": 73,
