@@ -31,11 +31,12 @@ Only click and the standard library are imported at module level: ``chaos/cli.py
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -346,22 +347,16 @@ def check_file_command(
         opts = model_argv(semantics, init, nil_read, failed_cas, independent, empty)
         _check_txn_file(path, model, consistency, opts, time_limit, as_json)
     if consistency is not None:
-        click.secho(
-            f"chaos: --consistency applies to list-append and rw-register, not {model}",
-            fg="red",
-            err=True,
-        )
-        sys.exit(Exit.USAGE)
+        _refuse(f"--consistency applies to list-append and rw-register, not {model}")
     # start-up time: chaos.cli imports this module for every command, the checkers are for one
-    from chaos.checkers.offline import NotAHistory, check_file, lost, model_checkers
+    from chaos.checkers.offline import check_file, lost, model_checkers
     from chaos.checkers.verdict import Verdict, combine
 
     try:
         sem = _semantics(model, semantics, init, nil_read, failed_cas)
     except ValueError as e:
-        click.secho(f"chaos: {clean(e)}", fg="red", err=True)
-        sys.exit(Exit.USAGE)
-    try:
+        _refuse(clean(e))
+    with _not_a_history():
         results, problems = check_file(
             path,
             model,
@@ -373,37 +368,13 @@ def check_file_command(
             **({"empty": Verdict(empty)} if empty else {}),
             strict=not lenient,
         )
-    except NotAHistory as e:
-        click.secho(f"chaos: {clean(e)}", fg="red", err=True)
-        sys.exit(Exit.USAGE)
-    for p in problems[:PROBLEMS_SHOWN]:
-        click.echo(clean(p), err=True)
-    if len(problems) > PROBLEMS_SHOWN:
-        click.echo(f"... and {len(problems) - PROBLEMS_SHOWN} more problems", err=True)
+    _show_problems(problems)
     dropped = lost(problems)
-    stats = next((r for r in results if r.checker == "stats"), None)
-    if stats is not None and not stats.stats.get("count") and problems:
-        click.secho(f"chaos: no readable op in {clean(path)}", fg="red", err=True)
-        sys.exit(Exit.USAGE)
-    if dropped and not lenient:
-        click.secho(
-            f"chaos: {clean(path)} is not a well-formed history ({len(dropped)} problem(s) "
-            "above); a verdict on what could be read would be about another history. Fix it, "
-            "or pass --lenient to check the rest (the verdict is then at best unknown).",
-            fg="red",
-            err=True,
-        )
-        sys.exit(Exit.USAGE)
-    # A model checker that could not interpret the history (an op the model has no meaning
-    # for, a cas without [expected new]) is bad input, not an unknown verdict.
+    _refuse_unreadable(path, results, problems, len(dropped), lenient)
     deciding = model_checkers(model)
     main = [r for r in results if r.checker in deciding]
     side = [r for r in results if r.checker not in deciding]
-    cannot = next((r for r in main if r.summary.startswith("cannot check: ")), None)
-    if cannot is not None:
-        why = clean(cannot.summary[len("cannot check: ") :])
-        click.secho(f"chaos: {clean(path)}: {why}", fg="red", err=True)
-        sys.exit(Exit.USAGE)
+    _refuse_uninterpretable(path, main)
     verdict = combine(main)
     if dropped and verdict in (Verdict.VALID, Verdict.INVALID):
         # The lost ops could be what made it valid, or invalid: neither is this history's.
@@ -411,40 +382,119 @@ def check_file_command(
     notes = [str(r.stats["note"]) for r in main if r.stats.get("note")]
     for n in notes:
         click.secho(f"note: {clean(n)}", fg="yellow", err=True)
-    warnings = [
-        f"{r.checker} is {r.verdict.value}: {r.summary}" for r in side if r.verdict.value != "valid"
-    ]
-    warnings += [f"{r.checker}: {r.summary}" for r in main if r.stats.get("empty")]
+    warnings = _warnings(main, side)
     uses_model = any(r.checker.startswith("linearizable-") for r in main)
+    shown_sem = sem if uses_model or (as_json and model == "counter") else None
     if as_json:
-        doc: dict[str, Any] = {
+        doc = {
             "verdict": verdict.value,
             "exit_code": verdict.exit_code,
             "deciding": list(deciding),
             "all_checkers_verdict": combine(results).value,
             "warnings": warnings,
             "notes": notes,
-            "results": [r.to_json() for r in results],
-            "problems": [
-                {"path": p.path, "line": p.line, "message": p.message, "truncated": p.truncated}
-                for p in problems
-            ],
         }
-        if uses_model or model == "counter":
-            doc["semantics"] = sem.to_json()
-        click.echo(json.dumps(doc, indent=2, default=str))
+        _print_json(doc, results, problems, shown_sem)
     else:
-        if uses_model:
-            click.echo(f"semantics: {clean(sem.describe())}")
-        for r in main:
-            _echo_result(r)
-        for r in side:
-            if r.verdict.value == "valid":
-                _echo_result(r)
-        for w in warnings:
-            click.secho(f"warning: {clean(w)}", fg="yellow")
-        for n in notes:
-            click.secho(f"note: {clean(n)}", fg="yellow")
-        skipped = f" ({len(dropped)} problem(s) skipped with --lenient)" if dropped else ""
-        click.echo(f"verdict: {verdict.value}{skipped}")
+        _print_model_result(main, side, warnings, notes, shown_sem, verdict, len(dropped))
     sys.exit(verdict.exit_code)
+
+
+def _refuse_unreadable(
+    path: Path, results: list[CheckResult], problems: Sequence[Any], dropped: int, lenient: bool
+) -> None:
+    """Refuse a history with no readable op, or with unreadable lines unless ``lenient``."""
+    stats = next((r for r in results if r.checker == "stats"), None)
+    if stats is not None and not stats.stats.get("count") and problems:
+        _refuse(f"no readable op in {clean(path)}")
+    if dropped and not lenient:
+        _refuse(
+            f"{clean(path)} is not a well-formed history ({dropped} problem(s) "
+            "above); a verdict on what could be read would be about another history. Fix it, "
+            "or pass --lenient to check the rest (the verdict is then at best unknown)."
+        )
+
+
+def _warnings(main: list[CheckResult], side: list[CheckResult]) -> list[str]:
+    """What does not decide the verdict but is worth a look: a side checker that did not pass
+    (Jepsen's stats: some f never succeeded), a deciding one that had nothing to check."""
+    out = [
+        f"{r.checker} is {r.verdict.value}: {r.summary}" for r in side if r.verdict.value != "valid"
+    ]
+    out += [f"{r.checker}: {r.summary}" for r in main if r.stats.get("empty")]
+    return out
+
+
+def _refuse_uninterpretable(path: Path, main: list[CheckResult]) -> None:
+    """A model checker that could not interpret the history (an op the model has no meaning
+    for, a cas without [expected new]) is bad input, not an unknown verdict."""
+    cannot = next((r for r in main if r.summary.startswith("cannot check: ")), None)
+    if cannot is not None:
+        _refuse(f"{clean(path)}: {clean(cannot.summary[len('cannot check: ') :])}")
+
+
+def _print_json(
+    doc: dict[str, Any], results: list[CheckResult], problems: Sequence[Any], sem: Any
+) -> None:
+    """``doc`` with every result and problem (and the semantics, when given) as JSON."""
+    doc = {
+        **doc,
+        "results": [r.to_json() for r in results],
+        "problems": [
+            {"path": p.path, "line": p.line, "message": p.message, "truncated": p.truncated}
+            for p in problems
+        ],
+    }
+    if sem is not None:
+        doc["semantics"] = sem.to_json()
+    click.echo(json.dumps(doc, indent=2, default=str))
+
+
+@contextlib.contextmanager
+def _not_a_history() -> Iterator[None]:
+    """A file that is no history at all is bad input (exit 3)."""
+    from chaos.checkers.offline import NotAHistory
+
+    try:
+        yield
+    except NotAHistory as e:
+        _refuse(clean(e))
+
+
+def _refuse(message: str) -> NoReturn:
+    """Bad input: one red line on stderr, exit 3."""
+    click.secho(f"chaos: {message}", fg="red", err=True)
+    sys.exit(Exit.USAGE)
+
+
+def _show_problems(problems: Sequence[Any]) -> None:
+    for p in problems[:PROBLEMS_SHOWN]:
+        click.echo(clean(p), err=True)
+    if len(problems) > PROBLEMS_SHOWN:
+        click.echo(f"... and {len(problems) - PROBLEMS_SHOWN} more problems", err=True)
+
+
+def _print_model_result(
+    main: list[CheckResult],
+    side: list[CheckResult],
+    warnings: list[str],
+    notes: list[str],
+    sem: Any,
+    verdict: Verdict,
+    dropped: int,
+) -> None:
+    """The model check as text: the semantics (when a model was searched), the deciding
+    checkers, the side checkers that passed, warnings, notes, the verdict."""
+    if sem is not None:
+        click.echo(f"semantics: {clean(sem.describe())}")
+    for r in main:
+        _echo_result(r)
+    for r in side:
+        if r.verdict.value == "valid":
+            _echo_result(r)
+    for w in warnings:
+        click.secho(f"warning: {clean(w)}", fg="yellow")
+    for n in notes:
+        click.secho(f"note: {clean(n)}", fg="yellow")
+    skipped = f" ({dropped} problem(s) skipped with --lenient)" if dropped else ""
+    click.echo(f"verdict: {verdict.value}{skipped}")

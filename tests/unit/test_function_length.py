@@ -17,7 +17,7 @@ LIMIT = 60
 
 # "path::qualified name": its length in lines (from its ``def`` line to its last line) today
 ALLOWED: dict[str, int] = {
-    "chaos/checkers/cli.py::check_file_command": 122,
+    "chaos/checkers/cli.py::check_file_command": 71,
     "chaos/checkers/elle/list_append.py::infer": 185,
     "chaos/checkers/elle/rw_register.py::infer": 181,
     "chaos/checkers/linearizable.py::_search": 186,
