@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from chaos.checkers._rows import OpRows, completions, ordered, rows_of
+from chaos.checkers._rows import OpRows, Row, completions, ordered, rows_of
 from chaos.checkers.models import freeze, thaw
 from chaos.checkers.verdict import CheckResult, Verdict
 from chaos.histories.ops import Op
@@ -45,65 +45,11 @@ def _hashable(v: Any) -> Any:
 
 
 def set_full_rows(rows: OpRows, *, linearizable: bool = False) -> CheckResult:
-    ops = ordered(rows, ("add", "read"))
-    comp = completions(ops)
-    add_invoke: dict[Any, int] = {}  # element -> position of its add's invoke
-    known: dict[Any, int] = {}  # element -> position where it became known
-    # ok reads as (invoke position, completion position, members)
-    reads: list[tuple[int, int, frozenset[Any]]] = []
-    duplicated: dict[Any, int] = {}
-    unexpected: set[Any] = set()
-    for i, (f, (pos, _p, t, v, _e)) in enumerate(ops):
-        if t != "invoke":
-            continue
-        j = comp[i]
-        completion = ops[j][1] if j >= 0 else None
-        if f == "add":
-            x = _hashable(v)
-            add_invoke.setdefault(x, pos)
-            if completion is not None and completion[2] == "ok" and x not in known:
-                known[x] = completion[0]
-        elif completion is not None and completion[2] == "ok":
-            seen = [_hashable(x) for x in (completion[3] or ())]
-            if len(seen) != len(set(seen)):
-                for x, c in Counter(seen).items():
-                    if c > 1:
-                        duplicated[x] = max(duplicated.get(x, 0), c)
-            reads.append((pos, completion[0], frozenset(seen)))
-    # Known through a read: the first read (by completion) that saw the element.
-    for _, done, members in sorted(reads, key=lambda r: r[1]):
-        for x in members:
-            if x not in add_invoke:
-                unexpected.add(x)
-            elif known.get(x, done + 1) > done:
-                known[x] = done
-    # Latest-invoked reads first: each element takes the first one that saw it / missed it.
-    last_present: dict[Any, int] = {}
-    last_absent: dict[Any, int] = {}
+    add_invoke, known, reads, duplicated = _scan(ordered(rows, ("add", "read")))
+    unexpected = _known_by_reads(reads, add_invoke, known)
     elements = set(add_invoke)
-    for inv, done, members in sorted(reads, key=lambda r: r[0], reverse=True):
-        for x in (members & elements) - last_present.keys():
-            if add_invoke[x] < done:
-                last_present[x] = inv
-        for x in (elements - members) - last_absent.keys():
-            if add_invoke[x] < done:
-                last_absent[x] = inv
-    stable: list[Any] = []
-    lost: list[Any] = []
-    never_read: list[Any] = []
-    stale: list[Any] = []
-    for x in elements:
-        lp = last_present.get(x, -1)
-        la = last_absent.get(x, -1)
-        k = known.get(x)
-        if lp >= 0 and la < lp:
-            stable.append(x)
-            if k is not None and la > k:
-                stale.append(x)
-        elif k is not None and la > lp and la > k:
-            lost.append(x)
-        else:
-            never_read.append(x)
+    last_present, last_absent = _last_reads(reads, elements, add_invoke)
+    stable, lost, never_read, stale = _classify(elements, last_present, last_absent, known)
 
     def listing(xs: Iterable[Any], kind: str) -> list[dict[str, Any]]:
         out = sorted(xs, key=repr)[:SHOWN]
@@ -158,6 +104,97 @@ def set_full_rows(rows: OpRows, *, linearizable: bool = False) -> CheckResult:
     return CheckResult(
         checker="set-full", verdict=verdict, summary=summary, anomalies=anomalies, stats=stats
     )
+
+
+# ok reads as (invoke position, completion position, members)
+_Reads = list[tuple[int, int, frozenset[Any]]]
+
+
+def _scan(
+    ops: list[tuple[str, Row]],
+) -> tuple[dict[Any, int], dict[Any, int], _Reads, dict[Any, int]]:
+    """Each element's add invoke position and where an ok add made it known, the ok reads, and
+    the elements one read returned more than once (with the most copies)."""
+    comp = completions(ops)
+    add_invoke: dict[Any, int] = {}  # element -> position of its add's invoke
+    known: dict[Any, int] = {}  # element -> position where it became known
+    reads: _Reads = []
+    duplicated: dict[Any, int] = {}
+    for i, (f, (pos, _p, t, v, _e)) in enumerate(ops):
+        if t != "invoke":
+            continue
+        j = comp[i]
+        completion = ops[j][1] if j >= 0 else None
+        if f == "add":
+            x = _hashable(v)
+            add_invoke.setdefault(x, pos)
+            if completion is not None and completion[2] == "ok" and x not in known:
+                known[x] = completion[0]
+        elif completion is not None and completion[2] == "ok":
+            seen = [_hashable(x) for x in (completion[3] or ())]
+            if len(seen) != len(set(seen)):
+                for x, c in Counter(seen).items():
+                    if c > 1:
+                        duplicated[x] = max(duplicated.get(x, 0), c)
+            reads.append((pos, completion[0], frozenset(seen)))
+    return add_invoke, known, reads, duplicated
+
+
+def _known_by_reads(reads: _Reads, add_invoke: dict[Any, int], known: dict[Any, int]) -> set[Any]:
+    """Known through a read: the first read (by completion) that saw the element (``known`` is
+    updated). Returns the elements read that were never added."""
+    unexpected: set[Any] = set()
+    for _, done, members in sorted(reads, key=lambda r: r[1]):
+        for x in members:
+            if x not in add_invoke:
+                unexpected.add(x)
+            elif known.get(x, done + 1) > done:
+                known[x] = done
+    return unexpected
+
+
+def _last_reads(
+    reads: _Reads, elements: set[Any], add_invoke: dict[Any, int]
+) -> tuple[dict[Any, int], dict[Any, int]]:
+    """Per element, the invoke position of the latest read that saw it and of the latest that
+    missed it (reads that completed after its add was invoked)."""
+    # Latest-invoked reads first: each element takes the first one that saw it / missed it.
+    last_present: dict[Any, int] = {}
+    last_absent: dict[Any, int] = {}
+    for inv, done, members in sorted(reads, key=lambda r: r[0], reverse=True):
+        for x in (members & elements) - last_present.keys():
+            if add_invoke[x] < done:
+                last_present[x] = inv
+        for x in (elements - members) - last_absent.keys():
+            if add_invoke[x] < done:
+                last_absent[x] = inv
+    return last_present, last_absent
+
+
+def _classify(
+    elements: set[Any],
+    last_present: dict[Any, int],
+    last_absent: dict[Any, int],
+    known: dict[Any, int],
+) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+    """(stable, lost, never read, stale) elements, as Jepsen's set-full checker sorts them."""
+    stable: list[Any] = []
+    lost: list[Any] = []
+    never_read: list[Any] = []
+    stale: list[Any] = []
+    for x in elements:
+        lp = last_present.get(x, -1)
+        la = last_absent.get(x, -1)
+        k = known.get(x)
+        if lp >= 0 and la < lp:
+            stable.append(x)
+            if k is not None and la > k:
+                stale.append(x)
+        elif k is not None and la > lp and la > k:
+            lost.append(x)
+        else:
+            never_read.append(x)
+    return stable, lost, never_read, stale
 
 
 def set_full(history: Sequence[Op], *, linearizable: bool = False) -> CheckResult:

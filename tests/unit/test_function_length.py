@@ -22,7 +22,6 @@ ALLOWED: dict[str, int] = {
     "chaos/checkers/elle/rw_register.py::infer": 181,
     "chaos/checkers/linearizable.py::_search": 186,
     "chaos/checkers/linearizable.py::prepare": 128,
-    "chaos/checkers/sets.py::set_full_rows": 114,
     "chaos/cli.py::check": 67,
     "chaos/cli.py::explore": 71,
     "chaos/cli.py::run": 138,
