@@ -49,7 +49,6 @@ ALLOWED: dict[str, int] = {
     "chaos/workloads/lab3/checkers.py::lost_tasks": 72,
     "chaos/workloads/lab3/record.py::applies": 71,
     "chaos/workloads/lab3/service.py::relay_one": 78,
-    "chaos/workloads/systems/etcd_record.py::replay": 72,
 }
 
 

@@ -78,30 +78,38 @@ def replay(client: Any, prefix: str, from_revision: int, timeout: float = 10.0) 
                         if count > MAX_EVENTS:
                             record["truncated"] = True
                             continue
-                        t = txns.setdefault(rev, {"revision": rev, "puts": {}, "deletes": []})
-                        if type(ev).__name__ == "DeleteEvent":
-                            t["deletes"].append(key)
-                        else:
-                            t["puts"][key] = decode(ev.value)
+                        _add(txns, rev, key, ev)
             finally:
                 cancel()
         except Exception as e:  # RevisionCompactedError, a lost connection
-            name = type(e).__name__
-            if "Compacted" in name:
-                failure.append(
-                    f"etcd's history was compacted after revision {from_revision}: the "
-                    "transactions of the run cannot be replayed"
-                )
-            else:
-                failure.append(f"{name}: {e}")
+            failure.append(_failure(e, from_revision))
         finally:
             done.set()
 
-    reader = threading.Thread(target=collect, name="etcd-record", daemon=True)
-    reader.start()
+    threading.Thread(target=collect, name="etcd-record", daemon=True).start()
     if not done.wait(timeout):
         record["error"] = f"the replay did not reach the end marker within {timeout:g} s"
     elif failure:
         record["error"] = failure[0]
     record["txns"] = [txns[r] for r in sorted(txns)]
     return record
+
+
+def _add(txns: dict[int, dict[str, Any]], rev: int, key: str, ev: Any) -> None:
+    """One watch event into the transaction of its revision: a put (the value decoded) or a
+    delete."""
+    t = txns.setdefault(rev, {"revision": rev, "puts": {}, "deletes": []})
+    if type(ev).__name__ == "DeleteEvent":
+        t["deletes"].append(key)
+    else:
+        t["puts"][key] = decode(ev.value)
+
+
+def _failure(e: Exception, from_revision: int) -> str:
+    name = type(e).__name__
+    if "Compacted" in name:
+        return (
+            f"etcd's history was compacted after revision {from_revision}: the "
+            "transactions of the run cannot be replayed"
+        )
+    return f"{name}: {e}"
