@@ -200,6 +200,26 @@ def prepare(
             raise ValueError(
                 f"op {bad.index} has value {_show(bad.value)}, not an independent [key value] tuple"
             )
+    records, dropped = _records(paired, model, independent)
+    parts, n_ops, n_determinate = _partitions(records)
+    stats: dict[str, Any] = {
+        "ops": n_ops,
+        "dropped": dropped,
+        "indeterminate": n_ops - n_determinate,
+        "unmatched_completions": len(paired.unmatched),
+        "independent": independent,
+        "keys": len(parts),
+    }
+    if note:
+        stats["note"] = note
+    return parts, stats
+
+
+def _records(
+    paired: _Pairs, model: Model, independent: bool
+) -> tuple[dict[Any, list[tuple[Any, ...]]], int]:
+    """Each op the search must place as a record in its key's list (the ops a model drops, a
+    refused op, an indeterminate read counted apart as dropped)."""
     # One pass over the pairs, with everything it touches in locals: at 100k ops every
     # attribute lookup and call in this loop is a measurable share of the whole check. Each
     # op becomes one record in its key's list; the columns are cut from the records at the end
@@ -260,6 +280,14 @@ def prepare(
         recs.append(
             (inp, out, determinate, read_only, inv, comp, ipos, cpos if determinate else _NEVER)
         )
+    return records, dropped
+
+
+def _partitions(
+    records: dict[Any, list[tuple[Any, ...]]],
+) -> tuple[list[Partition], int, int]:
+    """Each key's records cut into search-ready columns; with the count of ops and of
+    determinate ones."""
     parts: list[Partition] = []
     n_ops = n_determinate = 0
     for key, recs in records.items():
@@ -286,17 +314,7 @@ def prepare(
                 sources=list(zip(invs, comps, strict=True)),
             )
         )
-    stats: dict[str, Any] = {
-        "ops": n_ops,
-        "dropped": dropped,
-        "indeterminate": n_ops - n_determinate,
-        "unmatched_completions": len(paired.unmatched),
-        "independent": independent,
-        "keys": len(parts),
-    }
-    if note:
-        stats["note"] = note
-    return parts, stats
+    return parts, n_ops, n_determinate
 
 
 # ---------------------------------------------------------------------- search
