@@ -48,7 +48,6 @@ ALLOWED: dict[str, int] = {
     "chaos/workloads/lab3/checkers.py::exactly_once": 93,
     "chaos/workloads/lab3/checkers.py::idempotent_create": 62,
     "chaos/workloads/lab3/checkers.py::lost_tasks": 72,
-    "chaos/workloads/lab3/record.py::applies": 71,
     "chaos/workloads/lab3/service.py::relay_one": 78,
 }
 

@@ -250,34 +250,40 @@ def applies(record: dict[str, Any], amounts: dict[str, int]) -> Applies:
             for t in known:
                 out.by_task.setdefault(t, []).append(rev)
             continue
-        out.unexplained.append(
-            {
-                "revision": rev,
-                "delta": change.delta,
-                "tasks": list(tasks),
-                "keys": list(change.keys),
-            }
-        )
-        if not tasks:
-            why = "in a transaction that wrote no task's keys"
-        elif known:
-            listed = ", ".join(f"{t}'s is {amounts[t]:+d}" for t in known)
-            why = f"in a transaction that wrote the keys of {', '.join(tasks)}, but {listed}"
-        else:
-            why = f"in a transaction that wrote the keys of {', '.join(tasks)}, no task the client created"
-        out.findings.append(
-            Finding(
-                revision=rev,
-                key=keys.COUNTER,
-                kind="unexplained-change",
-                why=f"rev {rev} changed the counter by {change.delta:+d} ({change.before} → "
-                f"{change.after}) {why}",
-            )
-        )
+        _unexplained(out, change, known, amounts)
     out.final = counter
     if out.start is None:
         out.start = 0
     return out
+
+
+def _unexplained(out: Applies, change: Change, known: list[str], amounts: dict[str, int]) -> None:
+    """A counter change no task's amount explains: kept, and named in a finding."""
+    rev, tasks = change.revision, change.tasks
+    out.unexplained.append(
+        {
+            "revision": rev,
+            "delta": change.delta,
+            "tasks": list(tasks),
+            "keys": list(change.keys),
+        }
+    )
+    if not tasks:
+        why = "in a transaction that wrote no task's keys"
+    elif known:
+        listed = ", ".join(f"{t}'s is {amounts[t]:+d}" for t in known)
+        why = f"in a transaction that wrote the keys of {', '.join(tasks)}, but {listed}"
+    else:
+        why = f"in a transaction that wrote the keys of {', '.join(tasks)}, no task the client created"
+    out.findings.append(
+        Finding(
+            revision=rev,
+            key=keys.COUNTER,
+            kind="unexplained-change",
+            why=f"rev {rev} changed the counter by {change.delta:+d} ({change.before} → "
+            f"{change.after}) {why}",
+        )
+    )
 
 
 def completed_tasks(record: dict[str, Any]) -> dict[str, int]:
