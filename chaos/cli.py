@@ -828,7 +828,7 @@ def sandbox() -> None:
 )
 def sandbox_up(n: int, out: Path | None, name: str, user: str) -> None:
     from chaos.cluster.base import ClusterError
-    from chaos.cluster.ssh import sandbox as sb
+    from chaos.cluster.sandbox import machines as sb
 
     try:
         box = sb.up(n, name=name, out=out, user=user, progress=_progress(False))
@@ -844,7 +844,7 @@ def sandbox_up(n: int, out: Path | None, name: str, user: str) -> None:
 @click.option("--name", default="sandbox", show_default=True)
 def sandbox_down(name: str) -> None:
     from chaos.cluster.base import ClusterError
-    from chaos.cluster.ssh import sandbox as sb
+    from chaos.cluster.sandbox import machines as sb
 
     try:
         done = sb.down(name=name)

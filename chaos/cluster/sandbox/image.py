@@ -20,7 +20,8 @@ import docker
 import docker.errors
 
 from chaos.cluster.base import ClusterError, Progress
-from chaos.cluster.docker import image
+from chaos.cluster.docker import image as node_image
+from chaos.cluster.node_kit.software import SUITE
 
 REPO = "chaos-sandbox"
 PACKAGES = [
@@ -53,7 +54,7 @@ def _hash(*parts: str) -> str:
 
 
 def base_tag() -> str:
-    return f"{REPO}-base:{_hash(image.SUITE, *PACKAGES)}"
+    return f"{REPO}-base:{_hash(SUITE, *PACKAGES)}"
 
 
 def image_tag() -> str:
@@ -75,7 +76,7 @@ def build(client: docker.DockerClient, progress: Progress, *, force: bool = Fals
         return tag
     base = base_tag()
     if force or not _have(client, base):
-        image.build_base(client, base, progress, packages=PACKAGES)
+        node_image.build_base(client, base, progress, packages=PACKAGES)
     with tempfile.TemporaryDirectory(prefix="chaos-sandbox-") as tmp:
         (Path(tmp) / "Dockerfile").write_text(DOCKERFILE.format(base=base))
         progress(f"building {tag}")
