@@ -84,7 +84,8 @@ def _run(argv: list[str], what: str) -> None:
         raise ClusterError(f"{what} failed (exit {proc.returncode}):\n{tail}")
 
 
-def _have(client: docker.DockerClient, tag: str) -> bool:
+def have(client: docker.DockerClient, tag: str) -> bool:
+    """Whether the engine has an image tagged ``tag``."""
     try:
         client.images.get(tag)
         return True
@@ -127,18 +128,18 @@ def build_base(
         _run(["tar", "-C", str(root), "-cf", str(tar), "."], "tar of the root filesystem")
         # the SDK's streaming import sends a chunked body that dockerd 20.10 rejects
         _run(["docker", "import", str(tar), tag], "docker import of the root filesystem")
-    if not _have(client, tag):
+    if not have(client, tag):
         raise ClusterError("docker import of the node base image did not produce an image")
 
 
 def build_image(client: docker.DockerClient, progress: Progress, *, force: bool = False) -> str:
     tag = image_tag()
-    if not force and _have(client, tag):
+    if not force and have(client, tag):
         return tag
     base = (
         f"{IMAGE_REPO}-base:{hashlib.sha256(str([SUITE, DEB_PACKAGES]).encode()).hexdigest()[:12]}"
     )
-    if force or not _have(client, base):
+    if force or not have(client, base):
         build_base(client, base, progress)
     with tempfile.TemporaryDirectory(prefix="chaos-image-") as tmp:
         ctx = Path(tmp)
