@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from chaos.cli import main
 from chaos.grade import certs, dispatch, ledger
 from tests.fixtures.grade_class import CHAOS, REPO, make_class
-from tests.unit.test_grade_dask import _free_port, _start, _stop, _wait_workers
+from tests.unit.test_grade_dask import _start, _stop, _wait_scheduler, _wait_workers
 
 # fake-lab verdicts depend on timing that a busy CPU shifts (scripts/test runs these alone)
 pytestmark = pytest.mark.alone
@@ -114,8 +114,7 @@ def test_a_tls_grade_across_two_workers_passes_and_no_one_without_a_certificate_
 
     tls = _certs(tmp_path / "tls")
     stranger = _certs(tmp_path / "other-ca")  # a valid certificate, from another authority
-    port = _free_port()
-    address = f"tls://127.0.0.1:{port}"
+    sched_file = tmp_path / "scheduler.json"
     py = sys.executable
     ca = ["--tls-ca-file", str(tls / "ca.pem")]
     procs: list[subprocess.Popen[bytes]] = []
@@ -123,12 +122,15 @@ def test_a_tls_grade_across_two_workers_passes_and_no_one_without_a_certificate_
         procs.append(
             _start(
                 [py, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                 "--port", str(port), "--dashboard-address", "127.0.0.1:0", *ca,
+                 "--port", "0", "--dashboard-address", "127.0.0.1:0", *ca,
                  "--tls-cert", str(tls / "scheduler.pem"),
-                 "--tls-key", str(tls / "scheduler-key.pem")],
+                 "--tls-key", str(tls / "scheduler-key.pem"),
+                 "--scheduler-file", str(sched_file)],
                 tmp_path / "scheduler.log",
             )
         )  # fmt: skip
+        address = _wait_scheduler(sched_file, procs[0], tmp_path / "scheduler.log")
+        port = int(address.rsplit(":", 1)[1])
         for name in ("w1", "w2"):
             procs.append(
                 _start(
