@@ -91,7 +91,7 @@ def request_of(args: GradeArgs, say: Callable[[str], None]) -> GradeRequest:
     if args.resume is not None:
         if args.submissions is not None or args.lab or args.matrix_file:
             raise ValueError(
-                "--resume takes the grade's own settings: give no submissions, --lab, --matrix"
+                "--resume takes the grade's own settings: give no submissions, --workload, --matrix"
             )
         try:
             manifest = ledger.Ledger(args.resume).read_manifest()
@@ -101,7 +101,7 @@ def request_of(args: GradeArgs, say: Callable[[str], None]) -> GradeRequest:
         say(f"resuming {args.resume} (seed {req.seed})")
         return req
     if args.submissions is None or not args.lab:
-        raise ValueError("give a submissions folder and --lab (or --resume DIR)")
+        raise ValueError("give a submissions folder and --workload (or --resume DIR)")
     wl = gradable(args.lab)
     m = matrix.load(args.matrix_file or wl.grade_matrix)
     # every input checked before the out folder is: a grade refused for a bad input writes

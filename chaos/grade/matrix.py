@@ -58,8 +58,12 @@ REFUSED: dict[str, str] = {
     "solution": "the solution is the submission being graded",
     "store": "runs are stored in the grade's out folder",
     "scenarios": "one configuration is one run: name a scenario with nemesis: <fault point>",
-    "lab-report": "one configuration is one run",
-    "report": "the grade writes its own report",
+    "lab-report": "one configuration is one run",  # deprecated spelling of --scenarios all
+    "lab-report-out": "the grade writes its own report",
+    "report": "the grade writes its own report",  # deprecated spelling of --lab-report-out
+    "nodes-file": "the grade's concurrent runs cannot share one nodes file's machines",
+    "stored-command": "each graded run stores the command that reproduces it",
+    "stored-solution": "each graded run names the submission it grades",
     "quiet": "the grade's runs are always quiet",
     "no-html": "every graded run keeps its page: the grade's report links to it",
 }

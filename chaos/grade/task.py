@@ -231,6 +231,10 @@ def run_one(job: RunJob) -> Finished:
             solution = str(Path(tmp) / "submission" / Path(job.solution).name)
             unpack(job.submission, Path(solution))
         argv = [*prefix, *job.run_argv(solution), "--store", str(store), "-q"]
+        if solution is not None:
+            # the stored run names the submission and reproduces it from there, never from this
+            # copy (deleted below)
+            argv += ["--stored-command", job.command(), "--stored-solution", job.solution]
         out_path = Path(tmp) / "output.txt"
         with open(out_path, "wb") as out:
             proc = subprocess.Popen(

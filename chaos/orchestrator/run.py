@@ -207,11 +207,14 @@ def run_test(
     command: str = "",
     workload: Workload | None = None,
     page: bool = True,
+    stored_solution: str | None = None,
 ) -> RunOutcome:
     """One run of ``spec`` on a cluster from ``backend``, stored under ``store``.
 
     ``page=False`` skips the HTML report (``chaos report RUN`` renders it later from the stored
-    run): the verdict, history and results are the same either way.
+    run): the verdict, history and results are the same either way. ``stored_solution``: the
+    solution as the stored run names it, if not ``spec.solution`` (a grade's worker runs a copy
+    of the submission it grades).
 
     ``workload`` overrides the registry's workload of the spec's name (tests pass an in-memory
     one). Raises ValueError for a spec or solution that cannot work and ClusterError when the
@@ -229,6 +232,7 @@ def run_test(
     origin = time.monotonic()
     meta: dict[str, Any] = {
         **spec.to_json(),
+        **({"solution": stored_solution} if stored_solution else {}),
         "command": command,
         "run_id": run_id,
         "origin_mono": origin,

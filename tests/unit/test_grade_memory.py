@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -96,7 +97,7 @@ def test_ctrl_c_stops_cleanly_and_resume_goes_on(tmp_path: Path) -> None:
     common = ["--parallel", "1", "--chaos-command", " ".join(CHAOS)]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
-        [*cmd, str(subs), "--lab", "memory-lab3", "--repeats", "1", "--seed", "5", "--out", str(out), *common],
+        [*cmd, str(subs), "--workload", "memory-lab3", "--repeats", "1", "--seed", "5", "--out", str(out), *common],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:
@@ -208,7 +209,27 @@ def test_a_submission_travels_with_its_job(tmp_path: Path) -> None:
         solution="/nowhere/on/this/worker/bob", submission=pack_submission(subs / "bob"),
         options=tuple(matrix.load(MATRIX).get("pause").argv()), timeout=120, chaos=CHAOS,
     )  # fmt: skip
-    got = run_one(job).result
+    finished = run_one(job)
+    got = finished.result
     # bob's DEDUP = False reached the run: the planted double apply was found
     assert got.status == "invalid" and "double-apply" in got.checkers, got
     assert got.command.endswith("--solution /nowhere/on/this/worker/bob")
+
+    # the run folder names the submission, not the worker's deleted copy of it: its stored
+    # command and its page's Reproduce are the cell's own command (options, seed, solution)
+    from chaos.grade.task import unpack
+
+    unpack(finished.archive, tmp_path / "run")
+    spec = json.loads((tmp_path / "run" / "spec.json").read_text())
+    stored = spec["command"]
+    assert stored == got.command == job.command()
+    assert stored == (
+        "chaos run memory-lab3 " + " ".join(job.options) + " --seed 3 "
+        "--solution /nowhere/on/this/worker/bob"
+    )
+    assert spec["solution"] == "/nowhere/on/this/worker/bob"  # the page's header and table
+    page = (tmp_path / "run" / "report.html").read_text()
+    assert f"<h3>Reproduce</h3><pre><code>{html.escape(stored)}</code></pre>" in page
+    # the header and the spec table too; only "Re-render this page" names the folder it was
+    # rendered in (the worker's), as every page does
+    assert "chaos-grade-" not in page.split("<h3>Re-render this page</h3>")[0]

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.alone
 
 
 def _certs(folder: Path) -> Path:
-    r = CliRunner().invoke(main, ["grade-certs", str(folder), "--host", "127.0.0.1"])
+    r = CliRunner().invoke(main, ["grade-certs", str(folder), "--scheduler-host", "127.0.0.1"])
     assert r.exit_code == 0, r.output
     return folder
 
@@ -160,7 +160,7 @@ def test_a_tls_grade_across_two_workers_passes_and_no_one_without_a_certificate_
         subs = make_class(tmp_path / "subs", "alice", "bob")
         out = tmp_path / "out"
         p = subprocess.run(
-            [py, "-m", "tests.fixtures.grade_cli", "grade", str(subs), "--lab", "memory-lab3",
+            [py, "-m", "tests.fixtures.grade_cli", "grade", str(subs), "--workload", "memory-lab3",
              "--repeats", "1", "--seed", "3", "--out", str(out), "--scheduler", address,
              "--certs", str(tls), "--chaos-command", " ".join(CHAOS)],
             capture_output=True, text=True, timeout=400, cwd=REPO,

@@ -144,7 +144,10 @@ def reap(client: Any, *, run_id: str | None = None, include_live: bool = False) 
         if run_id not in orphans and not include_live:
             if live_of(client, run_id) is None:
                 return []
-            return [f"left run {run_id} alone: its orchestrator is still running (--all overrides)"]
+            return [
+                f"left run {run_id} alone: its orchestrator is still running "
+                "(--include-live overrides)"
+            ]
         targets = {run_id: orphans.get(run_id) or live_of(client, run_id)}
     else:
         targets = dict(orphans)

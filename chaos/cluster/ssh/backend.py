@@ -32,7 +32,7 @@ class SSHBackend:
     def __init__(self, nodes_file: Path | None = None) -> None:
         if nodes_file is None:
             raise ValueError(
-                "the ssh backend needs --nodes FILE (a nodes.yaml; see docs/backends.md)"
+                "the ssh backend needs --nodes-file FILE (a nodes.yaml; see docs/backends.md)"
             )
         self.file: NodesFile = load(Path(nodes_file))
         self._conns = {
@@ -141,7 +141,7 @@ class SSHBackend:
 
         A run is dead when its ``owner.json`` names this machine and a process that no longer
         lives (pid and start time). A run started from another machine cannot be checked from
-        here: it is left alone unless ``include_live`` (``chaos cleanup --all``)."""
+        here: it is left alone unless ``include_live`` (``chaos cleanup --include-live``)."""
         here = socket.gethostname()
         out: list[str] = []
         lock_out: list[list[str]] = []
@@ -175,14 +175,14 @@ class SSHBackend:
                 elif not mine and not include_live:
                     lines.append(
                         f"left run {rid} on {c.node.name} alone: started from {meta.get('host')}, "
-                        "whose orchestrator cannot be checked from here (--all overrides)"
+                        "whose orchestrator cannot be checked from here (--include-live overrides)"
                     )
                     continue
                 if alive and not include_live:
                     if run_id is not None:
                         lines.append(
                             f"left run {rid} alone: its orchestrator is still running "
-                            "(--all overrides)"
+                            "(--include-live overrides)"
                         )
                     continue
                 lines += remote.remove_run(c, rid)

@@ -206,7 +206,7 @@ class SSHCluster:
         if errors:
             raise ClusterError(
                 "teardown left traces on some nodes (run `chaos cleanup --backend ssh "
-                f"--nodes FILE`): {'; '.join(errors)}"
+                f"--nodes-file FILE`): {'; '.join(errors)}"
             )
 
     def __enter__(self) -> SSHCluster:
