@@ -426,6 +426,15 @@ def _options(items: tuple[str, ...]) -> dict[str, str]:
     metavar="PATH",
     help="Store PATH as the run's solution (with --stored-command: the submission graded).",
 )
+@click.option(
+    "--stored-path",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    hidden=True,
+    metavar="DIR",
+    help="The folder where the run will be kept (chaos grade copies each run into its own "
+    "folder): the run's page names it to re-check and re-render the run.",
+)
 @store_option
 def run(
     workload: str,
@@ -455,6 +464,7 @@ def run(
     quiet: bool,
     stored_command: str | None,
     stored_solution: str | None,
+    stored_path: Path | None,
     store: Path,
 ) -> None:
     """Run WORKLOAD (lab3, lab1, etcd-register, etcd-append, jetstream-queue) on a fresh cluster
@@ -546,6 +556,7 @@ def run(
                     workload=wl,
                     page=not no_html,
                     stored_solution=stored_solution,
+                    kept_at=stored_path,
                 )
             )
     for o in outcomes:

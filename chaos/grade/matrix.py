@@ -64,6 +64,7 @@ REFUSED: dict[str, str] = {
     "nodes-file": "the grade's concurrent runs cannot share one nodes file's machines",
     "stored-command": "each graded run stores the command that reproduces it",
     "stored-solution": "each graded run names the submission it grades",
+    "stored-path": "each graded run's page names the grade's folder of the run",
     "quiet": "the grade's runs are always quiet",
     "no-html": "every graded run keeps its page: the grade's report links to it",
 }

@@ -125,6 +125,9 @@ def plan(
                         submission=None if row.is_control else packed[row.name],
                         timeout=request.run_timeout or c.time_bound() + RUN_MARGIN,
                         chaos=request.chaos,
+                        kept_at=str(
+                            (request.out / ledger.run_folder(row.name, c.name, k)).absolute()
+                        ),
                     )
                 )
     return jobs

@@ -208,13 +208,15 @@ def run_test(
     workload: Workload | None = None,
     page: bool = True,
     stored_solution: str | None = None,
+    kept_at: Path | None = None,
 ) -> RunOutcome:
     """One run of ``spec`` on a cluster from ``backend``, stored under ``store``.
 
     ``page=False`` skips the HTML report (``chaos report RUN`` renders it later from the stored
     run): the verdict, history and results are the same either way. ``stored_solution``: the
     solution as the stored run names it, if not ``spec.solution`` (a grade's worker runs a copy
-    of the submission it grades).
+    of the submission it grades). ``kept_at``: the folder where the run will be kept, if not where
+    it is stored (a grade copies each run to its own folder): the page names that one.
 
     ``workload`` overrides the registry's workload of the spec's name (tests pass an in-memory
     one). Raises ValueError for a spec or solution that cannot work and ClusterError when the
@@ -411,7 +413,15 @@ def run_test(
             final_now["over_quota"] = [*over, tail.over_quota]
             write_json(run_dir / "final.json", final_now)
     return finish(
-        run_dir, wl, timings, interrupted, error, progress, warnings=tail.problems, page=page
+        run_dir,
+        wl,
+        timings,
+        interrupted,
+        error,
+        progress,
+        warnings=tail.problems,
+        page=page,
+        kept_at=kept_at,
     )
 
 
@@ -425,6 +435,7 @@ def finish(
     *,
     warnings: list[str] | None = None,
     page: bool = True,
+    kept_at: Path | None = None,
 ) -> RunOutcome:
     t0 = time.monotonic()
     progress("checking the history")
@@ -454,7 +465,7 @@ def finish(
     if not page:
         progress(f"report page skipped (render it with `chaos report {run_dir}`)")
     else:
-        render_page(run_dir, wl, progress, meta=meta, timings=timings)
+        render_page(run_dir, wl, progress, meta=meta, timings=timings, kept_at=kept_at)
     return RunOutcome(
         run_dir=run_dir,
         verdict=verdict,
@@ -473,6 +484,7 @@ def render_page(
     *,
     meta: dict[str, Any] | None = None,
     timings: dict[str, float] | None = None,
+    kept_at: Path | None = None,
 ) -> None:
     """Draw a stored run's page; a failure is said, never raised (the verdict stands without
     it). With ``meta``/``timings`` (a run being finished), the page's time goes into spec.json."""
@@ -481,6 +493,7 @@ def render_page(
         render(
             run_dir,
             contributors=wl.report_sections() if isinstance(wl, ReportSections) else (),
+            kept_at=kept_at,
         )
         if meta is not None and timings is not None:
             timings["report"] = round(time.monotonic() - t0, 3)

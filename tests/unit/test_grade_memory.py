@@ -7,6 +7,7 @@ import html
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import time
@@ -82,6 +83,10 @@ def test_a_class_graded_on_a_local_dask_cluster(tmp_path: Path) -> None:
     bob = out / ledger.run_folder("bob", "pause", 1)
     assert (bob / "report.html").is_file() and (bob / "history.jsonl").is_file()
     assert not (bob / "live").exists()
+    # its page names the grade's folder of the run, not the worker's deleted store
+    page = (bob / "report.html").read_text()
+    assert f"chaos report {html.escape(shlex.quote(str(bob.absolute())))}</code>" in page
+    assert "chaos-grade-" not in page
     assert 'href="runs/bob/pause/r1/report.html"' in (out / "report.html").read_text()
 
     # resumed: nothing finished is done again
@@ -208,6 +213,7 @@ def test_a_submission_travels_with_its_job(tmp_path: Path) -> None:
         student="bob", config="pause", repeat=1, seed=3, lab="memory-lab3",
         solution="/nowhere/on/this/worker/bob", submission=pack_submission(subs / "bob"),
         options=tuple(matrix.load(MATRIX).get("pause").argv()), timeout=120, chaos=CHAOS,
+        kept_at=str(tmp_path / "run"),
     )  # fmt: skip
     finished = run_one(job)
     got = finished.result
@@ -230,6 +236,9 @@ def test_a_submission_travels_with_its_job(tmp_path: Path) -> None:
     assert spec["solution"] == "/nowhere/on/this/worker/bob"  # the page's header and table
     page = (tmp_path / "run" / "report.html").read_text()
     assert f"<h3>Reproduce</h3><pre><code>{html.escape(stored)}</code></pre>" in page
-    # the header and the spec table too; only "Re-render this page" names the folder it was
-    # rendered in (the worker's), as every page does
-    assert "chaos-grade-" not in page.split("<h3>Re-render this page</h3>")[0]
+    # nothing on the page names the worker's deleted folder: "Re-render this page" and the
+    # footer name the folder the grade keeps the run in
+    assert "chaos-grade-" not in page
+    kept = html.escape(shlex.quote(str(tmp_path / "run")))
+    assert f"<h3>Re-render this page</h3><pre><code>chaos report {kept}</code></pre>" in page
+    assert f"from <code>{html.escape(str(tmp_path / 'run'))}</code>." in page
