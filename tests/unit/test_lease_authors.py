@@ -13,6 +13,7 @@ from chaos.checkers.verdict import Verdict
 from chaos.histories.ops import Event
 from chaos.node.etcd_proxy import describe
 from chaos.workloads.lab1.authors import lease_authors
+from chaos.workloads.lab1.model import model_of
 
 LOCK = "/lab1/locks/reconciliation"
 
@@ -146,7 +147,7 @@ def judge(versions: list[dict[str, Any]], entries: list[dict[str, Any]],
           orders: dict[str, Any] | None = None, events: list[Event] | None = None) -> Any:  # fmt: skip
     final = _final(entries, lock_history=versions, orders=orders or {},
                    config={"lock": "reconciliation"})  # fmt: skip
-    return lease_authors([], events or [], final)
+    return lease_authors(model_of([], events or [], final))
 
 
 def test_grants_released_by_their_holders_are_valid() -> None:
@@ -231,7 +232,7 @@ def test_forged_txn_events_change_nothing() -> None:
 
 
 def test_a_run_without_a_journal_is_unknown_never_valid() -> None:
-    r = lease_authors([], [], {"lock_history": [_version(3, "n1", 1, 1.0, 2.0)]})
+    r = lease_authors(model_of([], [], {"lock_history": [_version(3, "n1", 1, 1.0, 2.0)]}))
     assert r.verdict is Verdict.UNKNOWN and "No author journal" in r.summary
 
 
@@ -279,10 +280,10 @@ def test_a_write_without_author_is_unknown_when_a_nodes_journal_could_not_be_rea
     final = _final(entries, lock_history=[*versions, around], orders={},
                    config={"lock": "reconciliation"})  # fmt: skip
     final["journal"]["problems"] = ["n2: NotFound: no such file", "n2: no journal"]
-    r = lease_authors([], [], final)
+    r = lease_authors(model_of([], [], final))
     # n2's journal was never read: its proxy may have forwarded that write
     assert r.verdict is Verdict.UNKNOWN, r.summary
     assert "could not be read" in r.summary and "n2: no journal" in r.summary
     # a bad line is not a missing journal: the write is still unaccounted for
     final["journal"]["problems"] = ["n2: journal line 3 is not JSON"]
-    assert lease_authors([], [], final).verdict is Verdict.INVALID
+    assert lease_authors(model_of([], [], final)).verdict is Verdict.INVALID

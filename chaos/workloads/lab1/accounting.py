@@ -22,13 +22,13 @@ are checked against the record's, so state changed outside the record cannot agr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.checkers.verdict import CheckResult, Verdict
-from chaos.histories.ops import Event, Op
 from chaos.workloads.lab1 import keys
+from chaos.workloads.lab1.model import Lab1Run
 from chaos.workloads.systems import record_values
 from chaos.workloads.systems.record_values import Finding, as_int, describe
 
@@ -289,13 +289,38 @@ def twice(acc: Accounting) -> list[tuple[str, int, list[int]]]:
     return [(o, n, revs) for (o, n), revs in sorted(acc.applications.items()) if len(revs) > 1]
 
 
-def exactly_once(
-    history: Sequence[Op], events: Sequence[Event], final: Mapping[str, Any] | None
-) -> CheckResult:
+def _final_read(
+    final: Mapping[str, Any], acc: Accounting, told: list[tuple[str, dict[str, Any]]]
+) -> None:
+    """The final read's balances against the record's."""
+    for order, row in final["orders"].items():
+        have = as_int(row.get("balance")) if isinstance(row, dict) else None
+        kept = acc.balances.get(order, 0)
+        if kept is not None and have != kept:
+            shown = describe(row.get("balance")) if isinstance(row, dict) else describe(row)
+            told.append((f"the final read found order {order}'s balance at {shown} but etcd's "
+                         f"record ends with {kept}",
+                         {"kind": "final-read", "order": order, "record": kept}))  # fmt: skip
+
+
+def _stats(acc: Accounting, rec: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "revisions": acc.revisions,
+        "order_writes": acc.order_writes,
+        "applications": sum(len(v) for v in acc.applications.values()),
+        "lock_versions": acc.lock_versions,
+        "grants": acc.grants,
+        "findings": len(acc.findings),
+        "record_revisions": [rec.get("from_revision"), rec.get("to_revision")],
+    }
+
+
+def exactly_once(run: Lab1Run) -> CheckResult:
     """Every revision under ``/lab1/`` interpreted, every ``(order, night)`` applied at most once
     by etcd's record, and the final read's balances the record's. Missing, cut or compacted
     record: ``unknown``."""
     name = "exactly-once"
+    final = run.final
     if not final or not isinstance(final.get("orders"), dict):
         return CheckResult(
             checker=name,
@@ -313,34 +338,16 @@ def exactly_once(
         )
     assert isinstance(rec, dict)
     acc = account(rec)
-    sentences = [f.why for f in acc.findings]
-    anomalies = [f.to_json() for f in acc.findings]
+    told = [(f.why, f.to_json()) for f in acc.findings]
     for order, night, revs in twice(acc):
-        sentences.append(
-            f"order {order}'s change of night {night} was applied {len(revs)} times by etcd's "
-            f"record, at revisions {', '.join(map(str, revs))}"
-        )
-        anomalies.append({"kind": "applied-more-than-once", "order": order, "night": night,
-                          "revisions": revs})  # fmt: skip
-    for order, row in final["orders"].items():
-        have = as_int(row.get("balance")) if isinstance(row, dict) else None
-        kept = acc.balances.get(order, 0)
-        if kept is not None and have != kept:
-            shown = describe(row.get("balance")) if isinstance(row, dict) else describe(row)
-            sentences.append(
-                f"the final read found order {order}'s balance at {shown} but etcd's record ends "
-                f"with {kept}"
-            )
-            anomalies.append({"kind": "final-read", "order": order, "record": kept})
-    stats = {
-        "revisions": acc.revisions,
-        "order_writes": acc.order_writes,
-        "applications": sum(len(v) for v in acc.applications.values()),
-        "lock_versions": acc.lock_versions,
-        "grants": acc.grants,
-        "findings": len(acc.findings),
-        "record_revisions": [rec.get("from_revision"), rec.get("to_revision")],
-    }
+        told.append((f"order {order}'s change of night {night} was applied {len(revs)} times by "
+                     f"etcd's record, at revisions {', '.join(map(str, revs))}",
+                     {"kind": "applied-more-than-once", "order": order, "night": night,
+                      "revisions": revs}))  # fmt: skip
+    _final_read(final, acc, told)
+    sentences = [s for s, _ in told]
+    anomalies = [a for _, a in told]
+    stats = _stats(acc, rec)
     if anomalies:
         summary = "; ".join(sentences[:4])
         if len(sentences) > 4:
