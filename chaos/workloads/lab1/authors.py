@@ -270,9 +270,24 @@ class _Judge:
         return n
 
 
-def _journal_missing(problem: str) -> bool:
-    """A problem that means a node's journal, or part of it, was not read (not a bad line)."""
-    return "no journal" in problem or "journal cut" in problem or "Error" in problem
+def unread_journals(journal: Journal) -> str | None:
+    """Why a node's journal, or part of it, was not read, from the collection's own record
+    (``unread``: node → reason; chaos.workloads.systems.etcd_proxy.collect); None when every
+    node's journal was read whole. A run stored before that record existed: when its collection
+    reported any problem, which nodes were unread cannot be told, and that is the reason."""
+    if journal.unread is None:
+        if not journal.problems:
+            return None  # its collector named every journal it could not read a problem: none
+        return (
+            "this run was stored before the journal named the nodes it could not read, and its "
+            f"collection reported problems ({'; '.join(journal.problems[:3])}), so whether a "
+            "node's journal is missing cannot be told"
+        )
+    if not journal.unread:
+        return None
+    nodes = sorted(journal.unread)
+    told = "; ".join(f"{n}: {journal.unread[n]}" for n in nodes[:3])
+    return f"the journal of {', '.join(nodes)} could not be read ({told})"
 
 
 def _versions(final: Mapping[str, Any], journal: Journal, lock_key: str) -> list[Mapping[str, Any]]:
@@ -301,15 +316,15 @@ def _versions(final: Mapping[str, Any], journal: Journal, lock_key: str) -> list
 
 def _verdict(judge: _Judge, journal: Journal, stats: dict[str, Any], versions: int,
              writes_ok: int) -> CheckResult:  # fmt: skip
-    unread = [pr for pr in journal.problems if _journal_missing(pr)]
+    unread = unread_journals(journal)
     if unread and judge.anomalies and all(a["kind"] == "unauthored" for a in judge.anomalies):
         # a node's journal that could not be read explains a write it does not hold: who wrote
         # it cannot be told, which is not the same as nobody's proxy forwarding it
         return CheckResult(
             checker=NAME,
             verdict=Verdict.UNKNOWN,
-            summary=f"{len(judge.anomalies)} write(s) have no author, and the journal of a node "
-            f"could not be read ({'; '.join(unread[:3])}): who wrote them is unknown.",
+            summary=f"{len(judge.anomalies)} write(s) have no author, and {unread}: who wrote "
+            "them is unknown.",
             stats=stats,
         )
     if judge.anomalies:
@@ -361,6 +376,7 @@ def lease_authors(run: Lab1Run) -> CheckResult:
         "grants": len(judge.grants),
         "journal_lines": len(journal.writes),
         "journal_problems": list(journal.problems),
+        "unread_journals": dict(journal.unread) if journal.unread is not None else None,
         "from": SOURCE,
     }
     return _verdict(judge, journal, stats, len(versions), writes_ok)
