@@ -108,63 +108,66 @@ def account(record: dict[str, Any]) -> Accounting:
         out.revisions += 1
         puts: dict[str, Any] = txn.get("puts") or {}
         for key in txn.get("deletes") or []:
-            shape = shape_of(key)
-            what = f"{key} (the {shape})" if shape else key
-            out.findings.append(
-                Finding(
-                    revision=rev,
-                    key=key,
-                    kind="deleted" if shape else "foreign-key",
-                    why=f"rev {rev} deleted {what}: lab1 never deletes a record, and a deleted "
-                    "one hides what was applied or granted",
-                )
-            )
-            if shape == "order":
-                out.balances[key[len(keys.ORDERS_PREFIX) :]] = 0
-                rows.pop(key[len(keys.ORDERS_PREFIX) :], None)
-            if shape == "lock record":
-                locks.pop(key, None)
+            _delete(rev, key, locks, rows, out)
         applied = {k: v for k, v in puts.items() if shape_of(k) == "application record"}
         for key, value in puts.items():
             shape = shape_of(key)
-            if shape is None:
-                out.findings.append(
-                    Finding(
-                        revision=rev,
-                        key=key,
-                        kind="foreign-key",
-                        why=f"rev {rev} wrote {key}, which is no key of lab1's layout (config, "
-                        "locks/, orders/, applied/, nights/): state kept beside the lab's records "
-                        "cannot be accounted for",
-                    )
-                )
-            elif shape == "lock record":
+            if shape == "lock record":
                 _lock_version(rev, key, value, locks, out)
             elif shape == "order":
                 _order_write(rev, key, value, applied, rows, out)
-            elif shape == "application record":
-                order = key[len(keys.APPLIED_PREFIX) :].split("/")[0]
-                if keys.order(order) not in puts:
-                    out.findings.append(
-                        Finding(
-                            revision=rev,
-                            key=key,
-                            kind="unexplained-write",
-                            why=f"rev {rev} wrote the application record {key} without writing "
-                            f"order {order} in the same transaction",
-                        )
-                    )
-            elif not isinstance(value, dict):
-                out.findings.append(
-                    Finding(
-                        revision=rev,
-                        key=key,
-                        kind="shape",
-                        why=f"rev {rev} wrote {key} (the {shape}) as {describe(value)}: not a "
-                        "JSON object",
-                    )
-                )
+            else:
+                _other_put(rev, key, value, shape, puts, out)
     return out
+
+
+def _delete(
+    rev: int,
+    key: str,
+    locks: dict[str, dict[str, Any]],
+    rows: dict[str, tuple[int, int, int]],
+    out: Accounting,
+) -> None:
+    shape = shape_of(key)
+    what = f"{key} (the {shape})" if shape else key
+    out.findings.append(
+        Finding(
+            revision=rev,
+            key=key,
+            kind="deleted" if shape else "foreign-key",
+            why=f"rev {rev} deleted {what}: lab1 never deletes a record, and a deleted "
+            "one hides what was applied or granted",
+        )
+    )
+    if shape == "order":
+        out.balances[key[len(keys.ORDERS_PREFIX) :]] = 0
+        rows.pop(key[len(keys.ORDERS_PREFIX) :], None)
+    if shape == "lock record":
+        locks.pop(key, None)
+
+
+def _other_put(
+    rev: int, key: str, value: Any, shape: str | None, puts: dict[str, Any], out: Accounting
+) -> None:
+    """A put of no lock record and no order: a foreign key, an application record (written
+    with its order), or a config or night marker (a JSON object)."""
+    if shape is None:
+        why = (
+            f"rev {rev} wrote {key}, which is no key of lab1's layout (config, locks/, orders/, "
+            "applied/, nights/): state kept beside the lab's records cannot be accounted for"
+        )
+        out.findings.append(Finding(revision=rev, key=key, kind="foreign-key", why=why))
+    elif shape == "application record":
+        order = key[len(keys.APPLIED_PREFIX) :].split("/")[0]
+        if keys.order(order) not in puts:
+            why = (
+                f"rev {rev} wrote the application record {key} without writing order {order} "
+                "in the same transaction"
+            )
+            out.findings.append(Finding(revision=rev, key=key, kind="unexplained-write", why=why))
+    elif not isinstance(value, dict):
+        why = f"rev {rev} wrote {key} (the {shape}) as {describe(value)}: not a JSON object"
+        out.findings.append(Finding(revision=rev, key=key, kind="shape", why=why))
 
 
 def _lock_version(
@@ -258,6 +261,13 @@ def _order_write(
             )
         )
         return
+    _application(rev, key, order, value, app, before, out)
+
+
+def _application(
+    rev: int, key: str, order: str, value: Any, app: Any, before: int | None, out: Accounting
+) -> None:
+    """One order write with its one application record: the change it says, and the row's."""
     night, token, amount = app["night"], app["token"], app["amount"]
     out.applications.setdefault((order, night), []).append(rev)
     want = keys.change_amount(order, night)
