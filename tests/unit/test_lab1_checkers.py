@@ -779,3 +779,21 @@ def test_night_reruns_says_a_takeover_after_expiry_is_not_a_rerun() -> None:
         "No night's job ran to its end twice (2 nights); night 1 was taken over after its "
         "holder's lease had expired, which the fencing token must make safe."
     )
+
+
+def test_no_function_of_lab1s_model_and_checkers_is_over_60_lines() -> None:
+    # issue 24: each checker a small function over the model; this keeps them so
+    import ast
+    from pathlib import Path
+
+    from chaos.workloads.lab1 import accounting, authors, model
+
+    files = [Path(m.__file__ or "") for m in (model, accounting, authors)]
+    files += sorted(Path(checkers.__file__ or "").parent.glob("*.py"))
+    long = [
+        f"{f.name}:{n.name} ({(n.end_lineno or 0) - n.lineno + 1} lines)"
+        for f in files
+        for n in ast.walk(ast.parse(f.read_text()))
+        if isinstance(n, ast.FunctionDef) and (n.end_lineno or 0) - n.lineno + 1 > 60
+    ]
+    assert len(files) == 11 and not long, long
