@@ -14,9 +14,17 @@ from chaos.checkers.verdict import CheckResult, Verdict
 from chaos.histories.ops import Event
 from chaos.workloads.lab1.checkers.clocks import clocks_told
 from chaos.workloads.lab1.checkers.common import unknown, valid
-from chaos.workloads.lab1.model import APPLIED, STALE, Application, Grant, Lab1Run, Stop, as_int
-from chaos.workloads.lab1.model import at as _t
-from chaos.workloads.lab1.model import rnd as _r
+from chaos.workloads.lab1.model import (
+    APPLIED,
+    STALE,
+    Application,
+    Grant,
+    Lab1Run,
+    Stop,
+    as_int,
+    at,
+    rnd,
+)
 
 Story = dict[str, Any]
 Damage = tuple[str, Event, str]
@@ -59,13 +67,13 @@ def _took(story: Story, b: Grant) -> str:
     """The takeover's step; records the taker and its first write in the story."""
     b_write = next(iter(b.writes()), None)
     story["taker"] = b.to_json()
-    took = f"{_t(b.acquired)} — {b.node} acquired the lock with token {b.token}"
+    took = f"{at(b.acquired)} — {b.node} acquired the lock with token {b.token}"
     if b_write is not None:
         took += (
-            f" and at {_t(b_write.time)} wrote {b_write.data.get('order')}: "
+            f" and at {at(b_write.time)} wrote {b_write.data.get('order')}: "
             f"{b_write.data.get('outcome')}"
         )
-        story["taker_write"] = {"order": b_write.data.get("order"), "time": _r(b_write.time),
+        story["taker_write"] = {"order": b_write.data.get("order"), "time": rnd(b_write.time),
                                 "outcome": b_write.data.get("outcome")}  # fmt: skip
     return took
 
@@ -76,17 +84,17 @@ def _head(a: Grant, b: Grant, stop: Stop, end: float) -> str:
     expires = a.expires
     b_write = next(iter(b.writes()), None)
     head = (
-        f"{a.node} acquired the lock (token {a.token}) at {_t(a.acquired)} and was stopped at "
-        f"{_t(stop.start)}"
-        + (f"; its lease expired at {_t(expires)}" if expires is not None else "")
+        f"{a.node} acquired the lock (token {a.token}) at {at(a.acquired)} and was stopped at "
+        f"{at(stop.start)}"
+        + (f"; its lease expired at {at(expires)}" if expires is not None else "")
     )
     early_write = b_write is not None and b_write.time <= end
-    took_s = f"{b.node} acquired it (token {b.token}) at {_t(b.acquired)}" + (
-        f" and wrote {b_write.data.get('order')} at {_t(b_write.time)}"
+    took_s = f"{b.node} acquired it (token {b.token}) at {at(b.acquired)}" + (
+        f" and wrote {b_write.data.get('order')} at {at(b_write.time)}"
         if b_write is not None and early_write
         else ""
     )
-    resumed_s = f"{a.node} resumed at {_t(end)}"
+    resumed_s = f"{a.node} resumed at {at(end)}"
     if b.acquired > end:
         return head + f"; {resumed_s}, its lease already expired; {took_s}"
     return head + f"; {took_s}; {resumed_s}"
@@ -104,12 +112,12 @@ def _harm(apps: Sequence[Application], a: Grant, w: Event) -> Damage | None:
             # the store's order of writes: the resumed holder got there first
             return ("applied-twice", w,
                     f"its write of {order} of night {night} with token {a.token} at "
-                    f"{_t(w.time)} was APPLIED first, and {o.node} applied it again with token "
-                    f"{o.token} at {_t(o.time)}: the change was applied twice")  # fmt: skip
+                    f"{at(w.time)} was APPLIED first, and {o.node} applied it again with token "
+                    f"{o.token} at {at(o.time)}: the change was applied twice")  # fmt: skip
         return ("applied-twice", w,
-                f"its write of {order} of night {night} with token {a.token} at {_t(w.time)} "
+                f"its write of {order} of night {night} with token {a.token} at {at(w.time)} "
                 f"was APPLIED although {o.node} had applied it with token {o.token} at "
-                f"{_t(o.time)}: the change was applied twice")  # fmt: skip
+                f"{at(o.time)}: the change was applied twice")  # fmt: skip
     newer_before = [
         x
         for x in apps
@@ -118,7 +126,7 @@ def _harm(apps: Sequence[Application], a: Grant, w: Event) -> Damage | None:
     if newer_before:
         o = newer_before[0]
         return ("stale-applied", w,
-                f"its write of {order} with token {a.token} at {_t(w.time)} was APPLIED after "
+                f"its write of {order} with token {a.token} at {at(w.time)} was APPLIED after "
                 f"{o.node} had written token {o.token}: the store accepted a stale token")  # fmt: skip
     return None
 
@@ -135,7 +143,7 @@ def _ending(run: Lab1Run, story: Story, a: Grant, end: float, head: str) -> None
     steps: list[str] = story["steps"]
     after = a.writes(end)
     story["holder_writes_after_resume"] = [
-        {"order": w.data.get("order"), "night": w.data.get("night"), "time": _r(w.time),
+        {"order": w.data.get("order"), "night": w.data.get("night"), "time": rnd(w.time),
          "outcome": w.data.get("outcome")}
         for w in after
     ]  # fmt: skip
@@ -143,7 +151,7 @@ def _ending(run: Lab1Run, story: Story, a: Grant, end: float, head: str) -> None
     renewal = a.first("renewal-failed", end)
     if damage is not None:
         story["outcome"] = damage[0]
-        steps.append(f"{_t(damage[1].time)} — {a.node} wrote with its old token: " + damage[2])
+        steps.append(f"{at(damage[1].time)} — {a.node} wrote with its old token: " + damage[2])
         tail = damage[2]
     elif after:
         rejected = [w for w in after if w.data.get("outcome") == STALE]
@@ -154,12 +162,12 @@ def _ending(run: Lab1Run, story: Story, a: Grant, end: float, head: str) -> None
             if rejected
             else f"{w.data.get('outcome')}, and no change was applied twice"
         )
-        tail = f"its write of {w.data.get('order')} with token {a.token} at {_t(w.time)} was {verb}"
-        steps.append(f"{_t(w.time)} — {a.node} wrote with its old token: {tail}")
+        tail = f"its write of {w.data.get('order')} with token {a.token} at {at(w.time)} was {verb}"
+        steps.append(f"{at(w.time)} — {a.node} wrote with its old token: {tail}")
     elif renewal is not None:
         story["outcome"] = "stopped-acting"
-        tail = f"its lease renewal failed at {_t(renewal.time)} and it stopped without writing"
-        steps.append(f"{_t(renewal.time)} — {a.node}: {tail}")
+        tail = f"its lease renewal failed at {at(renewal.time)} and it stopped without writing"
+        steps.append(f"{at(renewal.time)} — {a.node}: {tail}")
     else:
         story["outcome"] = "no-write"
         tail = f"{a.node} did not write after resuming"
@@ -169,9 +177,9 @@ def _ending(run: Lab1Run, story: Story, a: Grant, end: float, head: str) -> None
 
 def _begun(a: Grant, stop: Stop) -> Story:
     return {"holder": a.to_json(), "stop": stop.to_json(), "steps": [
-        f"{_t(a.acquired)} — {a.node} acquired the lock with token {a.token}"
+        f"{at(a.acquired)} — {a.node} acquired the lock with token {a.token}"
         + (f" for night {a.night}" if a.night is not None else ""),
-        f"{_t(stop.start)} — the nemesis stopped {a.node} ({stop.fault})"]}  # fmt: skip
+        f"{at(stop.start)} — the nemesis stopped {a.node} ({stop.fault})"]}  # fmt: skip
 
 
 def _timeline(run: Lab1Run, stop: Stop) -> Story | None:
@@ -189,19 +197,19 @@ def _timeline(run: Lab1Run, stop: Stop) -> Story | None:
                             f"(token {a.token}), but no other replica acquired it while {a.node} "
                             "acted on it")  # fmt: skip
         return story
-    story["lease_expired"] = _r(a.expires)
+    story["lease_expired"] = rnd(a.expires)
     story["early_takeover"] = a.expires is not None and b.acquired < a.expires
     if a.expires is not None:
-        steps.append(f"{_t(a.expires)} — {a.node}'s lease expired; stopped, it could not notice")
+        steps.append(f"{at(a.expires)} — {a.node}'s lease expired; stopped, it could not notice")
     steps.append(_took(story, b))
     if stop.end is None:
         story["outcome"] = "not-resumed"
         steps.append(f"{a.node} was never resumed")
-        story["summary"] = (f"{a.node} acquired the lock (token {a.token}) at {_t(a.acquired)} "
-                            f"and was stopped at {_t(stop.start)}; {b.node} took over with token "
-                            f"{b.token} at {_t(b.acquired)}; {a.node} was never resumed")  # fmt: skip
+        story["summary"] = (f"{a.node} acquired the lock (token {a.token}) at {at(a.acquired)} "
+                            f"and was stopped at {at(stop.start)}; {b.node} took over with token "
+                            f"{b.token} at {at(b.acquired)}; {a.node} was never resumed")  # fmt: skip
         return story
-    resumed = f"{_t(stop.end)} — {a.node} resumed, still believing it held the lock"
+    resumed = f"{at(stop.end)} — {a.node} resumed, still believing it held the lock"
     # it resumed before the takeover: tell it so
     steps.insert(len(steps) - 1 if b.acquired > stop.end else len(steps), resumed)
     _ending(run, story, a, stop.end, _head(a, b, stop, stop.end))
@@ -223,7 +231,7 @@ def _untold(name: str, told: list[tuple[Stop, Story]], stops: Sequence[Stop],
     holders = {id(stop) for stop, _ in told}
     missed = [s for s in stops if s.trigger is None and id(s) not in holders]
     if missed:
-        return unknown(name, f"The nemesis stopped {missed[0].node} at {_t(missed[0].start)}, "
+        return unknown(name, f"The nemesis stopped {missed[0].node} at {at(missed[0].start)}, "
                        "but it did not hold the lock then, so the paused-holder scenario was "
                        "not exercised.", stats, anomalies=stories)  # fmt: skip
     return None
