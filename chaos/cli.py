@@ -793,7 +793,6 @@ def check(
     from chaos.checkers.results import write_results
     from chaos.histories.limits import InputError, check_size, input_guard
     from chaos.histories.store import NotARun, load_run
-    from chaos.workloads import registry
 
     forwarded = model_argv(**model_opts)
     try:
@@ -837,6 +836,10 @@ def check(
         click.secho(f"warning: {clean(p)}", fg="yellow", err=True)
     if not run_.workload:
         fail(f"{path}/spec.json names no workload; use --model to check the history alone")
+    # Here, not at the top: the workloads (etcd3, grpc, networkx) cost a history file's check
+    # 0.5 s of start-up it never uses.
+    from chaos.workloads import registry
+
     try:
         wl = registry.get(run_.workload)
     except ValueError as e:
