@@ -390,8 +390,8 @@ def run(
     quiet: bool,
     store: Path,
 ) -> None:
-    """Run WORKLOAD (lab3, lab1, etcd-register, etcd-append, jetstream-queue) on a fresh cluster
-    and check it."""
+    """Run WORKLOAD (lab3, lab1, etcd-register, etcd-append, etcd-rw-register, jetstream-queue) on
+    a fresh cluster and check it."""
     from chaos.checkers.verdict import combine
     from chaos.cluster import backends
     from chaos.core.capabilities import Scenarios

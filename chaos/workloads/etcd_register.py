@@ -86,10 +86,8 @@ class EtcdRegister(OnEtcd):
                                    error=classify(e))  # fmt: skip
                 clients.drop(process)
 
-        try:
+        with clients:
             drive(ctx, step, default_rate=40.0)
-        finally:
-            clients.close()
 
     def final_state(self, ctx: RunContext) -> dict[str, Any]:
         return final_values(ctx, "registers", PREFIX, int)

@@ -44,6 +44,8 @@ MODEL = TxnModel(
     encode=str,
     decode=int,
     attempts=1,
+    # half the writes are read-modify-writes: versions ordered, updates to lose
+    read_first=0.5,
 )
 
 

@@ -74,6 +74,7 @@ class TxnModel:
     encode: Callable[[Any], str]
     decode: Callable[[bytes], Any]
     attempts: int  # the safe client's attempts at one transaction whose compare fails
+    read_first: float = 0.0  # the generator's chance of reading a key before writing it
 
     def apply(self, mops: Mops, values: dict[int, Any]) -> tuple[Mops, set[int]]:
         """Run the micro-ops in order over ``values`` (key → value, changed in place; a key
@@ -113,7 +114,7 @@ class EtcdTxn(OnEtcd):
     def run_client(self, ctx: RunContext) -> None:
         m = self.model
         unsafe = ctx.spec.options.get("client", "safe") == "unsafe"
-        next_txn = Generator(ctx.rng_for("workload"), m.write)
+        next_txn = Generator(ctx.rng_for("workload"), m.write, m.read_first)
         clients = etcd.ProcessClients(ctx)
 
         def step(process: int) -> None:
@@ -136,10 +137,8 @@ class EtcdTxn(OnEtcd):
                                    error=classify(e))  # fmt: skip
                 clients.drop(process)
 
-        try:
+        with clients:
             drive(ctx, step, default_rate=40.0)
-        finally:
-            clients.close()
 
     def final_state(self, ctx: RunContext) -> dict[str, Any]:
         m = self.model
@@ -158,11 +157,15 @@ class EtcdTxn(OnEtcd):
 class Generator:
     """Transactions of 1-4 micro-ops, half reads, over :data:`ACTIVE_KEYS` active keys; each write
     a value never written before (so unique per key); a key written :data:`MAX_WRITES` times is
-    replaced by a fresh one. Safe to call from every client thread."""
+    replaced by a fresh one. With ``read_first`` > 0, a write of a key the transaction has not
+    touched yet is preceded by a read of it with that probability (a read-modify-write: the
+    version read precedes the one written, which is how an rw-register's versions are ordered).
+    Safe to call from every client thread."""
 
-    def __init__(self, rng: Any, write: str) -> None:
+    def __init__(self, rng: Any, write: str, read_first: float = 0.0) -> None:
         self._rng = rng
         self._write = write
+        self._read_first = read_first
         self._lock = threading.Lock()
         self._value = 0
         self._next_key = ACTIVE_KEYS
@@ -173,11 +176,16 @@ class Generator:
         rng = self._rng
         with self._lock:
             mops: Mops = []
+            touched: set[int] = set()
             for _ in range(rng.randint(1, 4)):
                 k = rng.choice(self._active)
                 if rng.random() < 0.5:
                     mops.append(["r", k, None])
+                    touched.add(k)
                     continue
+                if self._read_first and k not in touched and rng.random() < self._read_first:
+                    mops.append(["r", k, None])
+                touched.add(k)
                 self._value += 1
                 mops.append([self._write, k, self._value])
                 self._writes[k] = self._writes.get(k, 0) + 1

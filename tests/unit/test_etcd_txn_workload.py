@@ -56,6 +56,28 @@ def test_transactions_write_values_unique_per_key_and_retire_keys() -> None:
     # the same seed makes the same transactions
     again = etcd_txn.Generator(random.Random(7), "w")
     assert [again() for _ in range(400)] == txns
+    # reads and writes drawn apart: few writes come right after a read of their key
+    assert sum(map(_read_modify_writes, txns)) / len(writes) < 0.15
+
+
+def _read_modify_writes(mops: list[list[Any]]) -> int:
+    """Writes whose key the transaction read just before, having not touched it earlier."""
+    return sum(
+        1
+        for i, (f, k, _) in enumerate(mops)
+        if f == "w" and i and mops[i - 1][:2] == ["r", k] and k not in {m[1] for m in mops[: i - 1]}
+    )
+
+
+def test_rw_register_transactions_read_half_their_fresh_keys_before_writing_them() -> None:
+    gen = etcd_txn.Generator(random.Random(7), "w", RW.read_first)
+    txns = [gen() for _ in range(2000)]
+    assert all(1 <= len(t) <= 8 for t in txns) and max(map(len, txns)) > 4
+    writes = [v for t in txns for f, _, v in t if f == "w"]
+    assert len(set(writes)) == len(writes)
+    rmw = sum(map(_read_modify_writes, txns))
+    # half the writes of a key not yet touched get a read before them
+    assert 0.35 < rmw / len(writes) < 0.65, rmw / len(writes)
 
 
 def test_micro_ops_apply_in_order_and_reads_see_the_transactions_own_writes() -> None:
