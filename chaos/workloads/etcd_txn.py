@@ -1,8 +1,8 @@
 """What the multi-key transactional etcd workloads (``etcd-append``, ``etcd-rw-register``) share.
 
 A transaction is 1-4 micro-ops over a small pool of active keys, each a read of a key or a write
-of a value unique to its key (a process-wide counter), so that every version a read returns names
-its writer. A key is retired after :data:`MAX_WRITES` writes, so that values stay small and the
+of a value unique to its key (one counter for the run), so that every version a read returns
+names its writer; a model may have some writes read their key first (:class:`Generator`). A key is retired after :data:`MAX_WRITES` writes, so that values stay small and the
 checker's per-key work bounded, as Jepsen's generators do. The history's ops are ``f: "txn"`` with
 ``[f, key, value]`` micro-ops (docs/history-format.md), checked by :mod:`chaos.checkers.elle`
 under ``-o consistency=...`` (default strict-serializable). A data model (:class:`TxnModel`) says
@@ -13,7 +13,8 @@ Two clients (``-o client=safe|unsafe``):
 - ``safe`` (the default): one etcd transaction reads every key the transaction must read from
   etcd, at one revision; the writes are then committed by a second etcd transaction that compares
   each of those keys' mod revisions with what was read — if another client wrote one meanwhile,
-  nothing is written. Every committed transaction thus took effect at its commit, between its
+  nothing is written, and the transaction is tried again from its read up to the model's
+  ``attempts`` (etcd-rw-register: 1), then ``fail``. Every committed transaction thus took effect at its commit, between its
   invocation and its completion: strict serializable.
 - ``unsafe``: read-modify-write without compares: each key is read on its own, and the new values
   are written back blindly after some work — two clients that read the same key both write it,
