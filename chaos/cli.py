@@ -467,8 +467,8 @@ def run(
     stored_path: Path | None,
     store: Path,
 ) -> None:
-    """Run WORKLOAD (lab3, lab1, etcd-register, etcd-append, jetstream-queue) on a fresh cluster
-    and check it."""
+    """Run WORKLOAD (lab3, lab1, etcd-register, etcd-append, etcd-rw-register, jetstream-queue) on
+    a fresh cluster and check it."""
     from chaos.checkers.verdict import combine
     from chaos.core.capabilities import Scenarios
     from chaos.core.spec import TestSpec
