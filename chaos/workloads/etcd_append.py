@@ -29,10 +29,11 @@ import threading
 import time
 from typing import Any
 
-from chaos.checkers.elle import DEFAULT_CONSISTENCY, check_transactions, model, transactions
+from chaos.checkers.elle import DEFAULT_CONSISTENCY, NAMES, check_transactions, transactions
 from chaos.checkers.elle.loading import raw_ops
 from chaos.checkers.verdict import CheckResult
 from chaos.core.context import RunContext
+from chaos.core.options import WorkloadOption, parse
 from chaos.core.spec import TestSpec
 from chaos.core.target import Target
 from chaos.histories.ops import OpType
@@ -47,7 +48,24 @@ MAX_APPENDS = 24
 RETRIES = 20
 # seconds between the unsafe client's read and its write: the work a client does
 UNSAFE_THINK = 0.05
-OPTIONS = ("client", "consistency")
+# The -o options of a transactional etcd workload, shared: another such workload imports them (or
+# one of them, with its own help through dataclasses.replace) rather than declaring them again
+CLIENT = WorkloadOption(
+    "client",
+    str,
+    "safe",
+    "`safe`: a transaction commits only if no key it read changed meanwhile (strict "
+    "serializable); `unsafe`: read-modify-write without compares (lost updates)",
+    choices=("safe", "unsafe"),
+)
+CONSISTENCY = WorkloadOption(
+    "consistency",
+    str,
+    DEFAULT_CONSISTENCY,
+    "the consistency model the checker holds the history to (any `--consistency` name)",
+    choices=NAMES,
+)
+OPTIONS: tuple[WorkloadOption, ...] = (CLIENT, CONSISTENCY)
 
 
 class _Aborted(Exception):
@@ -56,6 +74,7 @@ class _Aborted(Exception):
 
 class EtcdAppend:
     name = "etcd-append"
+    options = OPTIONS
     # Names: what a fault target may name (etcd's members report no events)
     roles = ETCD_ROLES
     event_kinds: tuple[str, ...] = ()
@@ -63,12 +82,7 @@ class EtcdAppend:
     def preflight(self, spec: TestSpec) -> None:
         if spec.concurrency < 1:
             raise ValueError("--concurrency must be at least 1")
-        unknown = sorted(set(spec.options) - set(OPTIONS))
-        if unknown:
-            raise ValueError(f"-o {unknown[0]}: etcd-append knows {', '.join(OPTIONS)}")
-        if spec.options.get("client", "safe") not in ("safe", "unsafe"):
-            raise ValueError("-o client: safe or unsafe")
-        model(str(spec.options.get("consistency", DEFAULT_CONSISTENCY)))
+        parse(self.name, OPTIONS, spec.options)
 
     def deploy(self, ctx: RunContext) -> None:
         ctx.progress("starting etcd on every node")
@@ -83,7 +97,7 @@ class EtcdAppend:
 
     def run_client(self, ctx: RunContext) -> None:
         rng = ctx.rng_for("workload")
-        unsafe = ctx.spec.options.get("client", "safe") == "unsafe"
+        unsafe = parse(self.name, OPTIONS, ctx.spec.options)["client"] == "unsafe"
         lock = threading.Lock()
         state = {"element": 0, "next_key": ACTIVE_KEYS}
         active = list(range(ACTIVE_KEYS))
@@ -148,7 +162,7 @@ class EtcdAppend:
             c.close()
 
     def check(self, run: StoredRun) -> list[CheckResult]:
-        consistency = str(run.spec.get("options", {}).get("consistency", DEFAULT_CONSISTENCY))
+        consistency = str(run.spec.get("options", {}).get("consistency", CONSISTENCY.default))
         txns, skipped = transactions(raw_ops(run.history))
         return [
             check_transactions(txns, "list-append", consistency, time_limit=60.0, skipped=skipped)

@@ -19,6 +19,7 @@ import etcd3.exceptions
 from chaos.checkers.offline import check_history
 from chaos.checkers.verdict import CheckResult
 from chaos.core.context import RunContext
+from chaos.core.options import WorkloadOption, parse
 from chaos.core.spec import TestSpec
 from chaos.core.target import Target
 from chaos.histories.ops import OpType
@@ -34,6 +35,7 @@ VALUES = 5
 
 class EtcdRegister:
     name = "etcd-register"
+    options: tuple[WorkloadOption, ...] = ()  # none: a -o is refused, never ignored
     # Names: what a fault target may name (etcd's members report no events)
     roles = ETCD_ROLES
     event_kinds: tuple[str, ...] = ()
@@ -41,6 +43,7 @@ class EtcdRegister:
     def preflight(self, spec: TestSpec) -> None:
         if spec.concurrency < 1:
             raise ValueError("--concurrency must be at least 1")
+        parse(self.name, self.options, spec.options)
 
     def deploy(self, ctx: RunContext) -> None:
         ctx.progress("starting etcd on every node")

@@ -17,11 +17,15 @@ def test_options_are_checked_before_anything_starts() -> None:
     wl = EtcdAppend()
     wl.preflight(TestSpec(workload="etcd-append"))
     wl.preflight(TestSpec(workload="etcd-append", options={"client": "unsafe"}))
-    with pytest.raises(ValueError, match="-o client: safe or unsafe"):
+    with pytest.raises(ValueError, match="etcd-append option client=yolo: expected safe or unsafe"):
         wl.preflight(TestSpec(workload="etcd-append", options={"client": "yolo"}))
-    with pytest.raises(ValueError, match="-o keys: etcd-append knows client, consistency"):
+    with pytest.raises(
+        ValueError, match="etcd-append has no option keys; options: client, consistency"
+    ):
         wl.preflight(TestSpec(workload="etcd-append", options={"keys": "3"}))
-    with pytest.raises(ValueError, match="unknown consistency model 'linearizable'"):
+    with pytest.raises(
+        ValueError, match="option consistency=linearizable: expected one of read-unc"
+    ):
         wl.preflight(TestSpec(workload="etcd-append", options={"consistency": "linearizable"}))
 
 
