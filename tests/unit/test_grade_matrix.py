@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 import pytest
 
-from chaos.core.capabilities import Gradable
+from chaos.core.capabilities import Gradable, options_of
 from chaos.grade import matrix
 from chaos.grade.matrix import MatrixError, parse
 from chaos.workloads import registry
@@ -120,7 +120,7 @@ def test_the_shipped_matrices_parse_into_argv_chaos_run_accepts(lab: str) -> Non
 
     wl = registry.get(lab)
     assert isinstance(wl, Gradable)
-    m = matrix.load(wl.grade_matrix)
+    m = matrix.load(wl.grade_matrix, lab, options_of(wl))  # its -o options are the lab's own
     assert m.configs
     for c in m.configs:
         ctx = run.make_context("run", [lab, *c.argv(), "--seed", "1"], resilient_parsing=False)
