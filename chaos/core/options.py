@@ -119,7 +119,8 @@ def markdown_table(declared: Sequence[WorkloadOption]) -> str:
     """The docs' table of a workload's options (kept equal to the declarations by a unit test)."""
     lines = ["| option | value | default | what it does |", "|---|---|---|---|"]
     for o in declared:
-        default = "—" if o.default is None else f"`{o.default}`"
+        shown = _num(o.default) if isinstance(o.default, int | float) else o.default
+        default = "—" if shown is None else f"`{shown}`"
         lines.append(f"| `{o.name}` | {o.accepts()} | {default} | {o.help} |")
     return "\n".join(lines) + "\n"
 
