@@ -20,7 +20,8 @@ __all__ = ["WorkloadOption", "help_line", "markdown_table", "parse"]
 class WorkloadOption:
     """One option: its name, the type of its value (``int``, ``float`` or ``str``), its default
     (None: none, or one the workload derives, which ``help`` then says), what it does, and what it
-    accepts: ``choices`` (exact words) or a range ``low``..``high`` (either bound may be open)."""
+    accepts: ``choices`` (exact words) or a range ``low``..``high`` (either bound may be open).
+    ``metavar`` names the value in ``--help`` where the choices are too many to list."""
 
     name: str
     kind: type
@@ -29,6 +30,7 @@ class WorkloadOption:
     choices: tuple[str, ...] = ()
     low: float | None = None
     high: float | None = None
+    metavar: str = "NAME"
 
     def __post_init__(self) -> None:
         if self.kind not in (int, float, str):
@@ -58,7 +60,7 @@ class WorkloadOption:
     def short(self) -> str:
         """The value in a few characters, for ``--help``: ``safe|unsafe``, ``1..3``, ``N>=0``."""
         if self.choices:
-            return "|".join(self.choices) if len(self.choices) <= 4 else "NAME"
+            return "|".join(self.choices) if len(self.choices) <= 4 else self.metavar
         if self.kind is str:
             return "TEXT"
         low, high = _num(self.low), _num(self.high)

@@ -64,6 +64,7 @@ CONSISTENCY = WorkloadOption(
     DEFAULT_CONSISTENCY,
     "the consistency model the checker holds the history to (any `--consistency` name)",
     choices=NAMES,
+    metavar="MODEL",
 )
 OPTIONS: tuple[WorkloadOption, ...] = (CLIENT, CONSISTENCY)
 

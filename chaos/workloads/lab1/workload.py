@@ -37,7 +37,11 @@ RECORD_START = "/chaos/record-start"  # outside /lab1/: the code under test neve
 # The lab's -o options (docs/labs/lab1.md's table is made from these), in units of UNIT seconds
 OPTIONS: tuple[WorkloadOption, ...] = (
     WorkloadOption(
-        "nights", int, None, f"last night to run (0: no end); default --tasks, else {NIGHTS}", low=0
+        "nights",
+        int,
+        None,
+        f"last night to run (0: no end); default: `--tasks`, else {NIGHTS}",
+        low=0,
     ),
     WorkloadOption("lock_at_least", float, 2.0, "`lockAtLeastFor`, units", low=0),
     WorkloadOption("lock_at_most", float, float(LOCK_AT_MOST), "`lockAtMostFor`, units", low=0),
@@ -71,7 +75,7 @@ def solution_path(solution: str) -> Path:
 class Lab1:
     """lab1 as a workload. Capabilities: SolutionMounts, HoldPoints, PauseTarget (the lock
     holder), Gradable, TxnPoints, RoleResolver (``holder``, ``standby`` and the systems' roles),
-    FaultAims (``clock`` aims at the standbys)."""
+    FaultAims (``clock`` aims at the standbys), WorkloadOptions (:data:`OPTIONS`)."""
 
     name = "lab1"
     options = OPTIONS

@@ -48,7 +48,9 @@ def solution_path(solution: str) -> Path:
 
 class Lab3:
     """lab3 as a workload. Capabilities: SolutionMounts, FaultPoints (the seed's three scenarios),
-    HostFaultPoints (txn-error-*, fired by the nodes' etcd proxies), HoldPoints, PauseTarget (the busy worker), RoleResolver (the systems' roles), Scenarios, Gradable."""
+    HostFaultPoints (txn-error-*, fired by the nodes' etcd proxies), HoldPoints, PauseTarget (the
+    busy worker), RoleResolver (the systems' roles), Scenarios, Gradable, WorkloadOptions
+    (:data:`OPTIONS`)."""
 
     name = "lab3"
     options = OPTIONS
