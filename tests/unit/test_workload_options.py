@@ -84,3 +84,26 @@ def test_lab1_options_reach_the_services_typed() -> None:
     assert wl.nights(TestSpec(workload="lab1", tasks=5)) == 5
     with pytest.raises(ValueError, match="lab1 option renew=-2: expected a number >= 0"):
         wl.preflight(TestSpec(workload="lab1", options={"renew": "-2"}))
+
+
+def test_lab1_sets_the_services_variables_of_the_given_options_only() -> None:
+    """As before the declarations: a given option becomes its variable (a float's text); one left
+    out leaves the service's own default; cron mode adds the shared epoch."""
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from chaos.workloads.lab1.workload import Lab1
+
+    def env(**options: str) -> dict[str, str]:
+        ctx: Any = SimpleNamespace(spec=TestSpec(workload="lab1", options=options), state={})
+        return Lab1().option_env(cast(Any, ctx))
+
+    assert env() == {}
+    assert env(lock_at_least="20", renew="2") == {
+        "CHAOS_LAB1_LOCK_AT_LEAST": "20.0",
+        "CHAOS_LAB1_RENEW": "2.0",
+    }
+    cron = env(cron="25")
+    assert cron["CHAOS_LAB1_CRON"] == "25.0"
+    assert {"CHAOS_LAB1_EPOCH", "CHAOS_LAB1_WALL_BASE"} <= set(cron)
+    assert "CHAOS_LAB1_EPOCH" not in env(cron="0")
