@@ -109,10 +109,6 @@ FAULT_DURATION_HELP = (
     "given, else AckWait + 3)."
 )
 NODES_HELP = "How many nodes, at least 1 (with --nodes-file: all the file names)."
-OPTION_HELP = (
-    "A workload option KEY=VALUE, e.g. lab1: -o lock_at_least=2 -o cron=10 (see "
-    "docs/workloads.md). Repeatable."
-)
 QUIET_HELP = "No progress lines on stderr: the results only."
 SANDBOX_NAME_HELP = "The sandbox's name (several sandboxes can coexist)."
 
@@ -254,6 +250,22 @@ def _fault_points_help() -> str:
         if isinstance(wl, FaultPoints):
             found.append(f"{name}: {', '.join(wl.fault_points)}")
     return "; ".join(found)
+
+
+def _workload_options_help() -> str:
+    """Every shipped workload's ``-o`` options, from their declarations (never listed here)."""
+    from chaos.core.capabilities import options_of
+    from chaos.core.options import help_line
+    from chaos.workloads import registry
+
+    found = []
+    for name in sorted(registry.BUILTIN):
+        declared = options_of(registry.BUILTIN[name]())
+        if declared:
+            found.append(help_line(name, declared))
+    return (
+        "A workload option KEY=VALUE (" + "; ".join(found) + "; see docs/workloads.md). Repeatable."
+    )
 
 
 DEFAULT_NODES = 3
@@ -403,7 +415,15 @@ def _options(items: tuple[str, ...]) -> dict[str, str]:
     help="Also write the lab report JSON (store/WORKLOAD/lab-report.json) to FILE.",
 )
 @old_name("--report", new="--lab-report-out")
-@click.option("--option", "-o", "options", multiple=True, metavar="KEY=VALUE", help=OPTION_HELP)
+@click.option(
+    "--option",
+    "-o",
+    "options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    cls=LazyHelp,
+    help_from=_workload_options_help,
+)
 @click.option(
     "--no-html",
     "no_html",
@@ -649,7 +669,15 @@ def _write_lab_report(wl: Any, outcomes: list[Any], folder: Path, report_path: P
 @click.option("--fault-duration", type=SECONDS, default=None, help=FAULT_DURATION_HELP)
 @click.option("--nodes", type=POSITIVE, default=DEFAULT_NODES, show_default=True, help=NODES_HELP)
 @nodes_file_option
-@click.option("--option", "-o", "options", multiple=True, metavar="KEY=VALUE", help=OPTION_HELP)
+@click.option(
+    "--option",
+    "-o",
+    "options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    cls=LazyHelp,
+    help_from=_workload_options_help,
+)
 @click.option(
     "--json-out",
     "json_path",

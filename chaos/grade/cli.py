@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chaos.core.capabilities import Gradable
+from chaos.core.capabilities import Gradable, WorkloadOptions
 from chaos.grade import certs, dispatch, ledger, matrix, seeds, submissions
 from chaos.grade.session import GradeOutcome, GradeRequest, grade
 from chaos.workloads import registry
@@ -103,7 +103,9 @@ def request_of(args: GradeArgs, say: Callable[[str], None]) -> GradeRequest:
     if args.submissions is None or not args.lab:
         raise ValueError("give a submissions folder and --workload (or --resume DIR)")
     wl = gradable(args.lab)
-    m = matrix.load(args.matrix_file or wl.grade_matrix)
+    # a workload that declares no options (a third party's, without the capability) checks its own
+    declared = wl.options if isinstance(wl, WorkloadOptions) else None
+    m = matrix.load(args.matrix_file or wl.grade_matrix, args.lab, declared)
     # every input checked before the out folder is: a grade refused for a bad input writes
     # nothing, so the corrected command is not then refused as "holds a grade already"
     submissions.discover(args.submissions)

@@ -32,11 +32,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from chaos.checkers.elle import DEFAULT_CONSISTENCY, check_transactions, model, transactions
+from chaos.checkers.elle import DEFAULT_CONSISTENCY, NAMES, check_transactions, transactions
 from chaos.checkers.elle.loading import raw_ops
 from chaos.checkers.verdict import CheckResult
 from chaos.core.context import RunContext
-from chaos.core.spec import TestSpec
+from chaos.core.options import WorkloadOption, parse
 from chaos.histories.ops import OpType
 from chaos.histories.store import StoredRun
 from chaos.workloads.generic import classify, drive
@@ -47,7 +47,24 @@ ACTIVE_KEYS = 3
 MAX_WRITES = 24
 # seconds between the unsafe client's read and its write: the work a client does
 UNSAFE_THINK = 0.05
-OPTIONS = ("client", "consistency")
+# The -o options of every transactional etcd workload, declared once
+CLIENT = WorkloadOption(
+    "client",
+    str,
+    "safe",
+    "`safe`: a transaction commits only if no key it read changed meanwhile (strict "
+    "serializable); `unsafe`: read-modify-write without compares (lost updates)",
+    choices=("safe", "unsafe"),
+)
+CONSISTENCY = WorkloadOption(
+    "consistency",
+    str,
+    DEFAULT_CONSISTENCY,
+    "the consistency model the checker holds the history to (any `--consistency` name)",
+    choices=NAMES,
+    metavar="MODEL",
+)
+OPTIONS: tuple[WorkloadOption, ...] = (CLIENT, CONSISTENCY)
 
 Mops = list[list[Any]]
 
@@ -102,19 +119,11 @@ class EtcdTxn(OnEtcd):
 
     name: str
     model: TxnModel
-
-    def preflight(self, spec: TestSpec) -> None:
-        super().preflight(spec)
-        unknown = sorted(set(spec.options) - set(OPTIONS))
-        if unknown:
-            raise ValueError(f"-o {unknown[0]}: {self.name} knows {', '.join(OPTIONS)}")
-        if spec.options.get("client", "safe") not in ("safe", "unsafe"):
-            raise ValueError("-o client: safe or unsafe")
-        model(str(spec.options.get("consistency", DEFAULT_CONSISTENCY)))
+    options = OPTIONS
 
     def run_client(self, ctx: RunContext) -> None:
         m = self.model
-        unsafe = ctx.spec.options.get("client", "safe") == "unsafe"
+        unsafe = parse(self.name, OPTIONS, ctx.spec.options)["client"] == "unsafe"
         next_txn = Generator(ctx.rng_for("workload"), m.write, m.read_first)
         clients = etcd.ProcessClients(ctx)
 

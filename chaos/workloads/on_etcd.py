@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chaos.core.context import RunContext
+from chaos.core.options import WorkloadOption, parse
 from chaos.core.spec import TestSpec
 from chaos.core.target import Target
 from chaos.workloads.systems import etcd
@@ -15,6 +16,9 @@ from chaos.workloads.systems.roles import ETCD_ROLES, system_role
 
 
 class OnEtcd:
+    name: str
+    # WorkloadOptions: none unless a subclass declares some (a -o is refused, never ignored)
+    options: tuple[WorkloadOption, ...] = ()
     # Names: what a fault target may name (etcd's members report no events)
     roles = ETCD_ROLES
     event_kinds: tuple[str, ...] = ()
@@ -22,6 +26,7 @@ class OnEtcd:
     def preflight(self, spec: TestSpec) -> None:
         if spec.concurrency < 1:
             raise ValueError("--concurrency must be at least 1")
+        parse(self.name, self.options, spec.options)
 
     def deploy(self, ctx: RunContext) -> None:
         ctx.progress("starting etcd on every node")

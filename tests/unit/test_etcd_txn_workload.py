@@ -28,11 +28,15 @@ def test_options_are_checked_before_anything_starts(name: str) -> None:
     wl.preflight(TestSpec(workload=name))
     wl.preflight(TestSpec(workload=name, options={"client": "unsafe"}))
     wl.preflight(TestSpec(workload=name, options={"consistency": "PL-SI"}))
-    with pytest.raises(ValueError, match="-o client: safe or unsafe"):
+    with pytest.raises(ValueError, match=f"{name} option client=yolo: expected safe or unsafe"):
         wl.preflight(TestSpec(workload=name, options={"client": "yolo"}))
-    with pytest.raises(ValueError, match=f"-o keys: {name} knows client, consistency"):
+    with pytest.raises(
+        ValueError, match=f"{name} has no option keys; options: client, consistency"
+    ):
         wl.preflight(TestSpec(workload=name, options={"keys": "3"}))
-    with pytest.raises(ValueError, match="unknown consistency model 'linearizable'"):
+    with pytest.raises(
+        ValueError, match="option consistency=linearizable: expected one of read-unc"
+    ):
         wl.preflight(TestSpec(workload=name, options={"consistency": "linearizable"}))
     with pytest.raises(ValueError, match="--concurrency must be at least 1"):
         wl.preflight(TestSpec(workload=name, concurrency=0))

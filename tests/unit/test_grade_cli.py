@@ -34,6 +34,34 @@ def test_a_malformed_matrix_is_named_by_file_line_and_field(tmp_path: Path, subs
     assert not (tmp_path / "o").exists()  # refused before anything was written
 
 
+@pytest.mark.parametrize(
+    ("option", "line", "says"),
+    [
+        (
+            "set_sise: 1",
+            5,
+            "lab3 has no option set_sise; did you mean set_size?; options: set_size",
+        ),
+        ("set_size: 4", 5, "lab3 option set_size=4: expected 1, 2 or 3"),
+    ],
+)
+def test_a_workload_option_the_lab_does_not_declare_stops_the_grade_before_any_run(
+    tmp_path: Path, subs: Path, option: str, line: int, says: str
+) -> None:
+    bad = tmp_path / "grade.yaml"
+    bad.write_text(
+        f"configs:\n  - name: ok\n  - name: small\n    run:\n      option: {{{option}}}\n"
+    )
+    code, out = _grade(
+        str(subs), "--workload", "lab3", "--matrix", str(bad), "--out", str(tmp_path / "o")
+    )
+    assert code == 3
+    key = option.split(":")[0]
+    where = f"{bad}:{line}: configs[1].run.option.{key}: configuration small: {says}"
+    assert where in " ".join(out.split()), out
+    assert not (tmp_path / "o").exists()
+
+
 def test_a_lab_without_a_matrix_is_refused(tmp_path: Path, subs: Path) -> None:
     code, out = _grade(str(subs), "--workload", "etcd-register", "--out", str(tmp_path / "o"))
     assert code == 3 and "etcd-register cannot be graded" in out and "lab3" in out
