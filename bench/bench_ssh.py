@@ -60,7 +60,7 @@ def main() -> None:
                 if p.returncode != 0:
                     raise SystemExit(p.stdout + p.stderr)
                 print(f"sandbox up 3: {time.monotonic() - t0:.2f} s")
-                first = run(store, 1, ["--backend", "ssh", "--nodes", str(nodes)])
+                first = run(store, 1, ["--backend", "ssh", "--nodes-file", str(nodes)])
                 print(
                     f"first ssh run (venv installed over SFTP): prepare {first['prepare']:.2f} s, "
                     f"wall {first['wall']:.2f} s"
@@ -68,7 +68,9 @@ def main() -> None:
             got: dict[str, list[dict[str, float]]] = {"docker": [], "ssh": []}
             for i in range(args.runs):
                 got["docker"].append(run(store, 7 + i, ["--backend", "docker"]))
-                got["ssh"].append(run(store, 7 + i, ["--backend", "ssh", "--nodes", str(nodes)]))
+                got["ssh"].append(
+                    run(store, 7 + i, ["--backend", "ssh", "--nodes-file", str(nodes)])
+                )
             print(f"| phase (median of {args.runs}, s) | docker | ssh | ssh / docker |")
             print("|---|---:|---:|---:|")
             for ph in PHASES:

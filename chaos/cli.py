@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from chaos.checkers.cli import model_argv, model_options
+from chaos.checkers.cli import MODELS, model_argv, model_options
+from chaos.deprecation import old_name, warn_renamed
 from chaos.exits import Exit, usage_status
 from chaos.histories.safe_text import clean
 from chaos.histories.store import DEFAULT_STORE, read_artefact, read_json, workload_of
@@ -91,7 +92,55 @@ def internal_error(e: BaseException) -> NoReturn:
     fail(f"internal error: {type(e).__name__}: {clean(str(e)[:200])}; {where}", Exit.INTERNAL)
 
 
-@click.group(cls=ChaosGroup, context_settings={"help_option_names": ["-h", "--help"]})
+def examples(*lines: str) -> str:
+    """A command's epilog: examples, one a line (``\\b`` keeps click from joining them)."""
+    return "\b\nExamples:\n" + "\n".join(f"  {x}" for x in lines)
+
+
+# Help texts of the options several commands share: one concept, one name, one sentence (the
+# vocabulary test in tests/unit/test_cli_vocabulary.py holds every command to it).
+SEED_HELP = "Seed (>= 0) every random choice derives from; printed when left out."
+SOLUTION_HELP = (
+    "A built-in solution (lab3: reference, starter, check-then-act, ack-before-commit; "
+    "lab1: reference, starter, no-fencing, check-lease-before-write, acquire-without-cas, "
+    "off-by-one-night, token-reuse, renew-without-check) or a path to a folder with protocol.py."
+)
+TIME_LIMIT_HELP = "Seconds (> 0) of workload in load mode, else the bound on the fault phase."
+RECOVERY_HELP = "Seconds (>= 0), after the faults are healed, for the system to finish its work."
+ACK_WAIT_HELP = "JetStream AckWait of the workers' consumer, seconds (> 0)."
+FAULT_DURATION_HELP = (
+    "Seconds (> 0) a scheduled or triggered fault lasts (default: --pause-duration where "
+    "given, else AckWait + 3)."
+)
+NODES_HELP = "How many nodes, at least 1 (with --nodes-file: all the file names)."
+QUIET_HELP = "No progress lines on stderr: the results only."
+SANDBOX_NAME_HELP = "The sandbox's name (several sandboxes can coexist)."
+
+
+class NodesCount(click.IntRange):
+    """``--nodes``: a count >= 1; for one release also an existing file, the deprecated spelling
+    of ``--nodes-file FILE`` (passed on as a Path, for the command to warn about)."""
+
+    def __init__(self) -> None:
+        super().__init__(min=1)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = value.strip().lstrip("+-").isdigit() if isinstance(value, str) else True
+        if not number and Path(value).is_file():
+            return Path(value)
+        return super().convert(value, param, ctx)
+
+
+@click.group(
+    cls=ChaosGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=examples(
+        "chaos run lab3 --nemesis pause",
+        "chaos report store/lab3/latest",
+        "chaos grade submissions/ --workload lab3",
+        "chaos COMMAND -h",
+    ),
+)
 @click.version_option(package_name="chaos-orchestrator")
 def main() -> None:
     """A Jepsen-style chaos test orchestrator."""
@@ -207,6 +256,36 @@ def _fault_points_help() -> str:
     return "; ".join(found)
 
 
+def _workload_options_help() -> str:
+    """Every shipped workload's ``-o`` options, from their declarations (never listed here)."""
+    from chaos.core.capabilities import options_of
+    from chaos.core.options import help_line
+    from chaos.workloads import registry
+
+    found = []
+    for name in sorted(registry.BUILTIN):
+        declared = options_of(registry.BUILTIN[name]())
+        if declared:
+            found.append(help_line(name, declared))
+    return (
+        "A workload option KEY=VALUE (" + "; ".join(found) + "; see docs/workloads.md). Repeatable."
+    )
+
+
+DEFAULT_NODES = 3
+
+
+def nodes_file_option(f: Any) -> Any:
+    return click.option(
+        "--nodes-file",
+        "nodes_file",
+        type=click.Path(path_type=Path, dir_okay=False, exists=True),
+        default=None,
+        metavar="FILE",
+        help="A nodes.yaml naming the machines of --backend ssh (see docs/backends.md).",
+    )(f)
+
+
 def backend_option(f: Any) -> Any:
     return click.option(
         "--backend",
@@ -229,7 +308,15 @@ def _options(items: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-@main.command()
+@main.command(
+    epilog=examples(
+        "chaos run lab3 --nemesis pause --seed 7",
+        "chaos run lab3 --solution ./alice --trigger 'pause worker on delivery'",
+        "chaos run lab1 --nemesis clock:skew=3:orders@n1 --tasks 30",
+        "chaos run lab3 --scenarios all --lab-report-out lab3.json",
+        "chaos run etcd-register --nemesis partition:one --time-limit 20 --rate 50",
+    )
+)
 @click.argument("workload")
 @backend_option
 @click.option("--nemesis", "nemesis", default="", cls=LazyHelp, help_from=_nemesis_help)
@@ -247,63 +334,48 @@ def _options(items: tuple[str, ...]) -> dict[str, str]:
     default=None,
     help="A scripted fault timeline (YAML): 'at 3s pause worker for 6s', ...",
 )
+@click.option("--solution", default="reference", show_default=True, help=SOLUTION_HELP)
+@click.option("--seed", type=SEED, default=None, help=SEED_HELP)
 @click.option(
-    "--solution",
-    default="reference",
-    show_default=True,
-    help="A built-in solution (lab3: reference, starter, check-then-act, ack-before-commit; "
-    "lab1: reference, starter, no-fencing, check-lease-before-write, acquire-without-cas, "
-    "off-by-one-night, token-reuse, renew-without-check) or a path to a folder with protocol.py.",
+    "--tasks",
+    type=POSITIVE,
+    default=None,
+    help="Load mode: this many tasks, >= 1 (random amounts).",
 )
 @click.option(
-    "--seed", type=SEED, default=None, help="Fixes every random choice; printed if omitted."
-)
-@click.option(
-    "--tasks", type=POSITIVE, default=None, help="Load mode: this many tasks (random amounts)."
-)
-@click.option(
-    "--rate", type=SECONDS, default=None, help="Load mode: tasks per second for --time-limit."
-)
-@click.option(
-    "--time-limit",
+    "--rate",
     type=SECONDS,
-    default=30.0,
-    show_default=True,
-    help="Seconds of workload (load mode) or the bound on the fault phase.",
+    default=None,
+    help="Load mode: tasks per second (> 0) for --time-limit seconds.",
 )
+@click.option("--time-limit", type=SECONDS, default=30.0, show_default=True, help=TIME_LIMIT_HELP)
 @click.option(
     "--concurrency",
     type=POSITIVE,
     default=3,
     show_default=True,
-    help="Clients that perform operations at the same time.",
+    help="Clients performing operations at the same time (>= 1).",
 )
 @click.option(
     "--recovery-timeout",
     type=SECONDS_OR_NONE,
     default=40.0,
     show_default=True,
-    help="Seconds, after the faults are healed, for the system to finish its work.",
+    help=RECOVERY_HELP,
 )
-@click.option(
-    "--ack-wait",
-    type=SECONDS,
-    default=2.0,
-    show_default=True,
-    help="JetStream AckWait of the workers' consumer, seconds.",
-)
+@click.option("--ack-wait", type=SECONDS, default=2.0, show_default=True, help=ACK_WAIT_HELP)
 @click.option(
     "--pause-duration",
     type=SECONDS,
     default=None,
-    help="Seconds a pause lasts (default: AckWait + 3).",
+    help="Seconds (> 0) a pause lasts (default: AckWait + 3).",
 )
 @click.option(
     "--nemesis-interval",
     type=SECONDS,
     default=8.0,
     show_default=True,
-    help="Seconds between the faults of a random schedule.",
+    help="Seconds (> 0) between the faults of a random schedule.",
 )
 @click.option(
     "--nemesis-jitter",
@@ -312,27 +384,23 @@ def _options(items: tuple[str, ...]) -> dict[str, str]:
     show_default=True,
     help="Gaps between faults vary by this fraction of the interval (0 to 1).",
 )
-@click.option(
-    "--fault-duration",
-    type=SECONDS,
-    default=None,
-    help="Seconds a scheduled or triggered fault lasts (default: --pause-duration, else AckWait + 3).",
-)
+@click.option("--fault-duration", type=SECONDS, default=None, help=FAULT_DURATION_HELP)
 @click.option(
     "--work-seconds",
     type=SECONDS_OR_NONE,
     default=0.5,
     show_default=True,
-    help="lab3: how long a worker computes before it commits.",
+    help="lab3: seconds (>= 0) a worker computes before it commits.",
 )
 @click.option(
     "--nodes",
     "nodes_arg",
-    default="3",
+    type=NodesCount(),
+    default=DEFAULT_NODES,
     show_default=True,
-    metavar="N|FILE",
-    help="How many nodes (docker), or a nodes.yaml naming the machines (--backend ssh).",
+    help=NODES_HELP,
 )
+@nodes_file_option
 @click.option(
     "--scenarios",
     type=click.Choice(["all"]),
@@ -341,22 +409,24 @@ def _options(items: tuple[str, ...]) -> dict[str, str]:
     "its fault, and write its lab report JSON. Refused with --nemesis (each scenario is the "
     "run's fault); --trigger and --schedule apply to every scenario run.",
 )
-@click.option("--lab-report", "lab_report_flag", is_flag=True, help="Same as --scenarios all.")
+@old_name("--lab-report", new="--scenarios", value="all")
 @click.option(
-    "--report",
+    "--lab-report-out",
     "report_path",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="Also write the lab report JSON here.",
+    metavar="FILE",
+    help="Also write the lab report JSON (store/WORKLOAD/lab-report.json) to FILE.",
 )
+@old_name("--report", new="--lab-report-out")
 @click.option(
     "--option",
     "-o",
     "options",
     multiple=True,
     metavar="KEY=VALUE",
-    help="A workload option, e.g. lab1: -o lock_at_least=2 -o cron=10 (see docs/labs/lab1.md). "
-    "Repeatable.",
+    cls=LazyHelp,
+    help_from=_workload_options_help,
 )
 @click.option(
     "--no-html",
@@ -364,7 +434,31 @@ def _options(items: tuple[str, ...]) -> dict[str, str]:
     is_flag=True,
     help="Skip the HTML report page; `chaos report RUN` renders it later from the stored run.",
 )
-@click.option("-q", "--quiet", is_flag=True, help="Only the verdict lines, no progress.")
+@click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
+@click.option(
+    "--stored-command",
+    default=None,
+    hidden=True,
+    metavar="COMMAND",
+    help="Store COMMAND as the one that reproduces the run (chaos grade's workers run a copy of "
+    "the submission: the run names the submission's own path).",
+)
+@click.option(
+    "--stored-solution",
+    default=None,
+    hidden=True,
+    metavar="PATH",
+    help="Store PATH as the run's solution (with --stored-command: the submission graded).",
+)
+@click.option(
+    "--stored-path",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    hidden=True,
+    metavar="DIR",
+    help="The folder where the run will be kept (chaos grade copies each run into its own "
+    "folder): the run's page names it to re-check and re-render the run.",
+)
 @store_option
 def run(
     workload: str,
@@ -385,38 +479,39 @@ def run(
     triggers: tuple[str, ...],
     schedule_file: Path | None,
     work_seconds: float,
-    nodes_arg: str,
+    nodes_arg: int | Path,
+    nodes_file: Path | None,
     scenarios: str | None,
-    lab_report_flag: bool,
     report_path: Path | None,
     options: tuple[str, ...],
     no_html: bool,
     quiet: bool,
+    stored_command: str | None,
+    stored_solution: str | None,
+    stored_path: Path | None,
     store: Path,
 ) -> None:
-    """Run WORKLOAD (lab3, lab1, etcd-register, etcd-append, jetstream-queue) on a fresh cluster
-    and check it."""
+    """Run WORKLOAD (lab3, lab1, etcd-register, etcd-append, etcd-rw-register, jetstream-queue) on
+    a fresh cluster and check it."""
     from chaos.checkers.verdict import combine
-    from chaos.cluster import backends
     from chaos.core.capabilities import Scenarios
     from chaos.core.spec import TestSpec, fault_seconds
     from chaos.orchestrator.explore import run_command
     from chaos.orchestrator.run import check_spec, run_test
     from chaos.workloads import registry
 
-    nodes, nodes_file = _nodes_arg(nodes_arg)
+    count, nodes_file = _nodes_arg(_given("nodes_arg", nodes_arg), nodes_file)
     try:
         wl = registry.get(workload)
-        backend = backends.get(backend_name, nodes_file=nodes_file)
     except ValueError as e:
         fail(str(e))
-    if nodes_file is not None:
-        # a backend built from a nodes file runs on all of its nodes (not part of Backend)
-        nodes = len(getattr(backend, "file").nodes)  # noqa: B009
+    backend, nodes = _backend(backend_name, count, nodes_file)
     if seed is None:
         seed = random.SystemRandom().randrange(1, 2**31)
     argv = sys.argv[1:]
-    command = "chaos " + shlex.join(argv) + ("" if "--seed" in argv else f" --seed {seed}")
+    command = stored_command or (
+        "chaos " + shlex.join(argv) + ("" if "--seed" in argv else f" --seed {seed}")
+    )
     base = dict(
         workload=workload,
         solution=solution,
@@ -445,7 +540,7 @@ def run(
         ),
     )
     say = _progress(quiet)
-    if scenarios or lab_report_flag:
+    if scenarios:
         if not isinstance(wl, Scenarios):
             have = [n for n in sorted(registry.BUILTIN) if isinstance(registry.get(n), Scenarios)]
             fail(f"{workload} has no seed scenarios; workloads that have: {', '.join(have)}")
@@ -489,6 +584,8 @@ def run(
                     command=command_of(spec),
                     workload=wl,
                     page=not no_html,
+                    stored_solution=stored_solution,
+                    kept_at=stored_path,
                 )
             )
     for o in outcomes:
@@ -506,9 +603,11 @@ def run(
     sys.exit(combine(r for o in outcomes for r in o.results).exit_code)
 
 
-def _rerun_extra(backend_name: str, store: Path) -> tuple[str, ...]:
-    """The options a stored command needs beside its spec's: the backend and store it ran on."""
+def _rerun_extra(backend_name: str, store: Path, nodes_file: Path | None = None) -> tuple[str, ...]:
+    """The options a stored command needs beside its spec's: the backend, nodes file and store
+    it ran on."""
     extra: tuple[str, ...] = ("--backend", backend_name) if backend_name != "docker" else ()
+    extra += ("--nodes-file", str(nodes_file)) if nodes_file is not None else ()
     return extra + (("--store", str(store)) if store != DEFAULT_STORE else ())
 
 
@@ -549,11 +648,17 @@ def _write_lab_report(
     click.echo(f"lab report: {report_path or out}")
 
 
-@main.command()
+@main.command(
+    epilog=examples(
+        "chaos explore lab3 --solution ./alice --seed 7",
+        "chaos explore lab1 --solution acquire-without-cas --budget 6 --keep-going",
+        "chaos explore lab3 --solution ./alice --json-out explore.json",
+    )
+)
 @click.argument("workload")
 @backend_option
-@click.option("--solution", default="reference", show_default=True, help="As for chaos run.")
-@click.option("--seed", type=SEED, default=None, help="Every run's seed derives from it.")
+@click.option("--solution", default="reference", show_default=True, help=SOLUTION_HELP)
+@click.option("--seed", type=SEED, default=None, help=SEED_HELP)
 @click.option(
     "--budget",
     type=click.IntRange(min=0),
@@ -561,30 +666,39 @@ def _write_lab_report(
     show_default=True,
     help="At most this many runs after the fault-free trace (0: the trace only).",
 )
-@click.option("--all", "try_all", is_flag=True, help="Go on after the first invalid run.")
-@click.option("--ack-wait", type=SECONDS, default=2.0, show_default=True, help="As for chaos run.")
-@click.option(
-    "--time-limit", type=SECONDS, default=30.0, show_default=True, help="As for chaos run."
-)
+@click.option("--keep-going", "try_all", is_flag=True, help="Go on after the first invalid run.")
+@old_name("--all", new="--keep-going", flag=True)
+@click.option("--ack-wait", type=SECONDS, default=2.0, show_default=True, help=ACK_WAIT_HELP)
+@click.option("--time-limit", type=SECONDS, default=30.0, show_default=True, help=TIME_LIMIT_HELP)
 @click.option(
     "--recovery-timeout",
     type=SECONDS_OR_NONE,
     default=40.0,
     show_default=True,
-    help="As for chaos run.",
+    help=RECOVERY_HELP,
 )
-@click.option("--fault-duration", type=SECONDS, default=None, help="How long a pause lasts.")
+@click.option("--fault-duration", type=SECONDS, default=None, help=FAULT_DURATION_HELP)
+@click.option("--nodes", type=POSITIVE, default=DEFAULT_NODES, show_default=True, help=NODES_HELP)
+@nodes_file_option
 @click.option(
-    "--option", "-o", "options", multiple=True, metavar="KEY=VALUE", help="A workload option."
+    "--option",
+    "-o",
+    "options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    cls=LazyHelp,
+    help_from=_workload_options_help,
 )
 @click.option(
-    "--json",
+    "--json-out",
     "json_path",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="Also write the exploration as JSON here.",
+    metavar="FILE",
+    help="Also write the exploration (every point tried, its verdict and run) as JSON to FILE.",
 )
-@click.option("-q", "--quiet", is_flag=True)
+@old_name("--json", new="--json-out")
+@click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
 @store_option
 def explore(
     workload: str,
@@ -597,6 +711,8 @@ def explore(
     time_limit: float,
     recovery_timeout: float,
     fault_duration: float | None,
+    nodes: int | None,
+    nodes_file: Path | None,
     options: tuple[str, ...],
     json_path: Path | None,
     quiet: bool,
@@ -606,7 +722,6 @@ def explore(
     before and after each one a fault-free run made, then each fault point. Exit 1 when a run
     was invalid, 2 when a point was never reached or a run was unknown, 0 otherwise."""
     from chaos.checkers.verdict import Verdict
-    from chaos.cluster import backends
     from chaos.core.spec import TestSpec
     from chaos.histories.store import write_json
     from chaos.orchestrator.explore import explore as run_explore
@@ -616,15 +731,16 @@ def explore(
 
     try:
         wl = registry.get(workload)
-        backend = backends.get(backend_name)
     except ValueError as e:
         fail(str(e))
+    backend, count = _backend(backend_name, _given("nodes", nodes), nodes_file)
     if seed is None:
         seed = random.SystemRandom().randrange(1, 2**31)
     spec = TestSpec(
         workload=workload,
         solution=solution,
         seed=seed,
+        nodes=count,
         ack_wait=ack_wait,
         time_limit=time_limit,
         recovery_timeout=recovery_timeout,
@@ -632,7 +748,7 @@ def explore(
         options=_options(options),
     )
     # each run stores the `chaos run` that reproduces it alone, on the same backend and store
-    extra = _rerun_extra(backend_name, store)
+    extra = _rerun_extra(backend_name, store, nodes_file)
     with run_errors():
         check_spec(spec, wl, backend)
     click.echo(f"seed {seed}", err=True)
@@ -659,15 +775,23 @@ def explore(
     sys.exit(Exit.VALID)
 
 
-@main.command(context_settings={"ignore_unknown_options": False})
+@main.command(
+    context_settings={"ignore_unknown_options": False},
+    epilog=examples(
+        "chaos check store/lab3/latest",
+        "chaos check history.edn --model cas-register --semantics knossos",
+        "chaos check history.edn --model list-append --consistency serializable --json",
+        "chaos check store/lab3/latest/history.jsonl --model total-queue",
+    ),
+)
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option(
     "--model",
     "-m",
+    type=click.Choice(MODELS),
     default=None,
-    help="Check a history file (JSONL, Jepsen EDN or log) against a model instead of the "
-    "run's own checkers: cas-register, register, kv, set, set-full, queue, total-queue, "
-    "counter, unique-ids, list-append, rw-register.",
+    help="Check a history file (JSONL, Jepsen EDN or log) against this model instead of the "
+    "run's own checkers.",
 )
 @model_options
 @click.option(
@@ -676,15 +800,28 @@ def explore(
     help="With --model list-append|rw-register: the consistency model (default "
     "strict-serializable).",
 )
-@click.option("--time-limit", type=SECONDS, default=None, help="With --model: search budget (s).")
-@click.option("--max-states", type=POSITIVE, default=None, help="With --model: state budget.")
+@click.option(
+    "--search-timeout",
+    type=SECONDS,
+    default=None,
+    help="With --model: seconds the linearizability search may take before answering unknown "
+    "(> 0; default 60).",
+)
+@old_name("--time-limit", new="--search-timeout")
+@click.option(
+    "--max-states",
+    type=POSITIVE,
+    default=None,
+    help="With --model: configurations the linearizability search may remember before answering "
+    "unknown (>= 1; default 5000000).",
+)
 @click.option("--json", "as_json", is_flag=True, help="With --model: results as JSON.")
 @click.pass_context
 def check(
     ctx: click.Context,
     path: Path,
     model: str | None,
-    time_limit: float | None,
+    search_timeout: float | None,
     max_states: int | None,
     as_json: bool,
     consistency: str | None,
@@ -695,7 +832,6 @@ def check(
     from chaos.checkers.results import write_results
     from chaos.histories.limits import InputError, check_size, input_guard
     from chaos.histories.store import NotARun, load_run
-    from chaos.workloads import registry
 
     forwarded = model_argv(**model_opts)
     try:
@@ -712,8 +848,8 @@ def check(
         args = [str(path), "--model", model, *forwarded, *(["--json"] if as_json else [])]
         if consistency is not None:
             args += ["--consistency", consistency]
-        if time_limit is not None:
-            args += ["--time-limit", str(time_limit)]
+        if search_timeout is not None:
+            args += ["--search-timeout", str(search_timeout)]
         if max_states is not None:
             args += ["--max-states", str(max_states)]
         try:
@@ -739,6 +875,10 @@ def check(
         click.secho(f"warning: {clean(p)}", fg="yellow", err=True)
     if not run_.workload:
         fail(f"{path}/spec.json names no workload; use --model to check the history alone")
+    # Here, not at the top: the workloads (etcd3, grpc, networkx) cost a history file's check
+    # 0.5 s of start-up it never uses.
+    from chaos.workloads import registry
+
     try:
         wl = registry.get(run_.workload)
     except ValueError as e:
@@ -749,34 +889,65 @@ def check(
     sys.exit(verdict.exit_code)
 
 
-def _nodes_arg(value: str) -> tuple[int, Path | None]:
-    """``--nodes 3`` is a count; anything else names a nodes file (which then sets the count)."""
-    if value.isdigit():
-        if int(value) < 1:
-            fail("--nodes: at least 1")
-        return int(value), None
-    path = Path(value)
-    if not path.is_file():
-        fail(f"--nodes: {value} is neither a number nor a nodes file")
-    return 0, path
+def _given(name: str, value: Any) -> Any:
+    """``value`` if the option was typed, else None (its default)."""
+    source = click.get_current_context().get_parameter_source(name)
+    return value if source is click.core.ParameterSource.COMMANDLINE else None
 
 
-@main.command()
-@backend_option
-@click.option(
-    "--nodes",
-    "nodes_file",
-    type=click.Path(path_type=Path, dir_okay=False, exists=True),
-    default=None,
-    help="The nodes.yaml of an SSH run (--backend ssh).",
+def _nodes_arg(value: int | Path | None, nodes_file: Path | None) -> tuple[int | None, Path | None]:
+    """``--nodes N`` is a count (None: not given), ``--nodes-file FILE`` names the machines.
+    ``--nodes FILE`` (a Path from NodesCount) is the deprecated spelling of ``--nodes-file``."""
+    if not isinstance(value, Path):
+        return value, nodes_file
+    if nodes_file is not None:
+        fail(f"--nodes: {value} is not a number of nodes (the nodes file is --nodes-file)")
+    warn_renamed("--nodes FILE", "--nodes-file FILE")
+    return None, value
+
+
+def _backend(name: str, nodes: int | None, nodes_file: Path | None) -> tuple[Any, int]:
+    """The backend, and the run's number of nodes: ``--nodes`` (default 3), or with a nodes file
+    all of its machines (a ``--nodes`` beside it, as a stored command has, must agree)."""
+    from chaos.cluster import backends
+
+    try:
+        backend = backends.get(name, nodes_file=nodes_file)
+    except ValueError as e:
+        fail(str(e))
+    if nodes_file is None:
+        return backend, nodes or DEFAULT_NODES
+    # a backend built from a nodes file runs on all of its nodes (not part of Backend)
+    have = len(getattr(backend, "file").nodes)  # noqa: B009
+    if nodes is not None and nodes != have:
+        fail(f"--nodes {nodes}: {nodes_file} names {have} node(s)")
+    return backend, have
+
+
+@main.command(
+    epilog=examples(
+        "chaos cleanup",
+        "chaos cleanup --backend ssh --nodes-file nodes.yaml",
+        "chaos cleanup --run 410334a1b2 --include-live",
+    )
 )
-@click.option("--run", "run_id", default=None, help="Only this run id.")
+@backend_option
+@nodes_file_option
+@old_name("--nodes", new="--nodes-file")
 @click.option(
-    "--all",
+    "--run",
+    "run_id",
+    default=None,
+    metavar="RUN_ID",
+    help="Only the resources of this run (the run_id in its spec.json).",
+)
+@click.option(
+    "--include-live",
     "all_runs",
     is_flag=True,
     help="Also runs whose orchestrator is still alive (default: only orphaned runs).",
 )
+@old_name("--all", new="--include-live", flag=True)
 def cleanup(backend_name: str, nodes_file: Path | None, run_id: str | None, all_runs: bool) -> None:
     """Remove what crashed runs left: containers, networks, paused processes, partitions.
 
@@ -799,14 +970,15 @@ def cleanup(backend_name: str, nodes_file: Path | None, run_id: str | None, all_
     click.echo("nothing to clean up" if not done else f"removed {removed} resource(s)")
 
 
-@main.group()
+@main.group(epilog=examples("chaos image build", "chaos image build --force"))
 def image() -> None:
     """The Docker backend's node image (built offline from Debian packages and PyPI wheels)."""
 
 
-@image.command("build")
+@image.command("build", epilog=examples("chaos image build", "chaos image build --force"))
 @click.option("--force", is_flag=True, help="Rebuild even if an image with the same inputs exists.")
 def image_build(force: bool) -> None:
+    """Build the node image (nothing to do when one with the same inputs exists); print its tag."""
     from chaos.cluster.base import ClusterError
     from chaos.cluster.docker.backend import DockerBackend
 
@@ -817,20 +989,36 @@ def image_build(force: bool) -> None:
     click.echo(tag)
 
 
-@main.group()
+@main.group(
+    epilog=examples(
+        "chaos sandbox up 3 --nodes-file nodes.yaml",
+        "chaos run lab3 --backend ssh --nodes-file nodes.yaml --nemesis pause",
+        "chaos sandbox down",
+    )
+)
 def sandbox() -> None:
     """Local containers running sshd that stand in for VMs (for --backend ssh)."""
 
 
-@sandbox.command("up")
+@sandbox.command(
+    "up",
+    epilog=examples(
+        "chaos sandbox up 3 --nodes-file nodes.yaml",
+        "chaos sandbox up 5 --name big --user student",
+    ),
+)
 @click.argument("n", type=click.IntRange(1, 16))
 @click.option(
-    "--out",
+    "--nodes-file",
+    "out",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="Where to write the nodes file (default: in the sandbox's state folder).",
+    metavar="FILE",
+    help="Where to write the nodes file (for --nodes-file of chaos run; default: in the "
+    "sandbox's state folder).",
 )
-@click.option("--name", default="sandbox", show_default=True, help="Several sandboxes can coexist.")
+@old_name("--out", new="--nodes-file")
+@click.option("--name", default="sandbox", show_default=True, help=SANDBOX_NAME_HELP)
 @click.option(
     "--user",
     default="chaos",
@@ -838,8 +1026,9 @@ def sandbox() -> None:
     help="The user the nodes file names: chaos (passwordless sudo) or student (no sudo).",
 )
 def sandbox_up(n: int, out: Path | None, name: str, user: str) -> None:
+    """Start N (1 to 16) containers running sshd; print the path of their nodes file."""
     from chaos.cluster.base import ClusterError, node_names
-    from chaos.cluster.ssh import sandbox as sb
+    from chaos.cluster.sandbox import machines as sb
 
     try:
         box = sb.up(n, name=name, out=out, user=user, progress=_progress(False))
@@ -851,11 +1040,12 @@ def sandbox_up(n: int, out: Path | None, name: str, user: str) -> None:
     click.echo(box.nodes_file)
 
 
-@sandbox.command("down")
-@click.option("--name", default="sandbox", show_default=True)
+@sandbox.command("down", epilog=examples("chaos sandbox down", "chaos sandbox down --name big"))
+@click.option("--name", default="sandbox", show_default=True, help=SANDBOX_NAME_HELP)
 def sandbox_down(name: str) -> None:
+    """Remove a sandbox's containers and network."""
     from chaos.cluster.base import ClusterError
-    from chaos.cluster.ssh import sandbox as sb
+    from chaos.cluster.sandbox import machines as sb
 
     try:
         done = sb.down(name=name)
@@ -875,9 +1065,20 @@ def _control_names(value: str | None) -> tuple[str, ...] | None:
     return tuple(n.strip() for n in value.split(",") if n.strip())
 
 
-@main.command("grade")
+@main.command(
+    "grade",
+    epilog=examples(
+        "chaos grade submissions/ --workload lab3 --repeats 5",
+        "chaos grade submissions/ --workload lab1 --matrix grade.yaml --controls reference",
+        "chaos grade submissions/ --workload lab3 --scheduler tls://grader0:8786 --certs tls/",
+        "chaos grade --resume grades/2026-12-01-lab3",
+    ),
+)
 @click.argument("submissions", required=False, type=click.Path(path_type=Path, file_okay=False))
-@click.option("--lab", default=None, help="The workload graded (lab3, lab1).")
+@click.option(
+    "--workload", "lab", default=None, metavar="NAME", help="The workload graded (lab3, lab1)."
+)
+@old_name("--lab", new="--workload")
 @click.option(
     "--matrix",
     "matrix_file",
@@ -885,8 +1086,14 @@ def _control_names(value: str | None) -> tuple[str, ...] | None:
     default=None,
     help="The configurations (grade.yaml; default: the lab's own). See docs/grading.md.",
 )
-@click.option("--repeats", type=click.IntRange(1, 1000), default=3, show_default=True)
-@click.option("--seed", type=SEED, default=None, help="The grade's seed; printed if omitted.")
+@click.option(
+    "--repeats",
+    type=click.IntRange(1, 1000),
+    default=3,
+    show_default=True,
+    help="Runs of each submission under each configuration (1 to 1000).",
+)
+@click.option("--seed", type=SEED, default=None, help=SEED_HELP)
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
@@ -941,7 +1148,7 @@ def _control_names(value: str | None) -> tuple[str, ...] | None:
     help="Only these shipped solutions as control rows, comma-separated (default: all of them; "
     "'none' for no control rows).",
 )
-@click.option("-q", "--quiet", is_flag=True)
+@click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
 def grade_command(
     submissions: Path | None,
     lab: str | None,
@@ -1007,13 +1214,13 @@ def _check_run_argv(argv: list[str]) -> None:
     except click.UsageError as e:
         raise ValueError(" ".join(e.format_message().split())) from None
     wl = registry.get(p["workload"])
-    nodes = str(p["nodes_arg"])
+    nodes = p["nodes_arg"]  # a count, or (deprecated --nodes FILE) a path
     schedule = p["schedule_file"]
     spec = TestSpec(
         workload=p["workload"],
         nemesis=tuple(n.strip() for n in p["nemesis"].split(",") if n.strip()),
         triggers=tuple(p["triggers"]),
-        nodes=int(nodes) if nodes.isdigit() else 0,
+        nodes=nodes if isinstance(nodes, int) else 0,
         schedule=None
         if schedule is None
         else load_schedule(
@@ -1023,16 +1230,29 @@ def _check_run_argv(argv: list[str]) -> None:
     make_nemeses(wl, spec)
 
 
-@main.command("grade-certs")
+@main.command(
+    "grade-certs",
+    epilog=examples(
+        "chaos grade-certs tls/ --scheduler-host grader0",
+        "chaos grade-certs tls/ --scheduler-host grader0 --scheduler-host 10.0.0.5 --days 30",
+    ),
+)
 @click.argument("folder", type=click.Path(path_type=Path, file_okay=False))
 @click.option(
-    "--host",
+    "--scheduler-host",
     "hosts",
     multiple=True,
     metavar="NAME",
     help="The scheduler's host name or address, for its certificate (repeatable).",
 )
-@click.option("--days", type=click.IntRange(1, 3650), default=365, show_default=True)
+@old_name("--host", new="--scheduler-host", multiple=True)
+@click.option(
+    "--days",
+    type=click.IntRange(1, 3650),
+    default=365,
+    show_default=True,
+    help="Days (1 to 3650) the certificates are valid.",
+)
 def grade_certs(folder: Path, hosts: tuple[str, ...], days: int) -> None:
     """TLS certificates for `chaos grade --scheduler tls://...`: a CA of the grade's own and a
     certificate for the scheduler, the workers and the client, in a new folder."""
@@ -1050,11 +1270,11 @@ def grade_certs(folder: Path, hosts: tuple[str, ...], days: int) -> None:
         f"--tls-cert {d}/scheduler.pem --tls-key {d}/scheduler-key.pem\n"
         f"each worker: dask worker tls://SCHEDULER:8786 --resources runs=2 --tls-ca-file "
         f"{d}/ca.pem --tls-cert {d}/worker.pem --tls-key {d}/worker-key.pem\n"
-        f"the grade: chaos grade SUBMISSIONS --lab LAB --scheduler tls://SCHEDULER:8786 --certs {d}"
+        f"the grade: chaos grade SUBMISSIONS --workload LAB --scheduler tls://SCHEDULER:8786 --certs {d}"
     )
 
 
-@main.command("ls")
+@main.command("ls", epilog=examples("chaos ls", "chaos ls --store /data/chaos-store"))
 @store_option
 def ls(store: Path) -> None:
     """List stored runs, newest first."""

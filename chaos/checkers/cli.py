@@ -4,7 +4,7 @@ The command, wired into ``chaos/cli.py`` as the ``--model`` branch of ``chaos ch
 
     chaos check PATH --model M [--semantics knossos|porcupine] [--init VALUE]
         [--nil-read any|value] [--failed-cas absent|observed] [--independent/--no-independent]
-        [--empty valid|unknown] [--time-limit S] [--max-states N] [--json]
+        [--empty valid|unknown] [--search-timeout S] [--max-states N] [--json]
 
 ``PATH`` is a history file (chaos ``history.jsonl``, Jepsen ``history.edn`` — a vector or one map
 per line —, a Jepsen log or ``history.txt``) or a run folder holding one. ``M`` is one of
@@ -41,17 +41,33 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from chaos.checkers.budget import DEFAULT_MAX_STATES, DEFAULT_TIME_LIMIT
+from chaos.deprecation import old_name
 from chaos.exits import Exit
 from chaos.histories.safe_text import clean  # the standard library only: quick to import
 
 if TYPE_CHECKING:  # annotations only: this module stays quick to import
     from chaos.checkers.verdict import CheckResult, Verdict
 
-__all__ = ["check_file_command", "model_argv", "model_options", "parse_init"]
+__all__ = ["MODELS", "check_file_command", "model_argv", "model_options", "parse_init"]
 
 PROBLEMS_SHOWN = 20
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# what --model names (chaos check -m, and this command)
+MODELS = (
+    "cas-register",
+    "register",
+    "kv",
+    "set",
+    "set-full",
+    "queue",
+    "total-queue",
+    "counter",
+    "unique-ids",
+    "list-append",
+    "rw-register",
+)
 
 _OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (
@@ -279,26 +295,16 @@ def _semantics(
     return sem
 
 
-@click.command("check")
+@click.command(
+    "check",
+    epilog="\b\nExamples:\n  chaos check history.edn --model cas-register --search-timeout 120\n"
+    "  chaos check history.jsonl --model total-queue --json",
+)
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option(
     "--model",
     "-m",
-    type=click.Choice(
-        [
-            "cas-register",
-            "register",
-            "kv",
-            "set",
-            "set-full",
-            "queue",
-            "total-queue",
-            "counter",
-            "unique-ids",
-            "list-append",
-            "rw-register",
-        ]
-    ),
+    type=click.Choice(MODELS),
     required=True,
     help="What the history should satisfy.",
 )
@@ -313,18 +319,20 @@ def _semantics(
     "strict-serializable).",
 )
 @click.option(
-    "--time-limit",
+    "--search-timeout",
+    "time_limit",
     type=click.FloatRange(min=0, min_open=True),
     default=DEFAULT_TIME_LIMIT,
     show_default=True,
-    help="Seconds the linearizability search may take before answering unknown.",
+    help="Seconds (> 0) the linearizability search may take before answering unknown.",
 )
+@old_name("--time-limit", new="--search-timeout")
 @click.option(
     "--max-states",
     type=click.IntRange(min=1),
     default=DEFAULT_MAX_STATES,
     show_default=True,
-    help="Configurations the linearizability search may remember before answering unknown.",
+    help="Configurations (>= 1) the linearizability search may remember before answering unknown.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON on stdout.")
 def check_file_command(

@@ -108,8 +108,11 @@ class Journal:
     """Every node's writes, and what could not be read of the journal."""
 
     writes: tuple[Write, ...]
-    problems: tuple[str, ...]
-    nodes: tuple[str, ...]
+    problems: tuple[str, ...]  # in words: unread journals, bad lines
+    nodes: tuple[str, ...]  # the nodes whose journal was read
+    # node → why its journal, or part of it, was not read (the collection's own record); None:
+    # a run stored before the collection recorded it (then only ``problems`` say, in words)
+    unread: Mapping[str, str] | None = None
 
     def by_revision(self) -> dict[int, list[Write]]:
         out: dict[int, list[Write]] = defaultdict(list)
@@ -150,7 +153,16 @@ def read_journal(final: Mapping[str, Any] | None) -> Journal | None:
             )
         )
     nodes = raw.get("nodes") if isinstance(raw.get("nodes"), Mapping) else {}
-    return Journal(writes=tuple(writes), problems=tuple(problems), nodes=tuple(sorted(nodes or {})))
+    return Journal(writes=tuple(writes), problems=tuple(problems),
+                   nodes=tuple(sorted(nodes or {})), unread=_unread(raw.get("unread")))  # fmt: skip
+
+
+def _unread(raw: Any) -> dict[str, str] | None:
+    """``journal.unread`` (node → reason), or None when the run has none: a malformed one is
+    read as "unknown which", never as "every journal was read"."""
+    if not isinstance(raw, Mapping):
+        return None
+    return {str(node): str(why) for node, why in raw.items()}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,7 +11,7 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from chaos.exits import Exit
 
@@ -67,6 +67,23 @@ def combine(results: Iterable[CheckResult]) -> Verdict:
         if r.verdict.rank > worst.rank:
             worst = r.verdict
     return worst
+
+
+M_contra = TypeVar("M_contra", contravariant=True)
+
+
+class ModelChecker(Protocol[M_contra]):
+    """One checker of a lab: a verdict on one run, read from the lab's model of it, built once per
+    check (lab1: ``chaos.workloads.lab1.model.Lab1Run``; lab3: the stored run itself).
+
+    Must: be a pure function of the model — the same model gives the same result, offline and
+    live; say ``unknown`` with the reason when the model lacks what it needs (a run stored before
+    a part existed), never ``valid``. Must not: change the model (its parts are shared by every
+    checker of the check), read files, clocks or the network, or take who wrote what from the code
+    under test's own reports. It may raise on a malformed run: ``check_safe`` makes it ``unknown``.
+    """
+
+    def __call__(self, run: M_contra, /) -> CheckResult: ...
 
 
 def check_safe(name: str, fn: Callable[[], CheckResult]) -> CheckResult:

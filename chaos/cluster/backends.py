@@ -1,7 +1,7 @@
 """Backends by name (``--backend docker``). Third-party backends register through the
 ``chaos.backends`` entry point group: a name and a factory returning a Backend.
 
-A backend may take options (``--nodes FILE`` becomes ``nodes_file=``): ``get`` passes those the
+A backend may take options (``--nodes-file FILE`` becomes ``nodes_file=``): ``get`` passes those the
 factory accepts and refuses, naming them, those it does not."""
 
 from __future__ import annotations

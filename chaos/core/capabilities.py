@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from chaos.checkers.verdict import CheckResult
 from chaos.core.context import RunContext
+from chaos.core.options import WorkloadOption
 from chaos.core.spec import TestSpec
 from chaos.core.target import Target
 from chaos.histories.store import StoredRun
@@ -54,6 +55,25 @@ class SolutionMounts(Protocol):
     path they get inside each node. Must not create or change anything."""
 
     def mounts(self, spec: TestSpec) -> dict[str, str]: ...
+
+
+@runtime_checkable
+class WorkloadOptions(Protocol):
+    """The workload takes ``-o KEY=VALUE`` options, each declared once here, in ``options``.
+
+    ``chaos run``'s help, the grade matrix's check and the docs' option tables are derived from
+    this tuple, so it must be complete: an option read but not declared is refused at every
+    ``-o``. ``preflight`` must validate the run's options with :func:`chaos.core.options.parse`
+    (never by hand) and the workload must read their values as that returns them, typed, with
+    the defaults declared here; a default written anywhere else can drift from the docs.
+    Declaring must not import anything heavy: ``--help`` reads it."""
+
+    options: tuple[WorkloadOption, ...]
+
+
+def options_of(workload: object) -> tuple[WorkloadOption, ...]:
+    """The options a workload declares (none when it does not have the capability)."""
+    return workload.options if isinstance(workload, WorkloadOptions) else ()
 
 
 @runtime_checkable

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chaos.core.capabilities import Gradable
+from chaos.core.capabilities import Gradable, WorkloadOptions
 from chaos.grade import certs, dispatch, ledger, matrix, seeds, submissions
 from chaos.grade.session import GradeOutcome, GradeRequest, grade
 from chaos.workloads import registry
@@ -91,7 +91,7 @@ def request_of(args: GradeArgs, say: Callable[[str], None]) -> GradeRequest:
     if args.resume is not None:
         if args.submissions is not None or args.lab or args.matrix_file:
             raise ValueError(
-                "--resume takes the grade's own settings: give no submissions, --lab, --matrix"
+                "--resume takes the grade's own settings: give no submissions, --workload, --matrix"
             )
         try:
             manifest = ledger.Ledger(args.resume).read_manifest()
@@ -101,9 +101,11 @@ def request_of(args: GradeArgs, say: Callable[[str], None]) -> GradeRequest:
         say(f"resuming {args.resume} (seed {req.seed})")
         return req
     if args.submissions is None or not args.lab:
-        raise ValueError("give a submissions folder and --lab (or --resume DIR)")
+        raise ValueError("give a submissions folder and --workload (or --resume DIR)")
     wl = gradable(args.lab)
-    m = matrix.load(args.matrix_file or wl.grade_matrix)
+    # a workload that declares no options (a third party's, without the capability) checks its own
+    declared = wl.options if isinstance(wl, WorkloadOptions) else None
+    m = matrix.load(args.matrix_file or wl.grade_matrix, args.lab, declared)
     # every input checked before the out folder is: a grade refused for a bad input writes
     # nothing, so the corrected command is not then refused as "holds a grade already"
     submissions.discover(args.submissions)

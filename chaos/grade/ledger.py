@@ -1,6 +1,6 @@
 """The grade's out folder on disk: its manifest and the ledger of finished runs.
 
-    OUT/grade.json      what was asked (lab, seed, repeats, matrix, submissions folder): --resume
+    OUT/grade.json      what was asked (workload, seed, repeats, matrix, submissions folder): --resume
                         reads it back, so a resumed grade is the same grade
     OUT/runs.jsonl      one line per finished run, appended and fsynced as each arrives: a run
                         on this list is never done again

@@ -13,19 +13,23 @@
 Option names are ``chaos run``'s long options; a repeatable one (``trigger``) takes a list,
 ``option`` takes a mapping (each pair becomes ``-o KEY=VALUE``), ``schedule`` a path relative to
 the matrix file. Options that belong to the grading itself (seed, solution, store, ...) are
-refused. Every error names the file, the line and the field.
+refused, and so is an ``option`` the workload does not declare, or a value it does not accept
+(chaos.core.options), so a typo stops the grade before any run. Every error names the file, the
+line and the field.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from chaos.core import options as workload_options
+from chaos.core.options import WorkloadOption
 from chaos.core.spec import TestSpec
 from chaos.histories.files import read_input_text
 from chaos.histories.limits import InputError
@@ -59,8 +63,13 @@ REFUSED: dict[str, str] = {
     "solution": "the solution is the submission being graded",
     "store": "runs are stored in the grade's out folder",
     "scenarios": "one configuration is one run: name a scenario with nemesis: <fault point>",
-    "lab-report": "one configuration is one run",
-    "report": "the grade writes its own report",
+    "lab-report": "one configuration is one run",  # deprecated spelling of --scenarios all
+    "lab-report-out": "the grade writes its own report",
+    "report": "the grade writes its own report",  # deprecated spelling of --lab-report-out
+    "nodes-file": "the grade's concurrent runs cannot share one nodes file's machines",
+    "stored-command": "each graded run stores the command that reproduces it",
+    "stored-solution": "each graded run names the submission it grades",
+    "stored-path": "each graded run's page names the grade's folder of the run",
     "quiet": "the grade's runs are always quiet",
     "no-html": "every graded run keeps its page: the grade's report links to it",
 }
@@ -150,8 +159,12 @@ def _scalar(v: Any) -> str:
 class _Reader:
     """Turns YAML nodes into values, remembering where each came from for the error message."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self, path: Path, workload: str = "", declared: Sequence[WorkloadOption] | None = None
+    ) -> None:
         self.path = path
+        self.workload = workload
+        self.declared = declared  # None: the workload's options are not checked here
 
     def fail(self, node: yaml.Node | None, where: str, what: str) -> MatrixError:
         line = node.start_mark.line + 1 if node is not None else 1
@@ -206,7 +219,7 @@ class _Reader:
             raise self.fail(node, where, "must not be negative")
         return kind(value)
 
-    def options(self, node: yaml.Node, where: str) -> dict[str, Any]:
+    def options(self, node: yaml.Node, where: str, config: str = "") -> dict[str, Any]:
         out: dict[str, Any] = {}
         for raw, knode, v in self.mapping(node, where):
             key = raw.replace("_", "-").removeprefix("--")
@@ -218,12 +231,34 @@ class _Reader:
                     knode, here, f"not a `chaos run` option; known: {', '.join(sorted(OPTIONS))}"
                 )
             out[key] = self.typed(v, here, OPTIONS[key])
+            if key == "option":
+                self.workload_options(v, here, config)
         return out
 
+    def workload_options(self, node: yaml.Node, where: str, config: str) -> None:
+        """Each ``-o`` pair against the workload's declarations, as `chaos run` will check it."""
+        if self.declared is None:
+            return
+        for key, knode, v in self.mapping(node, where):
+            try:
+                workload_options.parse(
+                    self.workload, self.declared, {key: _scalar(self.scalar(v, key))}
+                )
+            except ValueError as e:
+                bad = v if key in {o.name for o in self.declared} else knode
+                named = f"configuration {config}: " if config else ""
+                raise self.fail(bad, f"{where}.{key}", f"{named}{e}") from None
 
-def parse(text: str, path: Path) -> Matrix:
-    """Parse a matrix; MatrixError names file, line and field of the first problem."""
-    r = _Reader(path)
+
+def parse(
+    text: str,
+    path: Path,
+    workload: str = "",
+    declared: Sequence[WorkloadOption] | None = None,
+) -> Matrix:
+    """Parse a matrix; MatrixError names file, line and field of the first problem. With the
+    workload's ``declared`` options, each configuration's ``option`` pairs are checked too."""
+    r = _Reader(path, workload, declared)
     try:
         root = compose(path, text)
     except InputError as e:
@@ -264,7 +299,7 @@ def parse(text: str, path: Path) -> Matrix:
             weight = r.typed(fields["weight"][1], f"{where}.weight", float)
             if weight <= 0:
                 raise r.fail(fields["weight"][1], f"{where}.weight", "must be above 0")
-        run = r.options(fields["run"][1], f"{where}.run") if "run" in fields else {}
+        run = r.options(fields["run"][1], f"{where}.run", name) if "run" in fields else {}
         options = {**defaults, **run}
         if "option" in defaults and "option" in run:  # -o pairs add up; the configuration's win
             options["option"] = {**defaults["option"], **run["option"]}
@@ -272,9 +307,11 @@ def parse(text: str, path: Path) -> Matrix:
     return Matrix(configs=tuple(configs), source=str(path))
 
 
-def load(path: Path) -> Matrix:
+def load(
+    path: Path, workload: str = "", declared: Sequence[WorkloadOption] | None = None
+) -> Matrix:
     try:
         text = read_input_text(path, MAX_MATRIX_BYTES)
     except InputError as e:
         raise MatrixError(str(e)) from None
-    return parse(text, path)
+    return parse(text, path, workload, declared)

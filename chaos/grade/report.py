@@ -292,8 +292,8 @@ def to_html(table: ClassTable, meta: Mapping[str, Any], out: Path | None = None)
     )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
-<title>chaos grade: {E(str(meta.get("lab", "")))}</title><style>{STYLE}</style></head><body>
-<h1>Class report: {E(str(meta.get("lab", "")))}</h1>
+<title>chaos grade: {E(_workload(meta))}</title><style>{STYLE}</style></head><body>
+<h1>Class report: {E(_workload(meta))}</h1>
 <p class="note">grade seed <code>{E(str(meta.get("seed", "")))}</code>, {E(str(meta.get("repeats", "")))} repeat(s) per configuration,
 {len(students)} submission(s), {len(controls)} control row(s); runs: {E(counts)}; weights: {weights}.
 {flakiness}</p>
@@ -361,3 +361,8 @@ def write_all(out: Path, table: ClassTable, meta: Mapping[str, Any]) -> dict[str
     write_atomic(paths["csv"], to_csv(table).encode())
     write_json(paths["json"], to_json(table, meta))
     return paths
+
+
+def _workload(meta: Mapping[str, Any]) -> str:
+    """The graded workload of a grade.json (``lab`` in grades made before the rename)."""
+    return str(meta.get("workload", meta.get("lab", "")))

@@ -48,7 +48,7 @@ class GradeRequest:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "lab": self.lab,
+            "workload": self.lab,
             "submissions": str(self.submissions.resolve()),
             "matrix": self.matrix.to_json(),
             "configs": [c.to_json() for c in self.matrix.configs],
@@ -63,7 +63,7 @@ class GradeRequest:
     @staticmethod
     def from_json(d: Mapping[str, Any], out: Path) -> GradeRequest:
         return GradeRequest(
-            lab=str(d["lab"]),
+            lab=str(d["workload"] if "workload" in d else d["lab"]),  # "lab" before the rename
             submissions=Path(d["submissions"]),
             matrix=Matrix.from_json(d["matrix"]),
             repeats=int(d["repeats"]),
@@ -125,6 +125,9 @@ def plan(
                         submission=None if row.is_control else packed[row.name],
                         timeout=request.run_timeout or c.time_bound() + RUN_MARGIN,
                         chaos=request.chaos,
+                        kept_at=str(
+                            (request.out / ledger.run_folder(row.name, c.name, k)).absolute()
+                        ),
                     )
                 )
     return jobs

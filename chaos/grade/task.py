@@ -75,6 +75,9 @@ class RunJob:
     submission: bytes | None = field(default=None, repr=False)
     timeout: float = 600.0
     chaos: tuple[str, ...] | None = None
+    # where the grade keeps the run once it came back (its page names that folder, not the
+    # worker's temporary store)
+    kept_at: str | None = None
 
     @property
     def key(self) -> str:
@@ -231,6 +234,12 @@ def run_one(job: RunJob) -> Finished:
             solution = str(Path(tmp) / "submission" / Path(job.solution).name)
             unpack(job.submission, Path(solution))
         argv = [*prefix, *job.run_argv(solution), "--store", str(store), "-q"]
+        if job.kept_at is not None:
+            argv += ["--stored-path", job.kept_at]
+        if solution is not None:
+            # the stored run names the submission and reproduces it from there, never from this
+            # copy (deleted below)
+            argv += ["--stored-command", job.command(), "--stored-solution", job.solution]
         out_path = Path(tmp) / "output.txt"
         with open(out_path, "wb") as out:
             proc = subprocess.Popen(

@@ -23,12 +23,19 @@ with the opening and closing quotes of the keyword values of ``:type`` and ``:f`
 those same replaces, so that a block costs about ten passes instead of thirty. A line whose keys
 come in another order still reads right when only its numeric fields moved, and otherwise is not
 JSON (a quote lands where JSON wants a comma), so the block goes the long way: see the function.
+Jepsen's transactions (``:value [[:append 5 3] [:r 5 [1 2 3]]]``) take the shorter way too: a
+keyword that opens a vector is quoted by one replace per distinct name (:func:`_quote_heads`)
+and turned back into a keyword after decoding; any other keyword in a value sends the block the
+long way.
 
 Strings and keywords stay apart: string bodies are cut out before the rewrite and put back
 prefixed with U+0001, keywords in values become strings prefixed with U+0002, and a block that
 has either is built op by op from decoded maps, turning the prefixed strings back into ``str``
 and :class:`~chaos.histories.edn.Keyword`. Keywords as values of ``:type``, ``:f``,
-``:process`` and ``:error`` become plain strings, as the general reader makes them.
+``:process`` and ``:error`` become plain strings, as the general reader makes them. Every
+keyword name read is checked with the general reader's rule (``:a::b``, ``:a:`` and ``:a/`` are
+not keywords there; the fast path's pattern matches them), and a block holding one it refuses
+goes to the general reader, which names the line.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from typing import Any
 
 import msgspec
 
+from chaos.histories.edn_reader import is_keyword_name
 from chaos.histories.edn_types import Keyword
 from chaos.histories.ops import Op
 
@@ -91,9 +99,25 @@ _EXACT = 2.0**53  # integers up to here are exact as floats: ns -> s is then the
 # ``:error`` keywords (``:nemesis``, ``:timeout``) are rarer and go through _RARE_NAMED first.
 _SHAPED_NAMED = (b"type", b"f")
 _SHAPED_KEYS = frozenset((b"type", b"f", b"value", b"time", b"process", b"index", b"error"))
+_HEAD_KW = re.compile(rb"\[:(" + _KW + rb")(?=[\] ,])")
 _FIRST_KEYS = re.compile(rb"(\{|, ):([a-z]+) (:?)")
-_KW_NAME = re.compile(_KW.decode())
 _F_OF = attrgetter("f")
+_PROCESS_OF = attrgetter("process")
+_ERROR_OF = attrgetter("error")
+
+
+@lru_cache(maxsize=1024)
+def _name_ok(name: str) -> bool:
+    """Whether ``:name`` is a keyword the general reader reads (``_KW`` also matches names it
+    refuses: ``a::b``, ``a:``, ``a/``); a name it is not sure of sends the block the long way,
+    and from there to the general reader, which names the line."""
+    return is_keyword_name(name)
+
+
+def _keyword(name: str) -> Keyword:
+    if not _name_ok(name):
+        raise ValueError(f"not a keyword the general reader reads: {name!r}")
+    return Keyword(name)
 
 
 @lru_cache(maxsize=64)
@@ -117,9 +141,10 @@ def _shaped_plan(keys: tuple[tuple[bytes, bool], ...]) -> tuple[tuple[bytes, byt
     return tuple(plan)
 
 
-def _rewrite_shaped(t: bytes) -> bytes | None:
-    """Lines of Jepsen's seven keys, in the order of the first line, as JSON lines; None when
-    the block's first line is not of that kind.
+def _rewrite_shaped(t: bytes) -> tuple[bytes, bool] | None:
+    """Lines of Jepsen's seven keys, in the order of the first line, as JSON lines, and whether
+    values hold vector-opening keywords (:func:`_quote_heads`); None when the block's first
+    line is not of that kind.
 
     Why a line in another order cannot be misread: every ``"`` in the result comes from a
     replace (the block has no strings), and a named value's string runs to the next ``"``. If
@@ -138,14 +163,59 @@ def _rewrite_shaped(t: bytes) -> bytes | None:
     keys = tuple((k, bool(colon) and k in _SHAPED_NAMED) for _, k, colon in found)
     if any(k not in _SHAPED_KEYS for k, _ in keys) or len({k for k, _ in keys}) != len(keys):
         return None
-    if not t.endswith(b"\n") or b"[:" in t:
-        return None  # keywords in vectors: the long way marks them
+    if not t.endswith(b"\n"):
+        return None
+    heads = b"[:" in t
+    if heads:
+        quoted = _quote_heads(t)
+        if quoted is None:
+            return None  # keywords elsewhere in vectors: the long way marks them
+        t = quoted
     for prefix, rx, rep in _RARE_NAMED:
         if prefix in t:
             t = rx.sub(rep, t)
     for old, new in _shaped_plan(keys):
         t = t.replace(old, new)
-    return _nulls(t.replace(b", ", b",").replace(b" ", b","))
+    return _nulls(t.replace(b", ", b",").replace(b" ", b",")), heads
+
+
+def _quote_heads(t: bytes) -> bytes | None:
+    """Keywords that open a vector (``[:append 5 3]``, ``[:r 5 nil]``: the micro-ops of
+    Jepsen's transactions) as JSON strings, one replace per distinct name; None when a ``[:``
+    is left that is not such a keyword.
+
+    Why nothing else can be quoted: the block has no strings (the shaped rewrite's
+    precondition), so after decoding, a string inside a value can only be one of these, at
+    index 0 of a list; :func:`_keyword_heads` turns them back into keywords. And why a line
+    whose keys are out of order still cannot be misread (see :func:`_rewrite_shaped`): if a
+    named value's string ran on to the opening quote of one of these, the name's first
+    character would follow it, which is not JSON after a string."""
+    for name in set(_HEAD_KW.findall(t)):
+        if not _name_ok(name.decode()):
+            return None
+        t = t.replace(b"[:" + name + b" ", b'["' + name + b'" ')
+        if b"[:" + name in t:
+            t = t.replace(b"[:" + name + b"]", b'["' + name + b'"]')
+            t = t.replace(b"[:" + name + b",", b'["' + name + b'",')
+    return None if b"[:" in t else t
+
+
+class _KeywordCache(dict[str, Keyword]):
+    """One :class:`Keyword` per name (they are immutable: ops may share them)."""
+
+    def __missing__(self, name: str) -> Keyword:
+        kw = self[name] = Keyword(name)
+        return kw
+
+
+def _keyword_heads(v: list[Any], keywords: dict[str, Keyword]) -> None:
+    """Turn the quoted vector-opening keywords of a decoded value (see :func:`_quote_heads`)
+    back into :class:`Keyword` objects, in place."""
+    if v and type(v[0]) is str:
+        v[0] = keywords[v[0]]
+    for x in v:
+        if type(x) is list:
+            _keyword_heads(x, keywords)
 
 
 def _nulls(t: bytes) -> bytes:
@@ -161,9 +231,12 @@ def _nulls(t: bytes) -> bytes:
 
 
 def _names_are_keywords(ops: list[Op]) -> bool:
-    """Whether every ``:f`` read by the shaped rewrite is a keyword's name (the general reader's
-    syntax), so that nothing but a keyword was quoted."""
-    return all(_KW_NAME.fullmatch(f) for f in set(map(_F_OF, ops)))
+    """Whether every ``:f``, and every ``:process`` and ``:error`` that is a string, read from
+    a block with no strings is a keyword's name the general reader reads, so that nothing but a
+    keyword was quoted."""
+    names = set(map(_F_OF, ops))
+    names.update(map(_PROCESS_OF, ops), map(_ERROR_OF, ops))
+    return all(_name_ok(x) for x in names if type(x) is str)
 
 
 def _prechecked(block: bytes) -> tuple[bytes, list[bytes], int] | None:
@@ -197,6 +270,8 @@ def _rewrite_long(t: bytes, strings: list[bytes], n: int) -> tuple[bytes, bool, 
         return None
     if b":f :" in t:
         for name in sorted(set(_F_NAMES.findall(t)), key=len, reverse=True):
+            if not _name_ok(name.decode()):
+                return None
             t = t.replace(b":f :" + name, b'"f":"' + name + b'"')
         if b":f :" in t:
             return None
@@ -233,7 +308,7 @@ def _edn(v: Any) -> Any:
         if v[:1] == "\x01":
             return v[1:]
         if v[:1] == "\x02":
-            return Keyword(v[1:])
+            return _keyword(v[1:])
         return v
     if t is list:
         return [_edn(x) for x in v]
@@ -269,11 +344,16 @@ def ops_from_block(
         shaped = _rewrite_shaped(t)
         if shaped is not None:
             try:
-                ops: list[Op] = _OP_LINES.decode_lines(shaped)
+                ops: list[Op] = _OP_LINES.decode_lines(shaped[0])
             except msgspec.DecodeError:  # and ValidationError: the long way decides
                 pass
             else:
                 if len(ops) == n and _names_are_keywords(ops) and _to_seconds(ops):
+                    if shaped[1]:
+                        keywords = _KeywordCache()
+                        for op in ops:
+                            if type(op.value) is list:
+                                _keyword_heads(op.value, keywords)
                     return ops
     rewritten = _rewrite_long(t, strings, n)
     if rewritten is None:
@@ -287,7 +367,7 @@ def ops_from_block(
         except msgspec.DecodeError:
             return None
         else:
-            if len(ops) != n:
+            if len(ops) != n or not _names_are_keywords(ops):
                 return None
             if _to_seconds(ops):
                 return ops
@@ -301,14 +381,16 @@ def ops_from_block(
     for i, m in enumerate(maps):
         if type(m) is not dict:
             return None
-        fixed = {Keyword(k): _edn(v) for k, v in m.items()}
-        for k in ("type", "f", "process", "error"):
-            v = m.get(k)
-            # Named fields: a keyword arrives plain, a string marked. The general reader makes
-            # both plain strings here, except a string :type, which it refuses.
-            if type(v) is str:
-                fixed[Keyword(k)] = v[1:] if v[:1] == "\x01" else v
         try:
+            fixed = {_keyword(k): _edn(v) for k, v in m.items()}
+            for k in ("type", "f", "process", "error"):
+                v = m.get(k)
+                # Named fields: a keyword arrives plain, a string marked. The general reader
+                # makes both plain strings here, except a string :type, which it refuses.
+                if type(v) is str:
+                    if v[:1] != "\x01" and not _name_ok(v):
+                        return None
+                    fixed[Keyword(k)] = v[1:] if v[:1] == "\x01" else v
             out.append(op_from_edn(fixed, position + i))
         except (ValueError, TypeError):
             return None

@@ -207,11 +207,16 @@ def run_test(
     command: str = "",
     workload: Workload | None = None,
     page: bool = True,
+    stored_solution: str | None = None,
+    kept_at: Path | None = None,
 ) -> RunOutcome:
     """One run of ``spec`` on a cluster from ``backend``, stored under ``store``.
 
     ``page=False`` skips the HTML report (``chaos report RUN`` renders it later from the stored
-    run): the verdict, history and results are the same either way.
+    run): the verdict, history and results are the same either way. ``stored_solution``: the
+    solution as the stored run names it, if not ``spec.solution`` (a grade's worker runs a copy
+    of the submission it grades). ``kept_at``: the folder where the run will be kept, if not where
+    it is stored (a grade copies each run to its own folder): the page names that one.
 
     ``workload`` overrides the registry's workload of the spec's name (tests pass an in-memory
     one). Raises ValueError for a spec or solution that cannot work and ClusterError when the
@@ -222,7 +227,7 @@ def run_test(
     nemeses = check_spec(spec, wl, backend)
     versions = backend.prepare(progress)
     run = _Run(spec, wl, store=store, progress=progress)
-    run.record_spec(command=command, backend=backend, versions=versions, nemeses=nemeses)
+    run.record_spec(command, backend, versions, nemeses, stored_solution=stored_solution)
     run.start_recording()
     # engine check, reaping, image check and preflight, before the run's own clock starts
     run.timings["prepare"] = round(time.monotonic() - t_start, 3)
@@ -241,16 +246,7 @@ def run_test(
         except _OverQuota:
             progress("the code under test filled a quota before the services were up")
     run.note_events_cap()
-    return finish(
-        run.run_dir,
-        wl,
-        run.timings,
-        run.interrupted,
-        run.error,
-        progress,
-        warnings=run.tail.problems,
-        page=page,
-    )
+    return run.finish(page=page, kept_at=kept_at)
 
 
 class _Run:
@@ -278,11 +274,18 @@ class _Run:
         self.watch: QuotaWatch | None = None
 
     def record_spec(
-        self, *, command: str, backend: Backend, versions: dict[str, str], nemeses: list[Nemesis]
+        self,
+        command: str,
+        backend: Backend,
+        versions: dict[str, str],
+        nemeses: list[Nemesis],
+        *,
+        stored_solution: str | None,
     ) -> None:
         """``spec.json`` as the run starts (``finish`` adds the outcome)."""
         meta: dict[str, Any] = {
             **self.spec.to_json(),
+            **({"solution": stored_solution} if stored_solution else {}),
             "command": command,
             "run_id": self.run_id,
             "origin_mono": self.origin,
@@ -470,6 +473,20 @@ class _Run:
             self.error = "; ".join(self.errors)
         self.phase("final_reads")
 
+    def finish(self, *, page: bool, kept_at: Path | None) -> RunOutcome:
+        """Check, store and render the run (see :func:`finish`)."""
+        return finish(
+            self.run_dir,
+            self.wl,
+            self.timings,
+            self.interrupted,
+            self.error,
+            self.progress,
+            warnings=self.tail.problems,
+            page=page,
+            kept_at=kept_at,
+        )
+
     def note_events_cap(self) -> None:
         """The events' cap reached by the last read (the merge at teardown, after the final
         reads) goes into ``final.json`` too."""
@@ -490,6 +507,7 @@ def finish(
     *,
     warnings: list[str] | None = None,
     page: bool = True,
+    kept_at: Path | None = None,
 ) -> RunOutcome:
     t0 = time.monotonic()
     progress("checking the history")
@@ -519,7 +537,7 @@ def finish(
     if not page:
         progress(f"report page skipped (render it with `chaos report {run_dir}`)")
     else:
-        render_page(run_dir, wl, progress, meta=meta, timings=timings)
+        render_page(run_dir, wl, progress, meta=meta, timings=timings, kept_at=kept_at)
     return RunOutcome(
         run_dir=run_dir,
         verdict=verdict,
@@ -538,6 +556,7 @@ def render_page(
     *,
     meta: dict[str, Any] | None = None,
     timings: dict[str, float] | None = None,
+    kept_at: Path | None = None,
 ) -> None:
     """Draw a stored run's page; a failure is said, never raised (the verdict stands without
     it). With ``meta``/``timings`` (a run being finished), the page's time goes into spec.json."""
@@ -546,6 +565,7 @@ def render_page(
         render(
             run_dir,
             contributors=wl.report_sections() if isinstance(wl, ReportSections) else (),
+            kept_at=kept_at,
         )
         if meta is not None and timings is not None:
             timings["report"] = round(time.monotonic() - t0, 3)

@@ -12,10 +12,13 @@ from chaos.report.loading import NotARunDir
 __all__ = ["NotARunDir", "Section", "SectionContributor", "render"]
 
 
-def render(run_dir: Path, contributors: Sequence[SectionContributor] = ()) -> Path:
+def render(
+    run_dir: Path, contributors: Sequence[SectionContributor] = (), *, kept_at: Path | None = None
+) -> Path:
     """Write ``run_dir/report.html`` (and ``run_dir/plots/``) and return the page's path;
-    ``contributors`` add the workload's own sections (chaos.report.contrib)."""
+    ``contributors`` add the workload's own sections (chaos.report.contrib); ``kept_at``: the
+    folder the page names as the run's, if not ``run_dir``."""
     # A function rather than a re-export: importing chaos.report (chaos.cli does) stays cheap.
     from chaos.report.page import render as _render
 
-    return _render(run_dir, contributors)
+    return _render(run_dir, contributors, kept_at=kept_at)

@@ -30,7 +30,11 @@ class _Failed(click.ClickException):
 
 
 def make_report_command(contributors_for: ContributorsFor = no_contributors) -> click.Command:
-    @click.command("report")
+    @click.command(
+        "report",
+        epilog="\b\nExamples:\n  chaos report store/lab3/latest\n"
+        "  chaos report grades/2026-12-01-lab3/runs/alice/pause/r1",
+    )
     @click.argument("run_dir", type=click.Path(path_type=Path))
     def report_command(run_dir: Path) -> None:
         """Render RUN_DIR/report.html from the stored run (offline) and print its path."""
@@ -49,7 +53,11 @@ def make_report_command(contributors_for: ContributorsFor = no_contributors) -> 
 
 
 def make_serve_command(contributors_for: ContributorsFor = no_contributors) -> click.Command:
-    @click.command("serve")
+    @click.command(
+        "serve",
+        epilog="\b\nExamples:\n  chaos serve\n  chaos serve --store /data/chaos-store --port 8080\n"
+        "  chaos serve --host 0.0.0.0 --port 0",
+    )
     @click.option(
         "--store",
         type=click.Path(path_type=Path, file_okay=False),
@@ -57,13 +65,18 @@ def make_serve_command(contributors_for: ContributorsFor = no_contributors) -> c
         show_default="store, or $CHAOS_STORE",
         help="Folder that holds the stored runs.",
     )
-    @click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to bind.")
+    @click.option(
+        "--host",
+        default=DEFAULT_HOST,
+        show_default=True,
+        help="Address to listen on (anything but 127.0.0.1, localhost or ::1 serves the network).",
+    )
     @click.option(
         "--port",
         default=DEFAULT_PORT,
         show_default=True,
         type=click.IntRange(0, 65535),
-        help="Port (0: any free).",
+        help="Port to listen on, 0 to 65535 (0: any free port).",
     )
     def serve_command(store: Path, host: str, port: int) -> None:
         """Browse the stored runs: list, open reports, download a run as a zip."""

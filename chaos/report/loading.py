@@ -140,6 +140,14 @@ class RunData:
     lab_report: dict[str, Any]
     missing: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # where the page says the run is kept, if not where it was read from: a grade's worker draws
+    # the page in its temporary copy of the run, which the grade keeps elsewhere
+    kept_at: Path | None = None
+
+    @property
+    def home(self) -> Path:
+        """The folder a reader re-checks or re-renders the run from."""
+        return self.kept_at or self.path
 
     @property
     def lab(self) -> str:

@@ -6,6 +6,7 @@ traceback: a report is most needed for exactly the runs whose data is odd.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import re
@@ -346,7 +347,7 @@ def build_page(run: RunData, contributors: Sequence[SectionContributor] = ()) ->
         + f"<nav>{nav}</nav>"
         + body
         + f'<p class="muted">Rendered {e(stamp)} by chaos {e(chaos.__version__)} from '
-        f"<code>{e(run.path)}</code>.</p></main></body></html>\n"
+        f"<code>{e(run.home)}</code>.</p></main></body></html>\n"
     )
 
 
@@ -358,14 +359,18 @@ def _expected(c: SectionContributor) -> dict[str, str]:
 
 
 def render(
-    run_dir: Path, contributors: Sequence[SectionContributor] | ContributorsFor = ()
+    run_dir: Path,
+    contributors: Sequence[SectionContributor] | ContributorsFor = (),
+    *,
+    kept_at: Path | None = None,
 ) -> Path:
     """Write ``run_dir/report.html`` (and ``run_dir/plots/``) and return the page's path.
 
     ``contributors`` add the run's workload's own sections (chaos.report.contrib): the sections
     themselves, or a lookup from the workload the loaded run names to its sections (``chaos
     report``, ``chaos serve``: the name is read by the same loader as everything else on the
-    page). Without any the page has the generic sections only.
+    page). Without any the page has the generic sections only. ``kept_at``: the folder the page
+    names as the run's (to re-check or re-render it), if not ``run_dir``.
     """
     # A large run is a few hundred thousand small acyclic objects built in one go; the cyclic
     # collector would rescan the growing heap over and over and more than double the time.
@@ -373,6 +378,8 @@ def render(
     gc.disable()
     try:
         run = load(Path(run_dir))
+        if kept_at is not None:
+            run = dataclasses.replace(run, kept_at=kept_at)
         chosen = contributors(run.lab) if callable(contributors) else contributors
         page = build_page(run, chosen)
     finally:

@@ -41,7 +41,7 @@ def verdict_block(run: RunData) -> str:
             if "results.json" in run.missing
             else "results.json holds no verdict."
         )
-        path = shlex.quote(str(run.path))
+        path = shlex.quote(str(run.home))
         return (
             '<div class="verdict unchecked" id="verdict"><div class="badge">NOT CHECKED</div>'
             f'<p class="sentence">{e(why)} Re-check it offline with '
@@ -171,7 +171,7 @@ def params_section(run: RunData) -> str:
         )
         out += f"<h3>Reproduce{note}</h3><pre><code>{e(cmd)}</code></pre>"
     out += (
-        f"<h3>Re-render this page</h3><pre><code>chaos report {e(shlex.quote(str(run.path)))}"
+        f"<h3>Re-render this page</h3><pre><code>chaos report {e(shlex.quote(str(run.home)))}"
         "</code></pre>"
     )
     # The table above is the spec a person reads; the file itself is one click away for a tool.

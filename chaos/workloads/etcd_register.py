@@ -19,40 +19,19 @@ import etcd3.exceptions
 from chaos.checkers.offline import check_history
 from chaos.checkers.verdict import CheckResult
 from chaos.core.context import RunContext
-from chaos.core.spec import TestSpec
-from chaos.core.target import Target
 from chaos.histories.ops import OpType
 from chaos.histories.store import StoredRun
 from chaos.workloads.generic import classify, drive
+from chaos.workloads.on_etcd import OnEtcd, final_values
 from chaos.workloads.systems import etcd
-from chaos.workloads.systems.roles import ETCD_ROLES, system_role
 
 PREFIX = "/register/"
 OPS_PER_KEY = 60
 VALUES = 5
 
 
-class EtcdRegister:
+class EtcdRegister(OnEtcd):
     name = "etcd-register"
-    # Names: what a fault target may name (etcd's members report no events)
-    roles = ETCD_ROLES
-    event_kinds: tuple[str, ...] = ()
-
-    def preflight(self, spec: TestSpec) -> None:
-        if spec.concurrency < 1:
-            raise ValueError("--concurrency must be at least 1")
-
-    def deploy(self, ctx: RunContext) -> None:
-        ctx.progress("starting etcd on every node")
-        etcd.deploy(ctx)
-
-    def resolve_role(self, ctx: RunContext, role: str) -> list[Target] | None:
-        return system_role(ctx, role)
-
-    def pause_target(self, ctx: RunContext) -> Target | None:
-
-        node = ctx.rng_for("pause-target").choice(ctx.cluster.nodes)
-        return Target(node=node, process="etcd")
 
     def run_client(self, ctx: RunContext) -> None:
         rng = ctx.rng_for("workload")
@@ -107,26 +86,11 @@ class EtcdRegister:
                                    error=classify(e))  # fmt: skip
                 clients.drop(process)
 
-        try:
+        with clients:
             drive(ctx, step, default_rate=40.0)
-        finally:
-            clients.close()
-
-    def recovered(self, ctx: RunContext) -> bool:
-        return True
 
     def final_state(self, ctx: RunContext) -> dict[str, Any]:
-        c = etcd.client(ctx)
-        try:
-            return {
-                "registers": {
-                    meta.key.decode().removeprefix(PREFIX): int(v)
-                    for v, meta in c.get_prefix(PREFIX)
-                },
-                "leader": etcd.leader(ctx),
-            }
-        finally:
-            c.close()
+        return final_values(ctx, "registers", PREFIX, int)
 
     def check(self, run: StoredRun) -> list[CheckResult]:
         client_ops = [op for op in run.history if not op.is_nemesis]

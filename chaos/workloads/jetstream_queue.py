@@ -15,6 +15,7 @@ from typing import Any
 from chaos.checkers.offline import check_history
 from chaos.checkers.verdict import CheckResult
 from chaos.core.context import RunContext
+from chaos.core.options import WorkloadOption, parse
 from chaos.core.spec import TestSpec
 from chaos.core.target import Target
 from chaos.histories.ops import OpType
@@ -92,12 +93,13 @@ class _Client:
 
 class JetStreamQueue:
     name = "jetstream-queue"
+    options: tuple[WorkloadOption, ...] = ()  # none: a -o is refused, never ignored
     # Names: what a fault target may name (the broker reports no events)
     roles = NATS_ROLES
     event_kinds: tuple[str, ...] = ()
 
     def preflight(self, spec: TestSpec) -> None:
-        pass
+        parse(self.name, self.options, spec.options)
 
     def deploy(self, ctx: RunContext) -> None:
         ctx.progress("starting the JetStream broker")

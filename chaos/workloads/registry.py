@@ -9,6 +9,7 @@ from importlib.metadata import entry_points
 from chaos.core.workload import Workload
 from chaos.workloads.etcd_append import EtcdAppend
 from chaos.workloads.etcd_register import EtcdRegister
+from chaos.workloads.etcd_rw_register import EtcdRwRegister
 from chaos.workloads.jetstream_queue import JetStreamQueue
 from chaos.workloads.lab1.workload import Lab1
 from chaos.workloads.lab3.workload import Lab3
@@ -18,6 +19,7 @@ BUILTIN: dict[str, Callable[[], Workload]] = {
     "lab3": Lab3,
     "etcd-register": EtcdRegister,
     "etcd-append": EtcdAppend,
+    "etcd-rw-register": EtcdRwRegister,
     "jetstream-queue": JetStreamQueue,
 }
 

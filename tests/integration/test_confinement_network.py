@@ -31,7 +31,7 @@ import pytest
 import chaos
 from chaos.cluster.docker import firewall, image
 from chaos.cluster.docker.cluster import DockerCluster
-from chaos.cluster.docker.procfs import owner_token
+from chaos.cluster.node_kit.owner import owner_token
 from tests.integration.conftest import chaos as chaos_cli
 from tests.integration.conftest import chaos_bg, leftovers, run_dir_from, wait_for_line
 

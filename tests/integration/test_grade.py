@@ -50,7 +50,7 @@ def test_a_tiny_class_on_docker(tmp_path: Path, engine: docker.DockerClient) -> 
     (tmp_path / "grade.yaml").write_text(MATRIX)
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "chaos.cli", "grade", str(subs), "--lab", "lab3",
+        [sys.executable, "-m", "chaos.cli", "grade", str(subs), "--workload", "lab3",
          "--matrix", str(tmp_path / "grade.yaml"), "--repeats", "1", "--seed", "7",
          "--out", str(out), "--parallel", "3", "--controls", "reference,check-then-act"],
         cwd=REPO, capture_output=True, text=True, timeout=600,

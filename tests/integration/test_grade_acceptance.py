@@ -40,7 +40,7 @@ def test_acceptance_grade_of_every_shipped_solution(
     out = tmp_path / "out"
     t0 = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "chaos.cli", "grade", str(subs), "--lab", "lab3",
+        [sys.executable, "-m", "chaos.cli", "grade", str(subs), "--workload", "lab3",
          "--repeats", str(REPEATS), "--seed", "2026", "--out", str(out),
          *(["--parallel", PARALLEL] if PARALLEL else [])],
         cwd=REPO, capture_output=True, text=True, timeout=4 * 3600,

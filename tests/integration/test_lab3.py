@@ -78,7 +78,15 @@ def test_pause_reference_is_valid_with_redelivery_during_the_pause(
 def test_three_seed_scenarios_and_the_lab_report(store: Path, tmp_path: Path) -> None:
     report = tmp_path / "lab03.json"
     p = chaos(
-        "run", "lab3", "--scenarios", "all", "--seed", "3", "--report", str(report), store=store
+        "run",
+        "lab3",
+        "--scenarios",
+        "all",
+        "--seed",
+        "3",
+        "--lab-report-out",
+        str(report),
+        store=store,
     )
     assert p.returncode == 0, p.stdout + p.stderr
     data = json.loads(report.read_text())

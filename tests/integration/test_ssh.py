@@ -39,7 +39,7 @@ def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     out = tmp_path_factory.mktemp("sandbox") / "nodes.yaml"
     name = f"it{os.getpid()}"
     p = subprocess.run(
-        [sys.executable, "-m", "chaos.cli", "sandbox", "up", "3", "--name", name, "--out", str(out)],
+        [sys.executable, "-m", "chaos.cli", "sandbox", "up", "3", "--name", name, "--nodes-file", str(out)],
         capture_output=True, text=True, cwd=REPO, timeout=600,
     )  # fmt: skip
     assert p.returncode == 0, p.stdout + p.stderr
@@ -85,7 +85,7 @@ def test_lab3_pause_reference_is_valid_with_redelivery_and_leaves_nothing(
     t0 = time.monotonic()
     # --work-seconds 1.5: the busy worker is picked from events collected over SSH (~0.05 s old,
     # more on a loaded machine); a wider compute window keeps the pause inside it
-    p = chaos("run", "lab3", "--backend", "ssh", "--nodes", str(nodes), "--nemesis", "pause",
+    p = chaos("run", "lab3", "--backend", "ssh", "--nodes-file", str(nodes), "--nemesis", "pause",
               "--work-seconds", "1.5", "--seed", "7", store=tmp_path, timeout=600)  # fmt: skip
     assert p.returncode == 0, p.stdout + p.stderr
     run = run_dir_from(p)
@@ -140,7 +140,7 @@ def test_lab3_check_then_act_under_partition_and_trigger_is_invalid_with_evidenc
     # against etcd (then nothing is applied twice, and the run is rightly valid); the first of
     # two seeds whose resumed commit goes through must show the double apply.
     for seed in ("3", "4"):
-        p = chaos("run", "lab3", "--backend", "ssh", "--nodes", str(nodes), "--nemesis",
+        p = chaos("run", "lab3", "--backend", "ssh", "--nodes-file", str(nodes), "--nemesis",
                   "partition", "--solution", "check-then-act", "--trigger",
                   "pause worker on delivery until commit for 15s", "--time-limit", "12",
                   "--seed", seed,
@@ -174,7 +174,7 @@ def test_lab1_no_fencing_under_pause_is_invalid(nodes: Path, tmp_path: Path) -> 
     # catches the holder must show the double apply.
     outcomes = []
     for seed in (1, 2, 3):
-        p = chaos("run", "lab1", "--backend", "ssh", "--nodes", str(nodes), "--nemesis", "pause",
+        p = chaos("run", "lab1", "--backend", "ssh", "--nodes-file", str(nodes), "--nemesis", "pause",
                   "--solution", "no-fencing", "--seed", str(seed), "-q", store=tmp_path,
                   timeout=600)  # fmt: skip
         assert p.returncode in (1, 2), p.stdout + p.stderr
@@ -203,7 +203,7 @@ def test_sigkill_mid_partition_then_cleanup_leaves_nothing_on_any_node(
     sched = tmp_path / "hold.yaml"
     sched.write_text(SCHEDULE)
     store = tmp_path / "store"
-    proc = chaos_bg("run", "lab3", "--backend", "ssh", "--nodes", str(nodes), "--schedule",
+    proc = chaos_bg("run", "lab3", "--backend", "ssh", "--nodes-file", str(nodes), "--schedule",
                     str(sched), "--time-limit", "120", "--seed", "5", store=store)  # fmt: skip
     try:
         hist = wait_until(lambda: next((store / "lab3").glob("2*/history.jsonl"), None), 120, 0.2)
@@ -226,7 +226,7 @@ def test_sigkill_mid_partition_then_cleanup_leaves_nothing_on_any_node(
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
     assert traces(nodes, run_id), "SIGKILL leaves the run on the nodes"
-    p = chaos("cleanup", "--backend", "ssh", "--nodes", str(nodes), store=None)
+    p = chaos("cleanup", "--backend", "ssh", "--nodes-file", str(nodes), store=None)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "healed: flushed" in p.stdout and "healed: resumed stopped worker" in p.stdout, p.stdout
     assert traces(nodes, run_id) == {}
@@ -254,7 +254,7 @@ def test_changed_host_key_unreachable_node_and_missing_sudo_fail_before_anything
         + f"{n1} ssh-rsa {other.get_base64()}\n"
     )
     bad = _with(nodes, tmp_path, **{f"known_hosts: {f.known_hosts}": f"known_hosts: {known}"})
-    p = chaos("run", "lab3", "--backend", "ssh", "--nodes", str(bad), store=tmp_path / "s1")
+    p = chaos("run", "lab3", "--backend", "ssh", "--nodes-file", str(bad), store=tmp_path / "s1")
     assert p.returncode == 4, p.stdout + p.stderr
     assert f"n1 (chaos@{n1}:22): host key CHANGED" in p.stderr
     assert "SHA256:" in p.stderr and p.stderr.count("SHA256:") >= 2
@@ -264,7 +264,7 @@ def test_changed_host_key_unreachable_node_and_missing_sudo_fail_before_anything
     gone = ".".join([*n1.split(".")[:3], "250"])
     bad = _with(nodes, tmp_path, **{f"host: {f.nodes[1].host}": f"host: {gone}"})
     t0 = time.monotonic()
-    p = chaos("run", "lab3", "--backend", "ssh", "--nodes", str(bad), store=tmp_path / "s2")
+    p = chaos("run", "lab3", "--backend", "ssh", "--nodes-file", str(bad), store=tmp_path / "s2")
     took = time.monotonic() - t0
     assert p.returncode == 4, p.stdout + p.stderr
     assert f"n2 (chaos@{gone}:22): unreachable" in p.stderr, p.stderr
@@ -272,12 +272,12 @@ def test_changed_host_key_unreachable_node_and_missing_sudo_fail_before_anything
 
     # sudo needed (a user that is not root) but not allowed: named, before anything is started
     bad = _with(nodes, tmp_path, **{"user: chaos": "user: student"})
-    p = chaos("run", "lab3", "--backend", "ssh", "--nodes", str(bad), store=tmp_path / "s3")
+    p = chaos("run", "lab3", "--backend", "ssh", "--nodes-file", str(bad), store=tmp_path / "s3")
     assert p.returncode == 4, p.stdout + p.stderr
     assert "(student@" in p.stderr and "sudo is needed (iptables) but not allowed" in p.stderr
     assert not (tmp_path / "s3").exists()
 
     # a fault the backend cannot do: refused before connecting at all
-    p = chaos("run", "lab3", "--backend", "ssh", "--nodes", str(nodes), "--nemesis", "freeze",
+    p = chaos("run", "lab3", "--backend", "ssh", "--nodes-file", str(nodes), "--nemesis", "freeze",
               store=tmp_path / "s4")  # fmt: skip
     assert p.returncode == 3 and "fault freeze" in p.stderr and "backend ssh" in p.stderr

@@ -210,7 +210,7 @@ def test_the_command_decides_a_never_written_read_before_the_search(tmp_path: Pa
     path = tmp_path / "never.edn"
     edn.write_history(path, _hard(18, last_read=-1))
     t0 = time.perf_counter()
-    r = _run(str(path), "--model", "register", "--time-limit", "60")
+    r = _run(str(path), "--model", "register", "--search-timeout", "60")
     assert r.exit_code == 1 and "(decided before the search)" in r.stdout
     assert time.perf_counter() - t0 < 10  # not the 60 s limit
 

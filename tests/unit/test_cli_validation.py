@@ -207,7 +207,7 @@ def test_grade_of_a_missing_folder_writes_nothing_and_the_corrected_command_is_n
     from chaos.grade.cli import GradeArgs, request_of
 
     monkeypatch.chdir(tmp_path)
-    r = CliRunner().invoke(main, ["grade", "nope", "--lab", "lab3"])
+    r = CliRunner().invoke(main, ["grade", "nope", "--workload", "lab3"])
     assert r.exit_code == Exit.USAGE
     assert "nope: not a folder of submissions" in r.output
     assert not (tmp_path / "grades").exists()
@@ -225,7 +225,7 @@ def test_grade_checks_each_configuration_as_chaos_run_would_before_writing(
     (tmp_path / "subs" / "alice" / "protocol.py").write_text("x = 1\n")
     plan = tmp_path / "grade.yaml"
     plan.write_text("configs:\n  - name: fast\n    run:\n      tasks: 0\n      nemesis: pause\n")
-    r = CliRunner().invoke(main, ["grade", "subs", "--lab", "lab3", "--matrix", str(plan)])
+    r = CliRunner().invoke(main, ["grade", "subs", "--workload", "lab3", "--matrix", str(plan)])
     assert r.exit_code == Exit.USAGE
     assert f"{plan}: configuration fast: Invalid value for '--tasks': 0" in r.output
     assert not (tmp_path / "grades").exists()
@@ -242,7 +242,7 @@ def test_grade_checks_each_configurations_targets_and_triggers(
         ("trigger: ['pause worker on delivery until comit']", "did you mean 'commit'?"),
     ]:
         plan.write_text(f"configs:\n  - name: c\n    run:\n      {run}\n")
-        r = CliRunner().invoke(main, ["grade", "subs", "--lab", "lab3", "--matrix", str(plan)])
+        r = CliRunner().invoke(main, ["grade", "subs", "--workload", "lab3", "--matrix", str(plan)])
         assert r.exit_code == Exit.USAGE and f"{plan}: configuration c: " in r.output
         assert said in r.output
     assert not (tmp_path / "grades").exists()
@@ -259,7 +259,9 @@ def test_the_shipped_grade_matrices_pass_chaos_runs_check(lab: str, tmp_path: Pa
 
 
 def test_grade_refuses_a_run_timeout_out_of_range(tmp_path: Path) -> None:
-    r = CliRunner().invoke(main, ["grade", str(tmp_path), "--lab", "lab3", "--run-timeout", "0"])
+    r = CliRunner().invoke(
+        main, ["grade", str(tmp_path), "--workload", "lab3", "--run-timeout", "0"]
+    )
     assert r.exit_code == Exit.USAGE and "--run-timeout" in r.output
 
 

@@ -62,3 +62,49 @@ def test_a_container_another_process_is_removing_is_skipped_and_other_conflicts_
     busy._explanation = "something else is wrong"
     with pytest.raises(docker.errors.APIError):
         remove_run(Client(), "r")  # type: ignore[arg-type]
+
+
+class _BusyNetwork:
+    """A network whose last endpoint goes after ``busy`` refusals (another process's container
+    removal ending), or never."""
+
+    def __init__(self, busy: int) -> None:
+        self.name, self.busy, self.removed = "chaos-r", busy, False
+
+    def remove(self) -> None:
+        if self.busy:
+            self.busy -= 1
+            response = requests.Response()
+            response.status_code = 403
+            raise docker.errors.APIError(
+                "403",
+                response=response,
+                explanation="error while removing network: network chaos-r has active endpoints",
+            )
+        self.removed = True
+
+
+def test_a_network_is_removed_once_another_removal_lets_go_of_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("chaos.cluster.docker.resources.list_containers", lambda client, flt: [])
+    monkeypatch.setattr("chaos.cluster.docker.resources.NETWORK_WAIT", 0.5)
+    net = _BusyNetwork(busy=2)
+
+    class Networks:
+        def __init__(self, items: list[Any]) -> None:
+            self.items = items
+
+        def list(self, **kw: Any) -> list[Any]:
+            return self.items
+
+    class Client:
+        networks = Networks([net])
+        volumes = Networks([])
+
+    assert remove_run(Client(), "r") == ["network chaos-r"]  # type: ignore[arg-type]
+    assert net.removed
+    net.busy, net.removed = 10**9, False  # a container that never lets go: the error stands
+    with pytest.raises(docker.errors.APIError, match="active endpoints"):
+        remove_run(Client(), "r")  # type: ignore[arg-type]
+    assert not net.removed

@@ -140,8 +140,11 @@ def _constants(tree: ast.Module) -> Iterator[tuple[str, str]]:
             target, value = node.target, node.value
         else:
             continue
-        # a value that names its own module (``Path(__file__)``) differs in each
-        own = any(isinstance(n, ast.Name) and n.id == "__file__" for n in ast.walk(value))
+        # a value that names its own module (``Path(__file__)``) differs in each; a type
+        # variable is a module's own name for "some type", no fact
+        own = any(
+            isinstance(n, ast.Name) and n.id in ("__file__", "TypeVar") for n in ast.walk(value)
+        )
         if isinstance(target, ast.Name) and target.id.isupper() and target.id[0] != "_" and not own:
             yield target.id, ast.unparse(value)
 

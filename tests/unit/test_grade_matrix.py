@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 import pytest
 
-from chaos.core.capabilities import Gradable
+from chaos.core.capabilities import Gradable, options_of
 from chaos.grade import matrix
 from chaos.grade.matrix import MatrixError, parse
 from chaos.workloads import registry
@@ -120,7 +120,7 @@ def test_the_shipped_matrices_parse_into_argv_chaos_run_accepts(lab: str) -> Non
 
     wl = registry.get(lab)
     assert isinstance(wl, Gradable)
-    m = matrix.load(wl.grade_matrix)
+    m = matrix.load(wl.grade_matrix, lab, options_of(wl))  # its -o options are the lab's own
     assert m.configs
     for c in m.configs:
         ctx = run.make_context("run", [lab, *c.argv(), "--seed", "1"], resilient_parsing=False)
@@ -135,3 +135,39 @@ def _spec(lab: str, solution: str):  # type: ignore[no-untyped-def]
     from chaos.core.spec import TestSpec
 
     return TestSpec(workload=lab, solution=solution)
+
+
+LAB1_OPTIONS = options_of(registry.get("lab1"))
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        (
+            "defaults:\n  option: {jbo: 20}\nconfigs:\n  - name: a\n",
+            "g.yaml:2: defaults.option.jbo: lab1 has no option jbo; did you mean job?; options: "
+            "nights, lock_at_least, lock_at_most, cron, job, renew",
+        ),
+        (
+            "configs:\n  - name: a\n    run:\n      option:\n        cron: true\n",
+            "g.yaml:5: configs[0].run.option.cron: configuration a: lab1 option cron=true: "
+            "expected a number >= 0",
+        ),
+        (
+            "configs:\n  - name: a\n    run:\n      option: {nights: 2.5}\n",
+            "g.yaml:4: configs[0].run.option.nights: configuration a: lab1 option nights=2.5: "
+            "expected an integer >= 0",
+        ),
+    ],
+)
+def test_option_pairs_are_checked_against_the_workloads_declarations(text: str, error: str) -> None:
+    with pytest.raises(MatrixError) as e:
+        parse(text, Path("g.yaml"), "lab1", LAB1_OPTIONS)
+    assert str(e.value) == error
+    parse(text, Path("g.yaml"))  # a workload that declares nothing checks its own options
+
+
+def test_good_option_pairs_pass_and_keep_their_argv() -> None:
+    text = "defaults:\n  option: {job: 20}\nconfigs:\n  - name: a\n    run: {option: {nights: 2}}\n"
+    m = parse(text, Path("g.yaml"), "lab1", LAB1_OPTIONS)
+    assert m.get("a").argv() == ["-o", "job=20", "-o", "nights=2"]

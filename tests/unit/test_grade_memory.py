@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import time
@@ -81,6 +83,10 @@ def test_a_class_graded_on_a_local_dask_cluster(tmp_path: Path) -> None:
     bob = out / ledger.run_folder("bob", "pause", 1)
     assert (bob / "report.html").is_file() and (bob / "history.jsonl").is_file()
     assert not (bob / "live").exists()
+    # its page names the grade's folder of the run, not the worker's deleted store
+    page = (bob / "report.html").read_text()
+    assert f"chaos report {html.escape(shlex.quote(str(bob.absolute())))}</code>" in page
+    assert "chaos-grade-" not in page
     assert 'href="runs/bob/pause/r1/report.html"' in (out / "report.html").read_text()
 
     # resumed: nothing finished is done again
@@ -96,7 +102,7 @@ def test_ctrl_c_stops_cleanly_and_resume_goes_on(tmp_path: Path) -> None:
     common = ["--parallel", "1", "--chaos-command", " ".join(CHAOS)]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
-        [*cmd, str(subs), "--lab", "memory-lab3", "--repeats", "1", "--seed", "5", "--out", str(out), *common],
+        [*cmd, str(subs), "--workload", "memory-lab3", "--repeats", "1", "--seed", "5", "--out", str(out), *common],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:
@@ -207,8 +213,32 @@ def test_a_submission_travels_with_its_job(tmp_path: Path) -> None:
         student="bob", config="pause", repeat=1, seed=3, lab="memory-lab3",
         solution="/nowhere/on/this/worker/bob", submission=pack_submission(subs / "bob"),
         options=tuple(matrix.load(MATRIX).get("pause").argv()), timeout=120, chaos=CHAOS,
+        kept_at=str(tmp_path / "run"),
     )  # fmt: skip
-    got = run_one(job).result
+    finished = run_one(job)
+    got = finished.result
     # bob's DEDUP = False reached the run: the planted double apply was found
     assert got.status == "invalid" and "double-apply" in got.checkers, got
     assert got.command.endswith("--solution /nowhere/on/this/worker/bob")
+
+    # the run folder names the submission, not the worker's deleted copy of it: its stored
+    # command and its page's Reproduce are the cell's own command (options, seed, solution)
+    from chaos.grade.task import unpack
+
+    unpack(finished.archive, tmp_path / "run")
+    spec = json.loads((tmp_path / "run" / "spec.json").read_text())
+    stored = spec["command"]
+    assert stored == got.command == job.command()
+    assert stored == (
+        "chaos run memory-lab3 " + " ".join(job.options) + " --seed 3 "
+        "--solution /nowhere/on/this/worker/bob"
+    )
+    assert spec["solution"] == "/nowhere/on/this/worker/bob"  # the page's header and table
+    page = (tmp_path / "run" / "report.html").read_text()
+    assert f"<h3>Reproduce</h3><pre><code>{html.escape(stored)}</code></pre>" in page
+    # nothing on the page names the worker's deleted folder: "Re-render this page" and the
+    # footer name the folder the grade keeps the run in
+    assert "chaos-grade-" not in page
+    kept = html.escape(shlex.quote(str(tmp_path / "run")))
+    assert f"<h3>Re-render this page</h3><pre><code>chaos report {kept}</code></pre>" in page
+    assert f"from <code>{html.escape(str(tmp_path / 'run'))}</code>." in page

@@ -23,14 +23,14 @@ from click.testing import CliRunner
 from chaos.cli import main
 from chaos.grade import certs, dispatch, ledger
 from tests.fixtures.grade_class import CHAOS, REPO, make_class
-from tests.unit.test_grade_dask import _free_port, _start, _stop, _wait_workers
+from tests.unit.test_grade_dask import _start, _stop, _wait_scheduler, _wait_workers
 
 # fake-lab verdicts depend on timing that a busy CPU shifts (scripts/test runs these alone)
 pytestmark = pytest.mark.alone
 
 
 def _certs(folder: Path) -> Path:
-    r = CliRunner().invoke(main, ["grade-certs", str(folder), "--host", "127.0.0.1"])
+    r = CliRunner().invoke(main, ["grade-certs", str(folder), "--scheduler-host", "127.0.0.1"])
     assert r.exit_code == 0, r.output
     return folder
 
@@ -114,8 +114,7 @@ def test_a_tls_grade_across_two_workers_passes_and_no_one_without_a_certificate_
 
     tls = _certs(tmp_path / "tls")
     stranger = _certs(tmp_path / "other-ca")  # a valid certificate, from another authority
-    port = _free_port()
-    address = f"tls://127.0.0.1:{port}"
+    sched_file = tmp_path / "scheduler.json"
     py = sys.executable
     ca = ["--tls-ca-file", str(tls / "ca.pem")]
     procs: list[subprocess.Popen[bytes]] = []
@@ -123,12 +122,15 @@ def test_a_tls_grade_across_two_workers_passes_and_no_one_without_a_certificate_
         procs.append(
             _start(
                 [py, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                 "--port", str(port), "--dashboard-address", "127.0.0.1:0", *ca,
+                 "--port", "0", "--dashboard-address", "127.0.0.1:0", *ca,
                  "--tls-cert", str(tls / "scheduler.pem"),
-                 "--tls-key", str(tls / "scheduler-key.pem")],
+                 "--tls-key", str(tls / "scheduler-key.pem"),
+                 "--scheduler-file", str(sched_file)],
                 tmp_path / "scheduler.log",
             )
         )  # fmt: skip
+        address = _wait_scheduler(sched_file, procs[0], tmp_path / "scheduler.log")
+        port = int(address.rsplit(":", 1)[1])
         for name in ("w1", "w2"):
             procs.append(
                 _start(
@@ -158,7 +160,7 @@ def test_a_tls_grade_across_two_workers_passes_and_no_one_without_a_certificate_
         subs = make_class(tmp_path / "subs", "alice", "bob")
         out = tmp_path / "out"
         p = subprocess.run(
-            [py, "-m", "tests.fixtures.grade_cli", "grade", str(subs), "--lab", "memory-lab3",
+            [py, "-m", "tests.fixtures.grade_cli", "grade", str(subs), "--workload", "memory-lab3",
              "--repeats", "1", "--seed", "3", "--out", str(out), "--scheduler", address,
              "--certs", str(tls), "--chaos-command", " ".join(CHAOS)],
             capture_output=True, text=True, timeout=400, cwd=REPO,

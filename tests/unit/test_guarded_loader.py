@@ -109,7 +109,7 @@ def test_chaos_grade_matrix_exits_3_at_once(tmp_path: Path, fifo: Path, kind: st
     (subs / "alice").mkdir(parents=True)
     (subs / "alice" / "protocol.py").write_text("def create(): pass\ndef complete(): pass\n")
     p = subprocess.run(
-        [sys.executable, "-m", "chaos.cli", "grade", str(subs), "--lab", "lab3",
+        [sys.executable, "-m", "chaos.cli", "grade", str(subs), "--workload", "lab3",
          "--matrix", str(path), "--out", str(tmp_path / "out")],
         capture_output=True, text=True, timeout=30, cwd=REPO,
     )  # fmt: skip

@@ -64,7 +64,7 @@ def test_backends_by_name_and_the_fake_one() -> None:
         backends.get("vagrant")
     with pytest.raises(ValueError, match="backend docker takes no --nodes"):
         backends.get("docker", nodes_file="nodes.yaml")
-    with pytest.raises(ValueError, match="the ssh backend needs --nodes FILE"):
+    with pytest.raises(ValueError, match="the ssh backend needs --nodes-file FILE"):
         backends.get("ssh")
     fake = FakeBackend().make_cluster(run_id="r", nodes=2, live_dir=None, mounts={})  # type: ignore[arg-type]
     assert isinstance(fake, FakeCluster) and fake.nodes == ["n1", "n2"]

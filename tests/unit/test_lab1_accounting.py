@@ -19,7 +19,7 @@ LOCK = keys.lock(keys.JOB)
 
 
 def check(final: dict[str, Any]) -> Any:
-    return accounting.exactly_once([], [], final)
+    return accounting.exactly_once(checkers.model_of([], [], final))
 
 
 def calm() -> dict[str, Any]:

@@ -10,10 +10,11 @@ from typing import Any
 
 import msgspec
 
-from chaos.checkers.verdict import Verdict
+from chaos.checkers.verdict import CheckResult, ModelChecker, Verdict
 from chaos.histories.ops import Event, Op, OpType
 from chaos.workloads.lab1 import checkers, keys
 from chaos.workloads.lab1.keys import change_amount
+from chaos.workloads.lab1.model import Lab1Run
 
 PID = {"n1": 101, "n2": 102, "n3": 103}
 
@@ -140,6 +141,13 @@ def final_of(
     }
 
 
+def judge(
+    fn: ModelChecker[Lab1Run], history: list[Op], events: list[Event], final: Any
+) -> CheckResult:
+    """One checker on the model of a hand-written run."""
+    return fn(checkers.model_of(history, events, final))
+
+
 def results(history: list[Op], events: list[Event], final: Any) -> dict[str, Any]:
     return {r.checker: r for r in checkers.check(history, events, final)}
 
@@ -219,16 +227,16 @@ def test_unfenced_pause_is_a_double_apply_with_both_writes_as_evidence() -> None
 def test_double_apply_is_found_in_the_final_state_even_without_events() -> None:
     history, events, final = paused_run(fenced=False)
     silent = [e for e in events if not (e.node == "n1" and e.kind == "write")]
-    r = checkers.no_double_apply(history, silent, final)
+    r = judge(checkers.no_double_apply, history, silent, final)
     assert r.verdict is Verdict.INVALID
     assert "by n1 with token 1 at an unknown time" in r.summary
 
 
 def test_without_final_state_events_can_still_prove_a_double_apply() -> None:
     history, events, _ = paused_run(fenced=False)
-    assert checkers.no_double_apply(history, events, None).verdict is Verdict.INVALID
+    assert judge(checkers.no_double_apply, history, events, None).verdict is Verdict.INVALID
     history, events, _ = paused_run(fenced=True)
-    assert checkers.no_double_apply(history, events, None).verdict is Verdict.UNKNOWN
+    assert judge(checkers.no_double_apply, history, events, None).verdict is Verdict.UNKNOWN
 
 
 # ---------------------------------------------------------------- stale writes
@@ -236,7 +244,7 @@ def test_without_final_state_events_can_still_prove_a_double_apply() -> None:
 
 def test_stale_write_accepted_by_the_store_is_invalid() -> None:
     history, events, final = paused_run(fenced=False)
-    r = checkers.stale_writes(history, events, final)
+    r = judge(checkers.stale_writes, history, events, final)
     assert r.verdict is Verdict.INVALID
     assert r.summary.startswith(
         "Order o1 accepted a stale write: n1 wrote night 1 with token 1 at 4.05 s after n2 had "
@@ -250,13 +258,13 @@ def test_reused_token_is_invalid() -> None:
     final = final_of(
         [("o1", 1, 1, "n1"), ("o2", 1, 1, "n1"), ("o1", 2, 1, "n2"), ("o2", 2, 1, "n2")], [1, 2], 2
     )
-    r = checkers.stale_writes([], events, final)
+    r = judge(checkers.stale_writes, [], events, final)
     assert r.verdict is Verdict.INVALID
     assert "two grants got fencing token 1: n1 at 1.00 s and n2 at 2.00 s" in r.summary.lower()
 
 
 def test_no_stale_write_attempted() -> None:
-    r = checkers.stale_writes(*calm_run())
+    r = judge(checkers.stale_writes, *calm_run())
     assert r.verdict is Verdict.VALID and r.stats["rejected"] == 0
     assert r.summary.startswith("No stale write was attempted")
 
@@ -268,7 +276,7 @@ def test_lost_night_is_invalid() -> None:
     history, events, final = calm_run()
     final["config"]["nights"] = 3
     events = [*events, ev(3.0, "n3", "lock-acquired", token=3, night=3, ttl=1.2)]
-    r = checkers.every_night(history, events, final)
+    r = judge(checkers.every_night, history, events, final)
     assert r.verdict is Verdict.INVALID
     assert r.summary == (
         "Night 3 was never reconciled (started by n3 with token 3 at 3.00 s, never finished)."
@@ -279,7 +287,7 @@ def test_night_marked_done_with_a_change_missing_is_invalid() -> None:
     history, events, final = calm_run()
     final["orders"]["o2"]["applied"] = final["orders"]["o2"]["applied"][:1]
     final["orders"]["o2"]["balance"] = change_amount("o2", 1)
-    r = checkers.every_night(history, events, final)
+    r = judge(checkers.every_night, history, events, final)
     assert r.verdict is Verdict.INVALID
     assert "Night 2 is marked done but order o2 never got its change for it" in r.summary
 
@@ -287,7 +295,7 @@ def test_night_marked_done_with_a_change_missing_is_invalid() -> None:
 def test_lost_update_is_invalid() -> None:
     history, events, final = calm_run()
     final["orders"]["o1"]["balance"] -= 1
-    r = checkers.every_night(history, events, final)
+    r = judge(checkers.every_night, history, events, final)
     assert r.verdict is Verdict.INVALID
     assert r.anomalies[0]["kind"] == "update-lost"
 
@@ -296,7 +304,7 @@ def test_open_ended_run_accepts_a_night_in_progress() -> None:
     history, events, final = calm_run()
     final["config"]["nights"] = 0
     events = [*events, ev(3.0, "n3", "lock-acquired", token=3, night=3, ttl=1.2)]
-    r = checkers.every_night(history, events, final)
+    r = judge(checkers.every_night, history, events, final)
     assert r.verdict is Verdict.VALID
     assert "night 3 was still running at the end" in r.summary
 
@@ -313,14 +321,14 @@ def test_overlap_is_evidence_not_a_violation() -> None:
         "Replicas n1 (token 1) and n2 (token 2) were both inside the job from 2.50 s to 2.80 s, "
         "n1 while paused"
     )
-    assert not checkers.overlapping_holders(*calm_run()).anomalies
+    assert not judge(checkers.overlapping_holders, *calm_run()).anomalies
 
 
 # ---------------------------------------------------------------- the unsafe-lease timeline
 
 
 def test_timeline_told_when_the_fence_holds() -> None:
-    r = checkers.unsafe_lease(*paused_run(fenced=True))
+    r = judge(checkers.unsafe_lease, *paused_run(fenced=True))
     assert r.verdict is Verdict.VALID
     story = r.anomalies[0]
     assert story["outcome"] == "rejected"
@@ -335,7 +343,7 @@ def test_timeline_told_when_the_fence_holds() -> None:
 
 
 def test_timeline_is_invalid_when_the_stale_write_lands() -> None:
-    r = checkers.unsafe_lease(*paused_run(fenced=False))
+    r = judge(checkers.unsafe_lease, *paused_run(fenced=False))
     assert r.verdict is Verdict.INVALID
     assert r.anomalies[0]["outcome"] == "applied-twice"
     assert "was APPLIED although n2 had applied it with token 2 at 2.60 s" in r.summary
@@ -344,20 +352,20 @@ def test_timeline_is_invalid_when_the_stale_write_lands() -> None:
 def test_timeline_accepts_the_nemesis_target_list_shape() -> None:
     history, events, final = paused_run(fenced=False)
     history = pause_ops("n1", 1.1, 4.0, as_list=True)
-    assert checkers.unsafe_lease(history, events, final).verdict is Verdict.INVALID
+    assert judge(checkers.unsafe_lease, history, events, final).verdict is Verdict.INVALID
 
 
 def test_pause_without_takeover_is_unknown() -> None:
     history, events, final = calm_run()
     history = pause_ops("n1", 1.05, 1.3)  # shorter than the lease: nobody takes over
-    r = checkers.unsafe_lease(history, events, final)
+    r = judge(checkers.unsafe_lease, history, events, final)
     assert r.verdict is Verdict.UNKNOWN
     assert "no other replica acquired it while n1 acted on it" in r.summary
 
 
 def test_pause_of_a_replica_without_the_lock_is_unknown() -> None:
     _, events, final = calm_run()
-    r = checkers.unsafe_lease(pause_ops("n3", 1.05, 1.3), events, final)
+    r = judge(checkers.unsafe_lease, pause_ops("n3", 1.05, 1.3), events, final)
     assert r.verdict is Verdict.UNKNOWN
     assert "did not hold the lock" in r.summary
 
@@ -366,21 +374,23 @@ def test_an_aimed_stop_outside_the_lab_scenario_is_judged_by_what_it_did_not_unk
     # a trigger (or chaos explore) chose the moment: a replica without the lock, or a holder
     # stopped shorter than its lease, is not "the lab's test did not test" but a valid run
     _, events, final = calm_run()
-    r = checkers.unsafe_lease(pause_ops("n3", 1.05, 1.3, trigger="txn-before"), events, final)
+    r = judge(
+        checkers.unsafe_lease, pause_ops("n3", 1.05, 1.3, trigger="txn-before"), events, final
+    )
     assert r.verdict is Verdict.VALID
     assert "A trigger stopped n3 at its txn-before point" in r.summary
     assert "did not hold the lock then" in r.summary
-    held = checkers.unsafe_lease(pause_ops("n1", 1.05, 1.3, trigger="write"), events, final)
+    held = judge(checkers.unsafe_lease, pause_ops("n1", 1.05, 1.3, trigger="write"), events, final)
     assert held.verdict is Verdict.VALID
     assert "held it, and its timeline was not completed" in held.summary
     # the same stops from the random nemesis stay unknown (above), and an aimed stop that ends
     # in a double apply is invalid like any other
-    assert checkers.unsafe_lease(pause_ops("n3", 1.05, 1.3), events, final).verdict is (
+    assert judge(checkers.unsafe_lease, pause_ops("n3", 1.05, 1.3), events, final).verdict is (
         Verdict.UNKNOWN
     )
     _, events, final = paused_run(fenced=False)
     aimed = pause_ops("n1", 1.1, 4.0, trigger="write")
-    assert checkers.unsafe_lease(aimed, events, final).verdict is Verdict.INVALID
+    assert judge(checkers.unsafe_lease, aimed, events, final).verdict is Verdict.INVALID
 
 
 def test_zombie_that_reaches_an_order_first_is_harmless() -> None:
@@ -423,13 +433,13 @@ def test_a_balance_chaos_computes_wrong_is_invalid_whatever_the_log_says() -> No
     extra = change_amount("o2", 2)
     final["orders"]["o2"]["balance"] += extra
     final["orders"]["o2"]["applied"][-1]["amount"] += extra
-    r = checkers.every_night(history, events, final)
+    r = judge(checkers.every_night, history, events, final)
     assert r.verdict is Verdict.INVALID
     (b,) = [a for a in r.anomalies if a["kind"] == "balance"]
     assert b["order"] == "o2" and b["balance"] - b["expected"] == extra
     assert f"{extra} more than the 2 nights' changes: a change was applied twice" in r.summary
     _, _, ok = calm_run()
-    assert checkers.every_night(history, events, ok).verdict is Verdict.VALID
+    assert judge(checkers.every_night, history, events, ok).verdict is Verdict.VALID
 
 
 # ---------------------------------------------------------------- issue 11: the true cause
@@ -446,6 +456,31 @@ def lock_version(rev: int, node: str, token: int, locked_at: float, until: float
     }
 
 
+def test_a_check_builds_the_runs_model_once(monkeypatch: Any) -> None:
+    # every checker reads grants (7 of them recomputed them, O(n²) each, before the model)
+    from chaos.workloads.lab1 import model
+
+    calls: dict[str, int] = {}
+
+    def counted(name: str) -> None:
+        real = getattr(model, name)
+
+        def wrapper(*args: Any) -> Any:
+            calls[name] = calls.get(name, 0) + 1
+            return real(*args)
+
+        monkeypatch.setattr(model, name, wrapper)
+
+    for name in ("grants_of", "applications", "lock_grants", "stops_of", "read_journal"):
+        counted(name)
+    history, events, final = paused_run(fenced=False)
+    final["lock_history"] = calm_lock_history()
+    res = results(history, events, final)
+    assert not [r.summary for r in res.values() if "crashed" in r.summary]
+    assert res["unsafe-lease"].verdict is Verdict.INVALID  # the model was read, not bypassed
+    assert calls == dict.fromkeys(calls, 1) and len(calls) == 5, calls
+
+
 def calm_lock_history() -> list[dict[str, Any]]:
     # n1 takes token 1 at 100.0 (lease to 103.0) and releases it at 100.3; n2 takes token 2 at
     # 100.5 and releases at 100.8
@@ -460,7 +495,7 @@ def calm_lock_history() -> list[dict[str, Any]]:
 def test_lease_exclusivity_is_valid_when_each_grant_begins_after_the_last_lease() -> None:
     history, events, final = calm_run()
     final["lock_history"] = calm_lock_history()
-    r = checkers.lease_exclusivity(history, events, final)
+    r = judge(checkers.lease_exclusivity, history, events, final)
     assert r.verdict is Verdict.VALID
     assert "each of 2 grants began after every earlier lease's lock_until" in r.summary
     assert "by the lock record's own times" in r.summary
@@ -474,7 +509,7 @@ def test_lease_exclusivity_names_both_grants_of_an_acquire_without_compare() -> 
         *calm_lock_history()[:3],
         lock_version(12, "n3", 2, 100.4, 103.4),
     ]
-    r = checkers.lease_exclusivity(history, events, final)
+    r = judge(checkers.lease_exclusivity, history, events, final)
     assert r.verdict is Verdict.INVALID
     assert r.summary.startswith(
         "Two grants held the lock at once: n3's grant of token 2 (rev 12) was locked at "
@@ -484,7 +519,7 @@ def test_lease_exclusivity_names_both_grants_of_an_acquire_without_compare() -> 
     (a,) = r.anomalies
     assert [(g["node"], g["rev"]) for g in a["grants"]] == [("n2", 10), ("n3", 12)]
     # and stale-writes names the token granted twice, in the record's order
-    s = checkers.stale_writes(history, events, final)
+    s = judge(checkers.stale_writes, history, events, final)
     assert s.verdict is Verdict.INVALID
     assert "two grants got fencing token 2: n2's grant of token 2 (rev 10" in s.summary.lower()
 
@@ -495,18 +530,20 @@ def test_lease_exclusivity_without_the_record_history_uses_the_reported_grants()
         ev(1.0, "n1", "lock-acquired", token=1, night=1, ttl=3.0, until=103.0, locked_at=100.0),
         ev(1.2, "n2", "lock-acquired", token=2, night=2, ttl=3.0, until=103.2, locked_at=100.2),
     ]
-    r = checkers.lease_exclusivity(history, events, final)
+    r = judge(checkers.lease_exclusivity, history, events, final)
     assert r.verdict is Verdict.INVALID and "by the times the grants reported" in r.summary
     assert "≈1.20 s" in r.summary  # placed in the run through the grants' until - ttl
     released = ev(1.1, "n1", "lock-released", token=1, night=1, until=100.15)
     ok = [events[0], released, events[1]]
-    assert checkers.lease_exclusivity(history, ok, final).verdict is Verdict.VALID
+    assert judge(checkers.lease_exclusivity, history, ok, final).verdict is Verdict.VALID
 
 
 def test_a_renewal_after_another_replica_took_the_lock_is_invalid() -> None:
     history, events, final = paused_run(fenced=True)
     renewed = ev(4.02, "n1", "lock-renewed", token=1, night=1)
-    r = checkers.lease_exclusivity(history, sorted([*events, renewed], key=lambda e: e.time), final)
+    r = judge(
+        checkers.lease_exclusivity, history, sorted([*events, renewed], key=lambda e: e.time), final
+    )
     assert r.verdict is Verdict.INVALID
     assert r.summary.startswith(
         "A renewal after losing the lock: n1 renewed its lease (token 1) at 4.02 s although n2 "
@@ -514,7 +551,9 @@ def test_a_renewal_after_another_replica_took_the_lock_is_invalid() -> None:
     )
     # the holder's own renewal, before anyone else acquired: fine
     own = ev(1.05, "n1", "lock-renewed", token=1, night=1)
-    r = checkers.lease_exclusivity(history, sorted([*events, own], key=lambda e: e.time), final)
+    r = judge(
+        checkers.lease_exclusivity, history, sorted([*events, own], key=lambda e: e.time), final
+    )
     assert r.verdict is Verdict.VALID and "1 renewal(s), each by the holder" in r.summary
 
 
@@ -545,14 +584,14 @@ def test_a_renewal_is_placed_by_its_transactions_revision_not_by_when_it_was_rep
     # the service's own trace claims the renewal at rev 12: its word, not evidence
     forged = ev(4.01, "n1", "txn", fn="extend", n=1, ok=True, rev=12)
     got = sorted([*events, forged, late], key=lambda e: e.time)
-    r = checkers.lease_exclusivity(history, got, final)
+    r = judge(checkers.lease_exclusivity, history, got, final)
     assert r.verdict is Verdict.VALID, r.summary
     # the journal has the renewal's transaction at rev 12 (after n2's grant): it renewed n2's
     # lease, writing n2's own record back with a later lock_until (renew-without-check)
     _journaled(final, "n1", 12, 4.01, {"token": 2, "locked_by": "n2"})
     honest = ev(1.05, "n1", "txn", fn="extend", n=1, ok=True, rev=5)
     got = sorted([*events, honest, late], key=lambda e: e.time)
-    r = checkers.lease_exclusivity(history, got, final)
+    r = judge(checkers.lease_exclusivity, history, got, final)
     assert r.verdict is Verdict.INVALID
     assert r.summary.startswith(
         "A renewal after losing the lock: n1 renewed its lease (token 1) at 4.02 s although n2 "
@@ -567,7 +606,7 @@ def test_a_token_granted_again_to_the_same_replica_is_invalid() -> None:
     final = final_of(
         [("o1", 1, 1, "n1"), ("o2", 1, 1, "n1"), ("o1", 2, 1, "n1"), ("o2", 2, 1, "n1")], [1, 2], 2
     )
-    r = checkers.stale_writes([], events, final)
+    r = judge(checkers.stale_writes, [], events, final)
     assert r.verdict is Verdict.INVALID
     assert r.summary.startswith(
         "Two grants got fencing token 1: n1 at 1.00 s and n1 at 2.00 s; a token must increase "
@@ -579,7 +618,7 @@ def test_a_token_granted_again_to_the_same_replica_is_invalid() -> None:
         lock_version(9, "n1", 1, 100.0, 100.3),
         lock_version(10, "n1", 1, 100.5, 103.5),
     ]
-    r = checkers.stale_writes([], events, final)
+    r = judge(checkers.stale_writes, [], events, final)
     assert r.verdict is Verdict.INVALID and r.stats["grants_from"] == "lock record"
     assert "(rev 3" in r.summary and "(rev 10" in r.summary
 
@@ -589,13 +628,13 @@ def test_a_token_lower_than_an_earlier_grant_is_invalid() -> None:
     history = calm_lock_history()
     history[2]["token"] = history[3]["token"] = 3
     final["lock_history"] = [*history, lock_version(20, "n3", 2, 101.0, 104.0)]
-    r = checkers.stale_writes([], events, final)
+    r = judge(checkers.stale_writes, [], events, final)
     assert r.verdict is Verdict.INVALID and r.anomalies[0]["kind"] == "token-decreased"
     assert r.summary.startswith(
         "A token went down: n3's grant of token 2 (rev 20) came after n2's grant of token 3"
     )
     final["lock_history"] = calm_lock_history()
-    assert checkers.stale_writes([], events, final).verdict is Verdict.VALID
+    assert judge(checkers.stale_writes, [], events, final).verdict is Verdict.VALID
 
 
 def off_by_one_run() -> tuple[list[Op], list[Event], dict[str, Any]]:
@@ -623,7 +662,7 @@ def off_by_one_run() -> tuple[list[Op], list[Event], dict[str, Any]]:
 
 def test_unsafe_lease_tells_a_takeover_after_the_resume_in_the_stores_order() -> None:
     history, events, final = off_by_one_run()
-    r = checkers.unsafe_lease(history, events, final)
+    r = judge(checkers.unsafe_lease, history, events, final)
     assert r.verdict is Verdict.INVALID
     assert "no other replica acquired it" not in r.summary
     # in order of time: n1 resumed before n2 took over; n1's write came first in the store
@@ -641,19 +680,19 @@ def test_stale_writes_does_not_claim_nobody_wrote_after_losing_the_lease() -> No
         lock_version(3, "n1", 1, 100.0, 101.2),
         lock_version(9, "n2", 2, 101.5, 102.7),  # n2's grant before n1's write (rev 10)
     ]
-    r = checkers.stale_writes(history, events, final)
+    r = judge(checkers.stale_writes, history, events, final)
     assert r.verdict is Verdict.VALID
     assert "no replica wrote after losing its lease" not in r.summary
     assert (
         "n1 wrote o1 of night 1 with token 1 at 2.45 s after losing the lock to n2 (token 2)"
         in r.summary
     )
-    d = checkers.no_double_apply(history, events, final)
+    d = judge(checkers.no_double_apply, history, events, final)
     assert "after n1 was paused (1.10 s to 2.40 s) and had lost the lock to n2 (token 2)" in (
         d.summary
     )
     # not paused (a clock ahead took the lock from it): the sentence still reads
-    d = checkers.no_double_apply([], events, final)
+    d = judge(checkers.no_double_apply, [], events, final)
     assert "by n1 with token 1 at 2.45 s, after n1 had lost the lock to n2 (token 2)" in d.summary
 
 
@@ -678,9 +717,9 @@ def test_no_double_apply_names_the_pause_that_ended_at_the_sigcont() -> None:
         ev(7.8136, "n1", "write", order="o1", night=1, token=1, outcome="applied"),
     ]
     final = final_of([("o1", 1, 2, "n2"), ("o1", 1, 1, "n1")], [1], 1, orders=("o1",))
-    r = checkers.no_double_apply(history, sorted(events, key=lambda e: e.time), final)
+    r = judge(checkers.no_double_apply, history, sorted(events, key=lambda e: e.time), final)
     assert "after n1 was paused (1.10 s to 7.81 s)" in r.summary
-    u = checkers.unsafe_lease(history, sorted(events, key=lambda e: e.time), final)
+    u = judge(checkers.unsafe_lease, history, sorted(events, key=lambda e: e.time), final)
     assert u.verdict is Verdict.INVALID and "survived" not in u.summary
 
 
@@ -701,7 +740,7 @@ def test_a_stop_while_acquiring_is_not_a_paused_holder() -> None:
         )
         for o in history
     ]
-    r = checkers.unsafe_lease(history, events, final)
+    r = judge(checkers.unsafe_lease, history, events, final)
     assert r.verdict is Verdict.VALID
     assert r.summary.startswith("n3 was stopped while acquiring the lock (1.05 s to 1.30 s)")
 
@@ -740,3 +779,21 @@ def test_night_reruns_says_a_takeover_after_expiry_is_not_a_rerun() -> None:
         "No night's job ran to its end twice (2 nights); night 1 was taken over after its "
         "holder's lease had expired, which the fencing token must make safe."
     )
+
+
+def test_no_function_of_lab1s_model_and_checkers_is_over_60_lines() -> None:
+    # issue 24: each checker a small function over the model; this keeps them so
+    import ast
+    from pathlib import Path
+
+    from chaos.workloads.lab1 import accounting, authors, model
+
+    files = [Path(m.__file__ or "") for m in (model, accounting, authors)]
+    files += sorted(Path(checkers.__file__ or "").parent.glob("*.py"))
+    long = [
+        f"{f.name}:{n.name} ({(n.end_lineno or 0) - n.lineno + 1} lines)"
+        for f in files
+        for n in ast.walk(ast.parse(f.read_text()))
+        if isinstance(n, ast.FunctionDef) and (n.end_lineno or 0) - n.lineno + 1 > 60
+    ]
+    assert len(files) == 11 and not long, long

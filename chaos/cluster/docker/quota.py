@@ -9,7 +9,7 @@ must see the same folder (a claim is an ``O_EXCL`` create in one shared folder).
 are charged to the memory group of whoever wrote them, so the node's memory limit holds too.
 
 The host mounts are named ``chaos-live:<owner pid>:<start time>`` (the orchestrator's
-:func:`~chaos.cluster.docker.procfs.owner_token`), so that the reaper can find and remove those of
+:func:`~chaos.cluster.node_kit.owner.owner_token`), so that the reaper can find and remove those of
 an orchestrator that died, with or without containers left. Before a mount is removed its regular
 files are copied to the disk folder beneath it (at most its size, since that is all it can hold):
 the run keeps its claims and raw events for whoever inspects it.
@@ -29,7 +29,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from chaos.cluster.docker.procfs import owner_alive, owner_token
+from chaos.cluster.node_kit.owner import owner_alive, owner_token
 from chaos.histories.files import open_regular, read_regular
 
 MOUNT_PREFIX = "chaos-live:"

@@ -19,7 +19,6 @@ mounts of the live folders of dead orchestrators are removed, their files kept b
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -30,7 +29,7 @@ import docker.errors
 
 from chaos.cluster import clocks
 from chaos.cluster.docker import firewall
-from chaos.cluster.docker.procfs import owner_alive, pidns, pids_in, state
+from chaos.cluster.docker.procfs import pidns, pids_in
 from chaos.cluster.docker.quota import reap_mounts
 from chaos.cluster.docker.resources import (
     LABEL_LIVE,
@@ -42,32 +41,20 @@ from chaos.cluster.docker.resources import (
     run_filter,
 )
 from chaos.cluster.net import chain_name
-from chaos.histories.files import read_regular
+from chaos.cluster.node_kit import undo
+from chaos.cluster.node_kit.owner import owner_alive
+from chaos.cluster.node_kit.proctable import state
+from chaos.cluster.node_kit.undo import UndoOp
 
 # the undo ops of faults.json entries this reaper knows how to carry out (see the fault table)
-HANDLED_OPS = frozenset({"sigcont", "thaw", "iptables-flush", "clock-reset"})
-
-
-def _faults(live: str | None) -> list[dict[str, Any]]:
-    """The dead run's ledger: ``<run>/faults.json`` beside its live folder (runs before 0.2 kept it
-    inside the live folder)."""
-    if not live:
-        return []
-    data: Any = None
-    for path in (Path(live).parent / "faults.json", Path(live) / "faults.json"):
-        try:
-            data = json.loads(read_regular(path, 16 << 20))
-            break
-        except (OSError, ValueError):
-            continue
-    return [f for f in data if isinstance(f, dict)] if isinstance(data, list) else []
+HANDLED_OPS = frozenset({UndoOp.SIGCONT, UndoOp.THAW, UndoOp.IPTABLES_FLUSH, UndoOp.CLOCK_RESET})
 
 
 def heal_in_place(client: Any, run_id: str, live: str | None) -> list[str]:
     """Undo a dead run's faults on its still-existing containers; returns what it did."""
     containers = {c.name: c for c in list_containers(client, run_filter(run_id))}
     done: list[str] = []
-    recorded = _faults(live)
+    recorded = undo.recorded(live)
     # 1. thaw: a frozen container's processes cannot act on SIGCONT or anything else
     for c in containers.values():
         with contextlib.suppress(docker.errors.APIError):
@@ -85,9 +72,8 @@ def heal_in_place(client: Any, run_id: str, live: str | None) -> list[str]:
     # 2. flush the run's chain in every node's namespace (the chain name is the run's own)
     chains = {chain_name(run_id)} | {
         r["chain"]
-        for f in recorded
-        for r in f.get("reap", [])
-        if r.get("op") == "iptables-flush" and r.get("chain", "").startswith("CHAOS-")
+        for r in undo.entries(recorded, UndoOp.IPTABLES_FLUSH)
+        if r.get("chain", "").startswith("CHAOS-")
     }
     for name, pid in sorted(running.items()):
         for chain in sorted(chains):
@@ -114,20 +100,17 @@ def heal_in_place(client: Any, run_id: str, live: str | None) -> list[str]:
     # 4. resume stopped processes: first those faults.json names, then any other in the run's nodes
     namespaces = {pidns(pid): name for name, pid in running.items()}
     resumed: set[int] = set()
-    for f in recorded:
-        for r in f.get("reap", []):
-            token = r.get("token")
-            if r.get("op") != "sigcont" or not owner_alive(token):
-                continue  # gone, or the pid now names another process
-            hp = int(str(token).split(":", 1)[0])
-            if pidns(hp) not in namespaces:
-                continue  # never signal outside the run's own containers
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(hp, signal.SIGCONT)
-                resumed.add(hp)
-                done.append(
-                    f"healed: resumed {r.get('process')} on {r.get('node')} (host pid {hp})"
-                )
+    for r in undo.entries(recorded, UndoOp.SIGCONT):
+        token = r.get("token")
+        if not owner_alive(token):
+            continue  # gone, or the pid now names another process
+        hp = int(str(token).split(":", 1)[0])
+        if pidns(hp) not in namespaces:
+            continue  # never signal outside the run's own containers
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(hp, signal.SIGCONT)
+            resumed.add(hp)
+            done.append(f"healed: resumed {r.get('process')} on {r.get('node')} (host pid {hp})")
     for name, pid in sorted(running.items()):
         for hp in pids_in(pid):
             if hp not in resumed and state(hp) == "T":
@@ -161,7 +144,10 @@ def reap(client: Any, *, run_id: str | None = None, include_live: bool = False) 
         if run_id not in orphans and not include_live:
             if live_of(client, run_id) is None:
                 return []
-            return [f"left run {run_id} alone: its orchestrator is still running (--all overrides)"]
+            return [
+                f"left run {run_id} alone: its orchestrator is still running "
+                "(--include-live overrides)"
+            ]
         targets = {run_id: orphans.get(run_id) or live_of(client, run_id)}
     else:
         targets = dict(orphans)

@@ -6,6 +6,7 @@ without them is ever touched.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import docker
@@ -13,13 +14,15 @@ import docker.errors
 
 from chaos.cluster.base import ClusterError
 from chaos.cluster.docker import firewall
-from chaos.cluster.docker.procfs import owner_alive
+from chaos.cluster.node_kit.owner import owner_alive
 
 LABEL_PROJECT = "chaos.project"
 LABEL_RUN = "chaos.run"
 LABEL_OWNER = "chaos.owner"
 LABEL_LIVE = "chaos.live"
 PROJECT = "chaos"
+# how long a network may keep the endpoint of a container another process is still removing
+NETWORK_WAIT = 30.0
 
 
 def engine() -> docker.DockerClient:
@@ -113,11 +116,8 @@ def remove_run(client: docker.DockerClient, run_id: str | None) -> list[str]:
     runs = firewall.all_runs() if run_id is None else {run_id}
     removed += firewall.remove_all(runs)
     for n in client.networks.list(filters={"label": flt}):
-        try:
-            n.remove()
+        if _remove_network(n):
             removed.append(f"network {n.name}")
-        except docker.errors.NotFound:
-            pass
     for v in client.volumes.list(filters={"label": flt}):
         try:
             v.remove(force=True)
@@ -128,6 +128,26 @@ def remove_run(client: docker.DockerClient, run_id: str | None) -> list[str]:
             if not _in_progress(e) and e.status_code != 409:  # 409: a container still uses it
                 raise
     return removed
+
+
+def _remove_network(n: Any) -> bool:
+    """Remove one network; False when it was gone already.
+
+    A container whose removal another process began (the run's own teardown, or a second reaper:
+    every ``chaos run`` reaps dead runs as it starts) keeps its endpoint on the network until that
+    removal ends, and the engine refuses the network meanwhile: retry until it lets go.
+    """
+    deadline = time.monotonic() + NETWORK_WAIT
+    while True:
+        try:
+            n.remove()
+            return True
+        except docker.errors.NotFound:
+            return False
+        except docker.errors.APIError as e:
+            if "active endpoints" not in str(e.explanation or e) or time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)
 
 
 def _in_progress(e: docker.errors.APIError) -> bool:

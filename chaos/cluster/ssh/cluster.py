@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from chaos.cluster.base import ClusterError, ExecResult
-from chaos.cluster.docker.procfs import owner_token
+from chaos.cluster.node_kit import proctable
+from chaos.cluster.node_kit.owner import owner_token
 from chaos.cluster.ssh import clock, install, remote
 from chaos.cluster.ssh.conn import Connection
 from chaos.cluster.ssh.control import ControlFiles
@@ -205,7 +206,7 @@ class SSHCluster:
         if errors:
             raise ClusterError(
                 "teardown left traces on some nodes (run `chaos cleanup --backend ssh "
-                f"--nodes FILE`): {'; '.join(errors)}"
+                f"--nodes-file FILE`): {'; '.join(errors)}"
             )
 
     def __enter__(self) -> SSHCluster:
@@ -290,14 +291,10 @@ class SSHCluster:
             cached = self._status.get(node)
             if cached is not None and time.monotonic() - cached[0] < STATUS_TTL:
                 return cached[1]
-        r = self.conn(node).run(remote.STATUS.format(pids=f"{self._dir}/pids"), timeout=10)
+        r = self.conn(node).run(proctable.STATUS.format(pids=f"{self._dir}/pids"), timeout=10)
         if not r.ok:
             raise ClusterError(f"{self._spec[node].label}: reading process status failed")
-        out: dict[str, tuple[int, bool, str]] = {}
-        for line in r.output.splitlines():
-            parts = line.split()
-            if len(parts) == 4 and parts[1].isdigit():
-                out[parts[0]] = (int(parts[1]), parts[2] == "y", parts[3])
+        out = {n: (s.pid, s.alive, s.state) for n, s in proctable.parse_status(r.output).items()}
         with self._status_lock:
             self._status[node] = (time.monotonic(), out)
         return out

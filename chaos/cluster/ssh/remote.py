@@ -9,27 +9,14 @@ from __future__ import annotations
 import shlex
 
 from chaos.cluster.net import chain_name
+from chaos.cluster.node_kit.proctable import STATUS, parse_status
+from chaos.cluster.node_kit.undo import UndoOp
 from chaos.cluster.ssh.conn import Connection
 from chaos.cluster.ssh.install import RUNS
 
 # the undo ops of faults.json entries this backend's reaper carries out (by the run's own pid files
 # and chain, which also catch what faults.json missed); ``thaw`` is absent: no freeze over SSH
-HANDLED_OPS = frozenset({"sigcont", "iptables-flush"})
-
-# one line per named process: "<name> <pid> <y|n: any thread alive> <leader's state letter|->".
-# A multithreaded process's leader turns zombie first while its other threads still exit and hold
-# its sockets, so "alive" looks at every thread (as the Docker backend's procfs.alive does).
-STATUS = r"""
-cd {pids} 2>/dev/null || exit 0
-for f in *.pid; do
-  [ -e "$f" ] || continue
-  p=$(cat "$f" 2>/dev/null); [ -n "$p" ] || continue
-  live=$(cat /proc/$p/task/*/stat 2>/dev/null | sed 's/.*) //' | cut -c1 | grep -v -m1 '[ZX]')
-  lead=$(sed 's/.*) //' /proc/$p/stat 2>/dev/null | cut -c1)
-  a=n; [ -n "$live" ] && a=y
-  echo "${{f%.pid}} $p $a ${{lead:--}}"
-done
-"""
+HANDLED_OPS = frozenset({UndoOp.SIGCONT, UndoOp.IPTABLES_FLUSH})
 
 
 def run_dir(run_id: str) -> str:
@@ -53,11 +40,8 @@ def remove_run(conn: Connection, run_id: str) -> list[str]:
     rd = run_dir(run_id)
     done: list[str] = []
     st = conn.run(STATUS.format(pids=f"{rd}/pids"), timeout=20)
-    procs = []
-    for line in st.output.splitlines() if st.ok else []:
-        parts = line.split()
-        if len(parts) == 4 and parts[1].isdigit() and parts[2] == "y":
-            procs.append((parts[0], int(parts[1]), parts[3]))
+    seen = parse_status(st.output) if st.ok else {}
+    procs = [(name, s.pid, s.state) for name, s in seen.items() if s.alive]
     for name, pid, state in procs:
         # each process leads its own session (setsid): the group takes its children along
         conn.run(f"kill -CONT -{pid} {pid}; kill -KILL -{pid} {pid}", timeout=10)

@@ -22,13 +22,13 @@ are checked against the record's, so state changed outside the record cannot agr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.checkers.verdict import CheckResult, Verdict
-from chaos.histories.ops import Event, Op
 from chaos.workloads.lab1 import keys
+from chaos.workloads.lab1.model import Lab1Run
 from chaos.workloads.systems import record_values
 from chaos.workloads.systems.record_values import Finding, as_int, describe
 
@@ -108,63 +108,66 @@ def account(record: dict[str, Any]) -> Accounting:
         out.revisions += 1
         puts: dict[str, Any] = txn.get("puts") or {}
         for key in txn.get("deletes") or []:
-            shape = shape_of(key)
-            what = f"{key} (the {shape})" if shape else key
-            out.findings.append(
-                Finding(
-                    revision=rev,
-                    key=key,
-                    kind="deleted" if shape else "foreign-key",
-                    why=f"rev {rev} deleted {what}: lab1 never deletes a record, and a deleted "
-                    "one hides what was applied or granted",
-                )
-            )
-            if shape == "order":
-                out.balances[key[len(keys.ORDERS_PREFIX) :]] = 0
-                rows.pop(key[len(keys.ORDERS_PREFIX) :], None)
-            if shape == "lock record":
-                locks.pop(key, None)
+            _delete(rev, key, locks, rows, out)
         applied = {k: v for k, v in puts.items() if shape_of(k) == "application record"}
         for key, value in puts.items():
             shape = shape_of(key)
-            if shape is None:
-                out.findings.append(
-                    Finding(
-                        revision=rev,
-                        key=key,
-                        kind="foreign-key",
-                        why=f"rev {rev} wrote {key}, which is no key of lab1's layout (config, "
-                        "locks/, orders/, applied/, nights/): state kept beside the lab's records "
-                        "cannot be accounted for",
-                    )
-                )
-            elif shape == "lock record":
+            if shape == "lock record":
                 _lock_version(rev, key, value, locks, out)
             elif shape == "order":
                 _order_write(rev, key, value, applied, rows, out)
-            elif shape == "application record":
-                order = key[len(keys.APPLIED_PREFIX) :].split("/")[0]
-                if keys.order(order) not in puts:
-                    out.findings.append(
-                        Finding(
-                            revision=rev,
-                            key=key,
-                            kind="unexplained-write",
-                            why=f"rev {rev} wrote the application record {key} without writing "
-                            f"order {order} in the same transaction",
-                        )
-                    )
-            elif not isinstance(value, dict):
-                out.findings.append(
-                    Finding(
-                        revision=rev,
-                        key=key,
-                        kind="shape",
-                        why=f"rev {rev} wrote {key} (the {shape}) as {describe(value)}: not a "
-                        "JSON object",
-                    )
-                )
+            else:
+                _other_put(rev, key, value, shape, puts, out)
     return out
+
+
+def _delete(
+    rev: int,
+    key: str,
+    locks: dict[str, dict[str, Any]],
+    rows: dict[str, tuple[int, int, int]],
+    out: Accounting,
+) -> None:
+    shape = shape_of(key)
+    what = f"{key} (the {shape})" if shape else key
+    out.findings.append(
+        Finding(
+            revision=rev,
+            key=key,
+            kind="deleted" if shape else "foreign-key",
+            why=f"rev {rev} deleted {what}: lab1 never deletes a record, and a deleted "
+            "one hides what was applied or granted",
+        )
+    )
+    if shape == "order":
+        out.balances[key[len(keys.ORDERS_PREFIX) :]] = 0
+        rows.pop(key[len(keys.ORDERS_PREFIX) :], None)
+    if shape == "lock record":
+        locks.pop(key, None)
+
+
+def _other_put(
+    rev: int, key: str, value: Any, shape: str | None, puts: dict[str, Any], out: Accounting
+) -> None:
+    """A put of no lock record and no order: a foreign key, an application record (written
+    with its order), or a config or night marker (a JSON object)."""
+    if shape is None:
+        why = (
+            f"rev {rev} wrote {key}, which is no key of lab1's layout (config, locks/, orders/, "
+            "applied/, nights/): state kept beside the lab's records cannot be accounted for"
+        )
+        out.findings.append(Finding(revision=rev, key=key, kind="foreign-key", why=why))
+    elif shape == "application record":
+        order = key[len(keys.APPLIED_PREFIX) :].split("/")[0]
+        if keys.order(order) not in puts:
+            why = (
+                f"rev {rev} wrote the application record {key} without writing order {order} "
+                "in the same transaction"
+            )
+            out.findings.append(Finding(revision=rev, key=key, kind="unexplained-write", why=why))
+    elif not isinstance(value, dict):
+        why = f"rev {rev} wrote {key} (the {shape}) as {describe(value)}: not a JSON object"
+        out.findings.append(Finding(revision=rev, key=key, kind="shape", why=why))
 
 
 def _lock_version(
@@ -258,6 +261,13 @@ def _order_write(
             )
         )
         return
+    _application(rev, key, order, value, app, before, out)
+
+
+def _application(
+    rev: int, key: str, order: str, value: Any, app: Any, before: int | None, out: Accounting
+) -> None:
+    """One order write with its one application record: the change it says, and the row's."""
     night, token, amount = app["night"], app["token"], app["amount"]
     out.applications.setdefault((order, night), []).append(rev)
     want = keys.change_amount(order, night)
@@ -289,13 +299,38 @@ def twice(acc: Accounting) -> list[tuple[str, int, list[int]]]:
     return [(o, n, revs) for (o, n), revs in sorted(acc.applications.items()) if len(revs) > 1]
 
 
-def exactly_once(
-    history: Sequence[Op], events: Sequence[Event], final: Mapping[str, Any] | None
-) -> CheckResult:
+def _final_read(
+    final: Mapping[str, Any], acc: Accounting, told: list[tuple[str, dict[str, Any]]]
+) -> None:
+    """The final read's balances against the record's."""
+    for order, row in final["orders"].items():
+        have = as_int(row.get("balance")) if isinstance(row, dict) else None
+        kept = acc.balances.get(order, 0)
+        if kept is not None and have != kept:
+            shown = describe(row.get("balance")) if isinstance(row, dict) else describe(row)
+            told.append((f"the final read found order {order}'s balance at {shown} but etcd's "
+                         f"record ends with {kept}",
+                         {"kind": "final-read", "order": order, "record": kept}))  # fmt: skip
+
+
+def _stats(acc: Accounting, rec: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "revisions": acc.revisions,
+        "order_writes": acc.order_writes,
+        "applications": sum(len(v) for v in acc.applications.values()),
+        "lock_versions": acc.lock_versions,
+        "grants": acc.grants,
+        "findings": len(acc.findings),
+        "record_revisions": [rec.get("from_revision"), rec.get("to_revision")],
+    }
+
+
+def exactly_once(run: Lab1Run) -> CheckResult:
     """Every revision under ``/lab1/`` interpreted, every ``(order, night)`` applied at most once
     by etcd's record, and the final read's balances the record's. Missing, cut or compacted
     record: ``unknown``."""
     name = "exactly-once"
+    final = run.final
     if not final or not isinstance(final.get("orders"), dict):
         return CheckResult(
             checker=name,
@@ -313,34 +348,16 @@ def exactly_once(
         )
     assert isinstance(rec, dict)
     acc = account(rec)
-    sentences = [f.why for f in acc.findings]
-    anomalies = [f.to_json() for f in acc.findings]
+    told = [(f.why, f.to_json()) for f in acc.findings]
     for order, night, revs in twice(acc):
-        sentences.append(
-            f"order {order}'s change of night {night} was applied {len(revs)} times by etcd's "
-            f"record, at revisions {', '.join(map(str, revs))}"
-        )
-        anomalies.append({"kind": "applied-more-than-once", "order": order, "night": night,
-                          "revisions": revs})  # fmt: skip
-    for order, row in final["orders"].items():
-        have = as_int(row.get("balance")) if isinstance(row, dict) else None
-        kept = acc.balances.get(order, 0)
-        if kept is not None and have != kept:
-            shown = describe(row.get("balance")) if isinstance(row, dict) else describe(row)
-            sentences.append(
-                f"the final read found order {order}'s balance at {shown} but etcd's record ends "
-                f"with {kept}"
-            )
-            anomalies.append({"kind": "final-read", "order": order, "record": kept})
-    stats = {
-        "revisions": acc.revisions,
-        "order_writes": acc.order_writes,
-        "applications": sum(len(v) for v in acc.applications.values()),
-        "lock_versions": acc.lock_versions,
-        "grants": acc.grants,
-        "findings": len(acc.findings),
-        "record_revisions": [rec.get("from_revision"), rec.get("to_revision")],
-    }
+        told.append((f"order {order}'s change of night {night} was applied {len(revs)} times by "
+                     f"etcd's record, at revisions {', '.join(map(str, revs))}",
+                     {"kind": "applied-more-than-once", "order": order, "night": night,
+                      "revisions": revs}))  # fmt: skip
+    _final_read(final, acc, told)
+    sentences = [s for s, _ in told]
+    anomalies = [a for _, a in told]
+    stats = _stats(acc, rec)
     if anomalies:
         summary = "; ".join(sentences[:4])
         if len(sentences) > 4:

@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chaos.checkers.journal import Author, Authors, Write, read_journal
+from chaos.checkers.journal import Author, Authors, Journal, Write
 from chaos.checkers.verdict import CheckResult, Verdict
-from chaos.histories.ops import Event, Op
 from chaos.workloads.lab1 import keys
+from chaos.workloads.lab1.model import Lab1Run
 
 NAME = "lease-authors"
 UNKNOWN = "an author no journal names"
@@ -119,58 +119,86 @@ class _Judge:
             rev = int(v["rev"])
             a = self.authors.author(rev, [self.lock_key], values={self.lock_key: _record(v)})
             if a is None:
-                self.unauthored("the lock record's version", rev, self.lock_key,
-                                record=_record(v))  # fmt: skip
-                if _ident(v) != _ident(prev or {}) and _ident(v) not in seen:
-                    # a grant by nobody known: operations on it are not judged by author
-                    current = HeldGrant(token=v.get("token"), holder=UNKNOWN,
-                                        claimed=v.get("locked_by"), rev=rev)  # fmt: skip
-                    seen[_ident(v)] = current
-                    self.grants.append(current)
-                prev = v
-                continue
-            ok += 1
-            ident = _ident(v)
-            fresh = current is None or ident != _ident(prev or {})
-            if fresh and ident not in seen:
-                g = HeldGrant(token=v.get("token"), holder=a.node, claimed=v.get("locked_by"),
-                              rev=rev)  # fmt: skip
-                seen[ident] = g
-                self.grants.append(g)
-                current = g
-                if v.get("locked_by") != a.node:
-                    self.add(
-                        "grant-forged-holder",
-                        f"a grant with a forged holder: {a.node} wrote the lock record at rev "
-                        f"{rev} naming {v.get('locked_by')!r} as its holder (token "
-                        f"{v.get('token')})",
-                        grants=[g.to_json()],
-                        journal=_cite(a),
-                    )
-                prev = v
-                continue
-            touched = current
-            if touched is not None and touched.holder not in (a.node, UNKNOWN):
-                old = seen.get(ident) if fresh else None
-                mine = self.own(a.node, rev)
-                op = self._operation(prev, v, old)
-                theirs = mine.name() if mine is not None else "no grant of its own"
-                self.add(
-                    "lease-op-by-other",
-                    f"a lease operation ({_said(op)}) by a replica that does not hold the grant "
-                    f"it touches: {a.node} "
-                    f"wrote the lock record at rev {rev} over {touched.name()}; {a.node} held "
-                    f"{theirs}",
-                    operation=op,
-                    grants=[touched.to_json(), mine.to_json() if mine is not None else None],
-                    author=a.node,
-                    rev=rev,
-                    journal=_cite(a),
-                )
-            if fresh:
-                current = seen[ident]  # an old grant written back: the record holds it again
+                current = self._unauthored_version(v, prev, seen) or current
+            else:
+                ok += 1
+                current = self._version(v, a, prev, current, seen)
             prev = v
         return ok
+
+    def _unauthored_version(
+        self,
+        v: Mapping[str, Any],
+        prev: Mapping[str, Any] | None,
+        seen: dict[tuple[Any, Any, Any], HeldGrant],
+    ) -> HeldGrant | None:
+        """A version no journal line accounts for; a new grant by nobody known (returned) is not
+        judged by author."""
+        rev = int(v["rev"])
+        self.unauthored("the lock record's version", rev, self.lock_key, record=_record(v))
+        if _ident(v) == _ident(prev or {}) or _ident(v) in seen:
+            return None
+        g = HeldGrant(token=v.get("token"), holder=UNKNOWN, claimed=v.get("locked_by"), rev=rev)
+        seen[_ident(v)] = g
+        self.grants.append(g)
+        return g
+
+    def _version(
+        self,
+        v: Mapping[str, Any],
+        a: Author,
+        prev: Mapping[str, Any] | None,
+        current: HeldGrant | None,
+        seen: dict[tuple[Any, Any, Any], HeldGrant],
+    ) -> HeldGrant | None:
+        """One attributed version: a new grant (its author holds it), or an operation on the
+        current one (or an old grant written back); returns the grant the record holds after."""
+        rev, ident = int(v["rev"]), _ident(v)
+        fresh = current is None or ident != _ident(prev or {})
+        if fresh and ident not in seen:
+            g = HeldGrant(token=v.get("token"), holder=a.node, claimed=v.get("locked_by"),
+                          rev=rev)  # fmt: skip
+            seen[ident] = g
+            self.grants.append(g)
+            if v.get("locked_by") != a.node:
+                self.add(
+                    "grant-forged-holder",
+                    f"a grant with a forged holder: {a.node} wrote the lock record at rev "
+                    f"{rev} naming {v.get('locked_by')!r} as its holder (token "
+                    f"{v.get('token')})",
+                    grants=[g.to_json()],
+                    journal=_cite(a),
+                )
+            return g
+        if current is not None and current.holder not in (a.node, UNKNOWN):
+            self._by_other(v, a, prev, current, seen.get(ident) if fresh else None)
+        # an old grant written back: the record holds it again
+        return seen[ident] if fresh else current
+
+    def _by_other(
+        self,
+        v: Mapping[str, Any],
+        a: Author,
+        prev: Mapping[str, Any] | None,
+        touched: HeldGrant,
+        old: HeldGrant | None,
+    ) -> None:
+        rev = int(v["rev"])
+        mine = self.own(a.node, rev)
+        op = self._operation(prev, v, old)
+        theirs = mine.name() if mine is not None else "no grant of its own"
+        self.add(
+            "lease-op-by-other",
+            f"a lease operation ({_said(op)}) by a replica that does not hold the grant "
+            f"it touches: {a.node} "
+            f"wrote the lock record at rev {rev} over {touched.name()}; {a.node} held "
+            f"{theirs}",
+            operation=op,
+            grants=[touched.to_json(), mine.to_json() if mine is not None else None],
+            author=a.node,
+            rev=rev,
+            journal=_cite(a),
+        )
 
     @staticmethod
     def _operation(
@@ -242,27 +270,29 @@ class _Judge:
         return n
 
 
-def _journal_missing(problem: str) -> bool:
-    """A problem that means a node's journal, or part of it, was not read (not a bad line)."""
-    return "no journal" in problem or "journal cut" in problem or "Error" in problem
-
-
-def lease_authors(
-    history: Sequence[Op], events: Sequence[Event], final: Mapping[str, Any] | None
-) -> CheckResult:
-    """Every lease operation and order write by the replica that holds the grant it touches,
-    by the proxies' journals."""
-    journal = read_journal(final)
-    if journal is None:
-        return CheckResult(
-            checker=NAME,
-            verdict=Verdict.UNKNOWN,
-            summary="No author journal in this run (stored before the nodes' etcd proxies "
-            "existed, or the final reads failed): who wrote each lease operation is unknown.",
+def unread_journals(journal: Journal) -> str | None:
+    """Why a node's journal, or part of it, was not read, from the collection's own record
+    (``unread``: node → reason; chaos.workloads.systems.etcd_proxy.collect); None when every
+    node's journal was read whole. A run stored before that record existed: when its collection
+    reported any problem, which nodes were unread cannot be told, and that is the reason."""
+    if journal.unread is None:
+        if not journal.problems:
+            return None  # its collector named every journal it could not read a problem: none
+        return (
+            "this run was stored before the journal named the nodes it could not read, and its "
+            f"collection reported problems ({'; '.join(journal.problems[:3])}), so whether a "
+            "node's journal is missing cannot be told"
         )
-    final = final or {}
-    config = final.get("config") if isinstance(final.get("config"), Mapping) else {}
-    lock_key = keys.lock(str((config or {}).get("lock") or keys.JOB))
+    if not journal.unread:
+        return None
+    nodes = sorted(journal.unread)
+    told = "; ".join(f"{n}: {journal.unread[n]}" for n in nodes[:3])
+    return f"the journal of {', '.join(nodes)} could not be read ({told})"
+
+
+def _versions(final: Mapping[str, Any], journal: Journal, lock_key: str) -> list[Mapping[str, Any]]:
+    """Every version of the lock record in etcd's order: the final read's history, then the
+    lock writes the journal holds past its last version."""
     history_ = final.get("lock_history")
     versions = sorted(
         (v for v in history_ if isinstance(v, Mapping) and _int(v.get("rev")))
@@ -281,29 +311,20 @@ def lease_authors(
         value = w.value_of(lock_key)
         if isinstance(value, Mapping):
             versions.append({**value, "rev": w.revision})
-    judge = _Judge(Authors(journal), lock_key)
-    lock_ok = judge.lock_versions(versions)
-    judge.lock_deletes(journal.writes)
-    orders = final.get("orders") if isinstance(final.get("orders"), Mapping) else {}
-    writes_ok = judge.order_writes(orders or {})
-    stats: dict[str, Any] = {
-        "lock_versions": len(versions),
-        "attributed_versions": lock_ok,
-        "order_writes": writes_ok,
-        "grants": len(judge.grants),
-        "journal_lines": len(journal.writes),
-        "journal_problems": list(journal.problems),
-        "from": SOURCE,
-    }
-    unread = [pr for pr in journal.problems if _journal_missing(pr)]
+    return versions
+
+
+def _verdict(judge: _Judge, journal: Journal, stats: dict[str, Any], versions: int,
+             writes_ok: int) -> CheckResult:  # fmt: skip
+    unread = unread_journals(journal)
     if unread and judge.anomalies and all(a["kind"] == "unauthored" for a in judge.anomalies):
         # a node's journal that could not be read explains a write it does not hold: who wrote
         # it cannot be told, which is not the same as nobody's proxy forwarding it
         return CheckResult(
             checker=NAME,
             verdict=Verdict.UNKNOWN,
-            summary=f"{len(judge.anomalies)} write(s) have no author, and the journal of a node "
-            f"could not be read ({'; '.join(unread[:3])}): who wrote them is unknown.",
+            summary=f"{len(judge.anomalies)} write(s) have no author, and {unread}: who wrote "
+            "them is unknown.",
             stats=stats,
         )
     if judge.anomalies:
@@ -316,17 +337,46 @@ def lease_authors(
             stats=stats,
         )
     if judge.unknown:
-        return CheckResult(
-            checker=NAME,
-            verdict=Verdict.UNKNOWN,
-            summary="; ".join(judge.unknown[:3]) + ".",
-            stats=stats,
-        )
+        return CheckResult(checker=NAME, verdict=Verdict.UNKNOWN,
+                           summary="; ".join(judge.unknown[:3]) + ".", stats=stats)  # fmt: skip
     return CheckResult(
         checker=NAME,
         verdict=Verdict.VALID,
-        summary=f"Every lease operation was made by the grant's holder: {len(versions)} version(s) "
+        summary=f"Every lease operation was made by the grant's holder: {versions} version(s) "
         f"of the lock record ({len(judge.grants)} grant(s)) and {writes_ok} order write(s), "
         f"each attributed by {SOURCE}, not by the services' reports.",
         stats=stats,
     )
+
+
+def lease_authors(run: Lab1Run) -> CheckResult:
+    """Every lease operation and order write by the replica that holds the grant it touches,
+    by the proxies' journals."""
+    journal = run.journal
+    if journal is None:
+        return CheckResult(
+            checker=NAME,
+            verdict=Verdict.UNKNOWN,
+            summary="No author journal in this run (stored before the nodes' etcd proxies "
+            "existed, or the final reads failed): who wrote each lease operation is unknown.",
+        )
+    final = run.final or {}
+    config = final.get("config") if isinstance(final.get("config"), Mapping) else {}
+    lock_key = keys.lock(str((config or {}).get("lock") or keys.JOB))
+    versions = _versions(final, journal, lock_key)
+    judge = _Judge(Authors(journal), lock_key)
+    lock_ok = judge.lock_versions(versions)
+    judge.lock_deletes(journal.writes)
+    orders = final.get("orders") if isinstance(final.get("orders"), Mapping) else {}
+    writes_ok = judge.order_writes(orders or {})
+    stats: dict[str, Any] = {
+        "lock_versions": len(versions),
+        "attributed_versions": lock_ok,
+        "order_writes": writes_ok,
+        "grants": len(judge.grants),
+        "journal_lines": len(journal.writes),
+        "journal_problems": list(journal.problems),
+        "unread_journals": dict(journal.unread) if journal.unread is not None else None,
+        "from": SOURCE,
+    }
+    return _verdict(judge, journal, stats, len(versions), writes_ok)

@@ -1,6 +1,6 @@
 """lab1's section of the report page: the unsafe-lease story (chaos.report.contrib).
 
-The story is the ``unsafe-lease`` checker's (chaos.workloads.lab1.checkers): each of its
+The story is the ``unsafe-lease`` checker's (chaos.workloads.lab1.checkers.lease_story): each of its
 anomalies is one stop of a lock holder, with its numbered ``steps`` (each a sentence that starts
 with its time), its ``outcome`` and the times it rests on. The page tells the first stop in which
 another replica took the lock over — A acquires, the nemesis stops A, A's lease expires, B

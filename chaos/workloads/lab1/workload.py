@@ -13,6 +13,7 @@ from typing import Any
 
 from chaos.checkers.verdict import CheckResult
 from chaos.core.context import RunContext
+from chaos.core.options import WorkloadOption, parse
 from chaos.core.spec import TestSpec
 from chaos.core.supervisor import ProcessSpec
 from chaos.core.target import Target
@@ -33,7 +34,38 @@ LOCK_AT_MOST = 30
 NIGHTS = 4
 CRON_LEAD = 3.0  # seconds from deploy to the first night in cron mode
 RECORD_START = "/chaos/record-start"  # outside /lab1/: the code under test never reads it
-KNOWN_OPTIONS = ("nights", "lock_at_least", "lock_at_most", "cron", "job", "renew")
+# The lab's -o options (docs/labs/lab1.md's table is made from these), in units of UNIT seconds
+OPTIONS: tuple[WorkloadOption, ...] = (
+    WorkloadOption(
+        "nights",
+        int,
+        None,
+        f"last night to run (0: no end); default: `--tasks`, else {NIGHTS}",
+        low=0,
+    ),
+    WorkloadOption("lock_at_least", float, 2.0, "`lockAtLeastFor`, units", low=0),
+    WorkloadOption("lock_at_most", float, float(LOCK_AT_MOST), "`lockAtMostFor`, units", low=0),
+    WorkloadOption(
+        "cron", float, 0.0, "night length in units: cron mode (0: nights back to back)", low=0
+    ),
+    WorkloadOption("job", float, 3.0, "units a night's job normally takes", low=0),
+    WorkloadOption(
+        "renew",
+        float,
+        0.0,
+        "renew the lease through the solution's `extend` once so many units passed since the "
+        "grant or the last renewal (0: never)",
+        low=0,
+    ),
+)
+# -o option -> the service's variable it sets (only when given: the service has the same defaults)
+OPTION_ENV = {
+    "lock_at_least": "CHAOS_LAB1_LOCK_AT_LEAST",
+    "lock_at_most": "CHAOS_LAB1_LOCK_AT_MOST",
+    "cron": "CHAOS_LAB1_CRON",
+    "job": "CHAOS_LAB1_JOB",
+    "renew": "CHAOS_LAB1_RENEW",
+}
 
 
 def solution_path(solution: str) -> Path:
@@ -43,9 +75,10 @@ def solution_path(solution: str) -> Path:
 class Lab1:
     """lab1 as a workload. Capabilities: SolutionMounts, HoldPoints, PauseTarget (the lock
     holder), Gradable, TxnPoints, RoleResolver (``holder``, ``standby`` and the systems' roles),
-    FaultAims (``clock`` aims at the standbys)."""
+    FaultAims (``clock`` aims at the standbys), WorkloadOptions (:data:`OPTIONS`)."""
 
     name = "lab1"
+    options = OPTIONS
     # chaos grade: the default matrix, and the shipped solutions graded as control rows
     grade_matrix = Path(__file__).parent / "grade.yaml"
     grade_controls = {
@@ -75,17 +108,14 @@ class Lab1:
 
     def preflight(self, spec: TestSpec) -> None:
         solutions.preflight(SOLUTIONS_DIR, spec.solution, REQUIRED, "docs/labs/lab1.md")
-        unknown = sorted(set(spec.options) - set(KNOWN_OPTIONS))
-        if unknown:
-            raise ValueError(
-                f"lab1 has no option {', '.join(unknown)}; options: {', '.join(KNOWN_OPTIONS)}"
-            )
+        parse(self.name, OPTIONS, spec.options)
 
     def mounts(self, spec: TestSpec) -> dict[str, str]:
         return solutions.mounts(SOLUTIONS_DIR, spec.solution)
 
     def nights(self, spec: TestSpec) -> int:
-        return int(spec.options.get("nights", spec.tasks or NIGHTS))
+        nights = parse(self.name, OPTIONS, spec.options).get("nights", spec.tasks or NIGHTS)
+        return int(nights)
 
     def service_env(self, ctx: RunContext, node: str) -> dict[str, str]:
         sol = solutions.node_path(SOLUTIONS_DIR, ctx.spec.solution)
@@ -102,25 +132,11 @@ class Lab1:
         }
 
     def option_env(self, ctx: RunContext) -> dict[str, str]:
-        """``-o lock_at_least=U`` (units), ``-o cron=U`` (night length in units: cron mode, see
-        chaos.workloads.lab1.service), ``-o lock_at_most=U``, ``-o job=U`` (a night's job),
-        ``-o renew=U`` (renew the lease through the solution's ``extend`` once U units passed
-        since the grant or the last renewal; 0: never, the default)."""
-        opts = ctx.spec.options
-        out: dict[str, str] = {}
-        for key, var in (
-            ("lock_at_least", "CHAOS_LAB1_LOCK_AT_LEAST"),
-            ("lock_at_most", "CHAOS_LAB1_LOCK_AT_MOST"),
-            ("cron", "CHAOS_LAB1_CRON"),
-            ("job", "CHAOS_LAB1_JOB"),
-            ("renew", "CHAOS_LAB1_RENEW"),
-        ):
-            if key in opts:
-                value = float(opts[key])
-                if value < 0:
-                    raise ValueError(f"lab1 option {key}={opts[key]}: must not be negative")
-                out[var] = str(value)
-        if float(opts.get("cron", 0)) > 0:
+        """The services' variables the given ``-o`` options set (see :data:`OPTIONS`; cron mode:
+        chaos.workloads.lab1.service)."""
+        opts = parse(self.name, OPTIONS, ctx.spec.options)
+        out = {var: str(opts[key]) for key, var in OPTION_ENV.items() if key in ctx.spec.options}
+        if float(opts["cron"]) > 0:
             # one epoch for every replica, a little after they all started; the host's offset
             # between the true wall clock and CLOCK_MONOTONIC gives the services the store's clock
             epoch = ctx.state.setdefault("lab1-epoch", time.time() + CRON_LEAD)

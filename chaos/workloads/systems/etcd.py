@@ -136,7 +136,8 @@ def leader(ctx: RunContext) -> str | None:
 class ProcessClients:
     """One etcd client per client process of a generic workload, talking to the member the
     process is pinned to (``process`` mod the nodes): a process keeps its member, as a Jepsen
-    client keeps its node. A client whose op failed is dropped and made again at its next op."""
+    client keeps its node. A client whose op failed is dropped and made again at its next op.
+    As a context manager, it closes every client at the end of the block."""
 
     def __init__(self, ctx: RunContext, timeout: float = 1.0) -> None:
         self._ctx = ctx
@@ -158,3 +159,9 @@ class ProcessClients:
     def close(self) -> None:
         for c in self._clients.values():
             c.close()
+
+    def __enter__(self) -> ProcessClients:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -213,40 +213,51 @@ def _note(ctx: RunContext, raw: bytes, gen: str) -> dict[str, Any] | None:
 
 def collect(ctx: RunContext) -> dict[str, Any]:
     """Every node's journal, as ``{"source": "etcd-proxy", "entries": [...], "problems": [...],
-    "nodes": {node: count}}``: entries in each node's order; what could not be read is named."""
-    out: dict[str, Any] = {"source": "etcd-proxy", "entries": [], "problems": [], "nodes": {}}
+    "nodes": {node: count}, "unread": {node: why}}``: entries in each node's order; what could
+    not be read is named in ``problems`` (in words), and each node whose journal, or part of it,
+    was not read in ``unread`` — what a checker decides "who wrote it cannot be told" by."""
+    out: dict[str, Any] = {"source": "etcd-proxy", "entries": [], "problems": [], "nodes": {},
+                           "unread": {}}  # fmt: skip
 
-    def one(node: str) -> tuple[str, bytes | None]:
+    def one(node: str) -> tuple[str, bytes | None, str | None]:
         try:
-            return node, ctx.cluster.get_file(node, JOURNAL)
+            return node, ctx.cluster.get_file(node, JOURNAL), None
         except Exception as e:  # a node gone: said below
-            out["problems"].append(f"{node}: {type(e).__name__}: {e}")
-            return node, None
+            return node, None, f"{type(e).__name__}: {e}"
 
     with ThreadPoolExecutor(max_workers=len(ctx.cluster.nodes) or 1) as pool:
         got = list(pool.map(one, ctx.cluster.nodes))
-    for node, raw in got:
+    for node, raw, error in got:
         if raw is None:
+            if error is not None:
+                out["problems"].append(f"{node}: {error}")
             out["problems"].append(f"{node}: no journal")
+            out["unread"][node] = f"no journal ({error})" if error else "no journal"
             continue
         if len(raw) >= MAX_JOURNAL:
             out["problems"].append(f"{node}: journal cut at {MAX_JOURNAL} bytes")
+            out["unread"][node] = f"journal cut at {MAX_JOURNAL} bytes"
             raw = raw[:MAX_JOURNAL]
-        n = 0
-        for i, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), 1):
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                out["problems"].append(f"{node}: journal line {i} is not JSON")
-                continue
-            if not isinstance(rec, dict) or rec.get("node") != node:
-                out["problems"].append(f"{node}: journal line {i} names another node")
-                continue
-            mono = rec.get("mono")
-            if isinstance(mono, int | float):
-                # on the run's clock, as ops and events are (containers share CLOCK_MONOTONIC)
-                rec["time"] = round(float(mono) - ctx.origin, 6)
-            out["entries"].append(rec)
-            n += 1
-        out["nodes"][node] = n
+        out["nodes"][node] = _lines(node, raw, ctx.origin, out)
     return out
+
+
+def _lines(node: str, raw: bytes, origin: float, out: dict[str, Any]) -> int:
+    """Add one node's journal lines to ``out``; returns how many were kept."""
+    n = 0
+    for i, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), 1):
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            out["problems"].append(f"{node}: journal line {i} is not JSON")
+            continue
+        if not isinstance(rec, dict) or rec.get("node") != node:
+            out["problems"].append(f"{node}: journal line {i} names another node")
+            continue
+        mono = rec.get("mono")
+        if isinstance(mono, int | float):
+            # on the run's clock, as ops and events are (containers share CLOCK_MONOTONIC)
+            rec["time"] = round(float(mono) - origin, 6)
+        out["entries"].append(rec)
+        n += 1
+    return n

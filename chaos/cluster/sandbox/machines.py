@@ -25,7 +25,7 @@ import docker.errors
 
 from chaos.cluster.base import ClusterError, Progress, node_name
 from chaos.cluster.docker.resources import engine
-from chaos.cluster.ssh import sandbox_image
+from chaos.cluster.sandbox import image as sandbox_image
 
 LABEL = "chaos.sandbox"
 STATE = Path("~/.local/state/chaos/sandbox").expanduser()

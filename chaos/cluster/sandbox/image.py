@@ -20,7 +20,8 @@ import docker
 import docker.errors
 
 from chaos.cluster.base import ClusterError, Progress
-from chaos.cluster.docker import image
+from chaos.cluster.docker import image as node_image
+from chaos.cluster.node_kit.software import SUITE
 
 REPO = "chaos-sandbox"
 PACKAGES = [
@@ -53,29 +54,21 @@ def _hash(*parts: str) -> str:
 
 
 def base_tag() -> str:
-    return f"{REPO}-base:{_hash(image.SUITE, *PACKAGES)}"
+    return f"{REPO}-base:{_hash(SUITE, *PACKAGES)}"
 
 
 def image_tag() -> str:
     return f"{REPO}:{_hash(RECIPE_VERSION, base_tag(), DOCKERFILE)}"
 
 
-def _have(client: docker.DockerClient, tag: str) -> bool:
-    try:
-        client.images.get(tag)
-        return True
-    except docker.errors.ImageNotFound:
-        return False
-
-
 def build(client: docker.DockerClient, progress: Progress, *, force: bool = False) -> str:
     """The sandbox image's tag, built once (about a minute) and reused while its inputs hold."""
     tag = image_tag()
-    if not force and _have(client, tag):
+    if not force and node_image.have(client, tag):
         return tag
     base = base_tag()
-    if force or not _have(client, base):
-        image.build_base(client, base, progress, packages=PACKAGES)
+    if force or not node_image.have(client, base):
+        node_image.build_base(client, base, progress, packages=PACKAGES)
     with tempfile.TemporaryDirectory(prefix="chaos-sandbox-") as tmp:
         (Path(tmp) / "Dockerfile").write_text(DOCKERFILE.format(base=base))
         progress(f"building {tag}")
