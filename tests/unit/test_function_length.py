@@ -36,8 +36,6 @@ ALLOWED: dict[str, int] = {
     "chaos/workloads/lab3/checkers.py::_proof": 70,
     "chaos/workloads/lab3/checkers.py::double_apply": 119,
     "chaos/workloads/lab3/checkers.py::exactly_once": 93,
-    "chaos/workloads/lab3/checkers.py::idempotent_create": 62,
-    "chaos/workloads/lab3/checkers.py::lost_tasks": 72,
     "chaos/workloads/lab3/service.py::relay_one": 78,
 }
 

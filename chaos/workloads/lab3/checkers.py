@@ -122,30 +122,7 @@ def lost_tasks(run: StoredRun) -> CheckResult:
         if done:
             continue
         steps = chain(run.events, task_id, faults, host_crashes(run.history))
-        acked = [s for s in steps if s["step"] == "ack"]
-        commits = [s for s in steps if s["step"] == "commit"]
-        suppressed = [s for s in steps if s["step"] == "suppressed"]
-        why = "never completed after recovery"
-        if published is not None and task_id in tasks and not published.get(task_id):
-            # the database's record: the task was accepted with no intent to publish it
-            why = (
-                "etcd holds its task record but no outbox entry was ever written for it: the "
-                "intent to publish was not saved in the transaction that accepted the task"
-            )
-        elif acked and suppressed and not commits:
-            why = (
-                f"the solution answered 'duplicate' for its delivery on {suppressed[0]['node']} "
-                f"at {suppressed[0]['time']:.2f} s and it was ACKed, but its effect was never "
-                "committed: an error taken for a duplicate, and the broker will never deliver "
-                "it again"
-            )
-        elif acked and not commits:
-            why = (
-                f"its delivery was ACKed by {acked[0]['node']} at {acked[0]['time']:.2f} s "
-                "but no commit followed, so the broker will never deliver it again"
-            )
-        elif task_id not in tasks:
-            why = "the create was acknowledged but no task record exists"
+        why = _why_lost(task_id, steps, tasks, published)
         anomalies.append(
             {
                 "task_id": task_id,
@@ -172,6 +149,39 @@ def lost_tasks(run: StoredRun) -> CheckResult:
         + (f"; {done_maybe} of {len(maybe)} indeterminate creates also completed" if maybe else ""),
         stats={"accepted": len(accepted), "maybe": len(maybe), "lost": 0},
     )
+
+
+def _why_lost(
+    task_id: str,
+    steps: list[dict[str, Any]],
+    tasks: dict[str, str],
+    published: dict[str, list[tuple[str, int]]] | None,
+) -> str:
+    """Why a task never completed, from etcd's record first, then from its chain of events."""
+    acked = [s for s in steps if s["step"] == "ack"]
+    commits = [s for s in steps if s["step"] == "commit"]
+    suppressed = [s for s in steps if s["step"] == "suppressed"]
+    if published is not None and task_id in tasks and not published.get(task_id):
+        # the database's record: the task was accepted with no intent to publish it
+        return (
+            "etcd holds its task record but no outbox entry was ever written for it: the "
+            "intent to publish was not saved in the transaction that accepted the task"
+        )
+    if acked and suppressed and not commits:
+        return (
+            f"the solution answered 'duplicate' for its delivery on {suppressed[0]['node']} "
+            f"at {suppressed[0]['time']:.2f} s and it was ACKed, but its effect was never "
+            "committed: an error taken for a duplicate, and the broker will never deliver "
+            "it again"
+        )
+    if acked and not commits:
+        return (
+            f"its delivery was ACKed by {acked[0]['node']} at {acked[0]['time']:.2f} s "
+            "but no commit followed, so the broker will never deliver it again"
+        )
+    if task_id not in tasks:
+        return "the create was acknowledged but no task record exists"
+    return "never completed after recovery"
 
 
 def _pause_before(faults: list[FaultInterval], node: str, t: float) -> FaultInterval | None:
@@ -397,24 +407,9 @@ def idempotent_create(run: StoredRun) -> CheckResult:
     anomalies: list[dict[str, Any]] = []
     for task_id, ids in sorted(events.items(), key=lambda kv: kv[1][0][1]):
         answer, tries = answers.get(task_id, ("", []))
-        first = ids[0][0]
-        if len(ids) < 2 and (not answer or answer == first):
+        if len(ids) < 2 and (not answer or answer == ids[0][0]):
             continue
-        why = ""
-        if tries:
-            lost = ", ".join(f"{t.get('node')} ({t.get('error')})" for t in tries)
-            why = f" after the client retried it (earlier attempts: {lost})"
-        listed = ", ".join(f"{e} at revision {r}" for e, r in ids)
-        if len(ids) > 1:
-            sentences.append(
-                f"task {task_id}: the create wrote {len(ids)} outbox entries ({listed}){why}; a "
-                "retry with the same task_id must return the first event id"
-            )
-        else:
-            sentences.append(
-                f"task {task_id}: the client was answered event id {answer}{why}, but the outbox "
-                f"holds {first}"
-            )
+        sentences.append(_two_event_ids(task_id, ids, answer, tries))
         anomalies.append(
             {
                 "task_id": task_id,
@@ -439,6 +434,27 @@ def idempotent_create(run: StoredRun) -> CheckResult:
         summary=f"every task has one event id by etcd's record ({len(retried)} retried "
         "create(s) answered with the first one)",
         stats=stats,
+    )
+
+
+def _two_event_ids(
+    task_id: str, ids: list[tuple[str, int]], answer: str, tries: list[dict[str, Any]]
+) -> str:
+    """What went wrong with one task's create: two outbox entries, or an answer the outbox does
+    not hold (after which retries, if any)."""
+    why = ""
+    if tries:
+        lost = ", ".join(f"{t.get('node')} ({t.get('error')})" for t in tries)
+        why = f" after the client retried it (earlier attempts: {lost})"
+    listed = ", ".join(f"{e} at revision {r}" for e, r in ids)
+    if len(ids) > 1:
+        return (
+            f"task {task_id}: the create wrote {len(ids)} outbox entries ({listed}){why}; a "
+            "retry with the same task_id must return the first event id"
+        )
+    return (
+        f"task {task_id}: the client was answered event id {answer}{why}, but the outbox "
+        f"holds {ids[0][0]}"
     )
 
 
