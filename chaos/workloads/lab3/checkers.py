@@ -686,24 +686,7 @@ def _proof(point: str, fired: dict[str, Any], run: StoredRun) -> tuple[bool, str
     chaos.workloads.lab3.confirm: the claim is the service's word, none of this is)."""
     final = run.final or {}
     if point in ("relay-crash-before-publish", "worker-crash-before-ack"):
-        crashed, died = confirm.host_crash(fired)
-        if point == "relay-crash-before-publish":
-            held, state = confirm.unpublished_intent(fired)
-            return crashed and held, f"{died}; {state}"
-        order, state = confirm.split_delivery(fired)
-        if order is None:
-            return False, f"{died}; {state}"
-        if order == "ack-first":
-            # ACKed, never committed: if the killed process held it, nothing is left to redeliver
-            # and it never completes; completed later, its holder was another process
-            held, after = confirm.still_uncommitted(fired, final)
-            return crashed and held, f"{died}; {state}; {after}"
-        # committed and not ACKed: the broker itself must have delivered it again after the kill
-        again, made, messages = confirm.redelivered(final)
-        return crashed and again, (
-            f"{died}; {state}; the broker made {made} deliveries of {messages} message(s), "
-            f"{max(0, made - messages)} of them redeliveries"
-        )
+        return _crash_proof(point, fired, final)
     if point == "lost-publish-ack":
         _, ok_tasks, maybe = record.client_amounts(run.history)
         messages = int((final.get("stream") or {}).get("messages") or 0)
@@ -712,17 +695,7 @@ def _proof(point: str, fired: dict[str, Any], run: StoredRun) -> tuple[bool, str
             f"the broker's stream holds {messages} message(s) for {tasks} accepted task(s)"
         )
     if point == "lost-create-response":
-        # the orchestrator's own client: a create attempt on that node went unanswered
-        for op in run.history:
-            tries = op.extra.get("retried") if op.f == "create" else None
-            for t in tries if isinstance(tries, list) else []:
-                if isinstance(t, dict) and t.get("node") == fired.get("node"):
-                    task = op.value.get("task_id") if isinstance(op.value, dict) else None
-                    return True, (
-                        f"the client's create of {task} on {t.get('node')} got no answer "
-                        f"({t.get('error')}) and was retried on {op.extra.get('node')}"
-                    )
-        return False, f"no create sent to {fired.get('node')} went unanswered in the history"
+        return _unanswered_create(run, fired.get("node"))
     if point in ("txn-error-complete", "txn-error-create"):
         # the node's etcd proxy failed the transaction, and its root-owned journal says so
         injected = _injected(run)
@@ -751,6 +724,42 @@ def _proof(point: str, fired: dict[str, Any], run: StoredRun) -> tuple[bool, str
                     )
         return False, f"{how}; but no create in the history got a server error"
     return False, f"no way to confirm {point} is known"
+
+
+def _crash_proof(point: str, fired: dict[str, Any], final: dict[str, Any]) -> tuple[bool, str]:
+    """A crash point: the host saw the process die, and the state it left is the point's."""
+    crashed, died = confirm.host_crash(fired)
+    if point == "relay-crash-before-publish":
+        held, state = confirm.unpublished_intent(fired)
+        return crashed and held, f"{died}; {state}"
+    order, state = confirm.split_delivery(fired)
+    if order is None:
+        return False, f"{died}; {state}"
+    if order == "ack-first":
+        # ACKed, never committed: if the killed process held it, nothing is left to redeliver
+        # and it never completes; completed later, its holder was another process
+        held, after = confirm.still_uncommitted(fired, final)
+        return crashed and held, f"{died}; {state}; {after}"
+    # committed and not ACKed: the broker itself must have delivered it again after the kill
+    again, made, messages = confirm.redelivered(final)
+    return crashed and again, (
+        f"{died}; {state}; the broker made {made} deliveries of {messages} message(s), "
+        f"{max(0, made - messages)} of them redeliveries"
+    )
+
+
+def _unanswered_create(run: StoredRun, node: Any) -> tuple[bool, str]:
+    """The orchestrator's own client: a create attempt on ``node`` went unanswered."""
+    for op in run.history:
+        tries = op.extra.get("retried") if op.f == "create" else None
+        for t in tries if isinstance(tries, list) else []:
+            if isinstance(t, dict) and t.get("node") == node:
+                task = op.value.get("task_id") if isinstance(op.value, dict) else None
+                return True, (
+                    f"the client's create of {task} on {t.get('node')} got no answer "
+                    f"({t.get('error')}) and was retried on {op.extra.get('node')}"
+                )
+    return False, f"no create sent to {node} went unanswered in the history"
 
 
 def scenario_fired(run: StoredRun) -> CheckResult:
