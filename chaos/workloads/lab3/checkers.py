@@ -529,6 +529,83 @@ def exactly_once(run: StoredRun) -> CheckResult:
     accepted = ok | {t for t in maybe if t in created}
     anomalies = [f.to_json() for f in story.findings]
     sentences = [f.why for f in story.findings]
+    _per_task(accepted, story, completed, amounts, sentences, anomalies)
+    attributed = sum(amounts[t] * len(r) for t, r in story.by_task.items())
+    total = _totals(story, attributed, (run.final or {}).get("counter"), sentences, anomalies)
+    stats: dict[str, Any] = {
+        "revisions": story.revisions,
+        "applies": sum(len(v) for v in story.by_task.values()),
+        "completed": len(completed),
+        "counter_change": total,
+        "attributed": attributed,
+        "findings": len(story.findings),
+        "record_revisions": [rec.get("from_revision"), rec.get("to_revision")],
+    }
+    if anomalies:
+        summary = _told(sentences, len(story.findings))
+        return CheckResult(
+            checker=name, verdict=Verdict.INVALID, summary=summary, anomalies=anomalies,
+            stats=stats,
+        )  # fmt: skip
+    once = sorted(story.by_task, key=lambda t: story.by_task[t][0])
+    at = ", ".join(f"{t} at {story.by_task[t][0]}" for t in once[:5])
+    at += f", and {len(once) - 5} more" if len(once) > 5 else ""
+    return CheckResult(
+        checker=name,
+        verdict=Verdict.VALID,
+        summary=f"by etcd's record, each of the {len(completed)} completed task(s) was applied "
+        f"exactly once ({at or 'none'}), the counter's change over the run ({attributed:+d}) is "
+        f"their sum, and all {story.revisions} transactions under {rec.get('prefix')} were "
+        "interpreted",
+        stats=stats,
+    )
+
+
+def _totals(
+    story: record.Applies,
+    attributed: int,
+    counter: Any,
+    sentences: list[str],
+    anomalies: list[dict[str, Any]],
+) -> int | None:
+    """The counter's change over the run (None: unreadable), checked against the attributed
+    applies and against the final read's ``counter``."""
+    total = None if story.final is None else story.final - (story.start or 0)
+    if total is not None and total != attributed:
+        sentences.append(
+            f"the counter changed by {total:+d} over the run (from {story.start} to "
+            f"{story.final}) but the applies attributed to tasks add up to {attributed:+d}"
+        )
+        anomalies.append({"kind": "total", "change": total, "attributed": attributed})
+    if isinstance(counter, int) and story.final is not None and counter != story.final:
+        sentences.append(
+            f"the final read found the counter at {counter} but etcd's record ends with "
+            f"{story.final}"
+        )
+        anomalies.append({"kind": "final-read", "counter": counter, "record": story.final})
+    return total
+
+
+def _told(sentences: list[str], findings: int) -> str:
+    """The first writes no rule explains, then what they did to the tasks: both halves of the
+    story in one line, however many revisions there are."""
+    told = sentences[: min(2, findings)] + sentences[findings:][:3]
+    told = told or sentences[:4]
+    summary = "; ".join(told)
+    if len(sentences) > len(told):
+        summary += f" (and {len(sentences) - len(told)} more)"
+    return summary
+
+
+def _per_task(
+    accepted: set[str],
+    story: record.Applies,
+    completed: dict[str, int],
+    amounts: dict[str, int],
+    sentences: list[str],
+    anomalies: list[dict[str, Any]],
+) -> None:
+    """Each task's applies against the promise: once if completed, never if not accepted."""
     for task_id in sorted(accepted | set(story.by_task) | set(completed)):
         revs = story.by_task.get(task_id, [])
         if len(revs) > 1:
@@ -553,55 +630,6 @@ def exactly_once(run: StoredRun) -> CheckResult:
             )
             anomalies.append({"kind": "applied-not-accepted", "task_id": task_id,
                               "revisions": revs})  # fmt: skip
-    attributed = sum(amounts[t] * len(r) for t, r in story.by_task.items())
-    total = None if story.final is None else story.final - (story.start or 0)
-    if total is not None and total != attributed:
-        sentences.append(
-            f"the counter changed by {total:+d} over the run (from {story.start} to "
-            f"{story.final}) but the applies attributed to tasks add up to {attributed:+d}"
-        )
-        anomalies.append({"kind": "total", "change": total, "attributed": attributed})
-    counter = (run.final or {}).get("counter")
-    if isinstance(counter, int) and story.final is not None and counter != story.final:
-        sentences.append(
-            f"the final read found the counter at {counter} but etcd's record ends with "
-            f"{story.final}"
-        )
-        anomalies.append({"kind": "final-read", "counter": counter, "record": story.final})
-    stats: dict[str, Any] = {
-        "revisions": story.revisions,
-        "applies": sum(len(v) for v in story.by_task.values()),
-        "completed": len(completed),
-        "counter_change": total,
-        "attributed": attributed,
-        "findings": len(story.findings),
-        "record_revisions": [rec.get("from_revision"), rec.get("to_revision")],
-    }
-    if anomalies:
-        # the first writes no rule explains, then what they did to the tasks: both halves of the
-        # story in one line, however many revisions there are
-        told = sentences[: min(2, len(story.findings))] + sentences[len(story.findings) :][:3]
-        told = told or sentences[:4]
-        summary = "; ".join(told)
-        if len(sentences) > len(told):
-            summary += f" (and {len(sentences) - len(told)} more)"
-        return CheckResult(
-            checker=name, verdict=Verdict.INVALID, summary=summary, anomalies=anomalies,
-            stats=stats,
-        )  # fmt: skip
-    once = sorted(story.by_task, key=lambda t: story.by_task[t][0])
-    at = ", ".join(f"{t} at {story.by_task[t][0]}" for t in once[:5])
-    if len(once) > 5:
-        at += f", and {len(once) - 5} more"
-    return CheckResult(
-        checker=name,
-        verdict=Verdict.VALID,
-        summary=f"by etcd's record, each of the {len(completed)} completed task(s) was applied "
-        f"exactly once ({at or 'none'}), the counter's change over the run ({attributed:+d}) is "
-        f"their sum, and all {story.revisions} transactions under {rec.get('prefix')} were "
-        "interpreted",
-        stats=stats,
-    )
 
 
 def delivery_stats(run: StoredRun) -> CheckResult:
