@@ -244,70 +244,13 @@ def double_apply(run: StoredRun) -> CheckResult:
     anomalies: list[dict[str, Any]] = []
     sentences: list[str] = []
     for task_id, revs in sorted(story.by_task.items(), key=lambda kv: kv[1][0]):
-        if len(revs) < 2:
-            continue
-        times = {2: "twice", 3: "three times"}.get(len(revs), f"{len(revs)} times")
-        reported = sorted(
-            (c for cs in commits.values() for c in cs if c.task_id == task_id),
-            key=lambda c: c.time,
-        )
-        said = f"the service reported {len(reported)} commit(s)" + (
-            ": " + ", ".join(_commit_phrase(c, faults) for c in reported) if reported else ""
-        )
-        ids = event_ids.get(task_id, [])
-        # the cause, when the record shows it: one task published under two event ids passes
-        # every dedup check, so the fault is the create's, not the complete's; an apply whose
-        # transaction wrote no dedup record left nothing for the next delivery to find
-        undeduped = [
-            c.revision
-            for c in story.changes
-            if c.revision in revs and not any(k.startswith(keys.DEDUP_PREFIX) for k in c.keys)
-        ]
-        cause = ""
-        if len(ids) > 1:
-            cause = (
-                f" — under {len(ids)} event ids: its create was not idempotent "
-                "(see idempotent-create)"
+        if len(revs) >= 2:
+            said, anomaly = _applied_twice(
+                run, task_id, revs, story, amounts, commits, event_ids, faults
             )
-        elif undeduped:
-            cause = (
-                f" — the transaction(s) at revision {', '.join(map(str, undeduped))} changed the "
-                "counter without writing the dedup record, so nothing stopped the next delivery"
-            )
-        else:
-            cause = (
-                " — each of those transactions wrote the dedup record: it was not compared "
-                "inside the transaction (checked before it, or not at all)"
-            )
-        sentences.append(
-            f"task {task_id}: counter incremented {times} by its amount ({amounts.get(task_id)}) "
-            f"— etcd shows the counter changed for it at revisions {', '.join(map(str, revs))}"
-            f"{cause}; {said}"
-        )
-        anomalies.append(
-            {
-                "task_id": task_id,
-                "amount": amounts.get(task_id),
-                "revisions": revs,
-                # what the service reported (narration), beside what etcd recorded
-                "commits": [
-                    {"node": c.node, "time": round(c.time, 3), "pid": c.pid, **c.data}
-                    for c in reported
-                ],
-                "chain": chain(run.events, task_id, faults),
-            }
-        )
-    for f in story.counter_findings:
-        # every write of the counter must be read for "at most once" to mean anything
-        sentences.append(f"{f.why} — the counter's story cannot be read past it")
-        anomalies.append(f.to_json())
-    for u in story.unexplained:
-        who = f"a transaction that wrote {', '.join(u['keys'])}"
-        sentences.append(
-            f"the counter changed by {u['delta']:+d} at revision {u['revision']} in {who}, "
-            "which matches no accepted task's amount"
-        )
-        anomalies.append({"kind": "unexplained-change", **u})
+            sentences.append(said)
+            anomalies.append(anomaly)
+    _counter_story_gaps(story, sentences, anomalies)
     counter = (run.final or {}).get("counter")
     expected = sum(amounts.get(t, 0) for t in story.by_task)
     if anomalies and isinstance(counter, int) and story.final == counter and counter > expected:
@@ -333,11 +276,96 @@ def double_apply(run: StoredRun) -> CheckResult:
         f"by etcd's record, every accepted task's amount reached the counter at most once "
         f"({stats['applies']} applies in {len(story.changes)} changes of the counter)"
     )
-    if notes:
-        summary += "; but " + "; ".join(notes[:3])
-        if len(notes) > 3:
-            summary += f" (and {len(notes) - 3} more disagreements)"
-    return CheckResult(checker=name, verdict=Verdict.VALID, summary=summary, stats=stats)
+    return CheckResult(
+        checker=name, verdict=Verdict.VALID, summary=summary + _but(notes), stats=stats
+    )
+
+
+def _but(notes: list[str]) -> str:
+    """Where the service's narration disagrees with the record, said after a valid verdict."""
+    if not notes:
+        return ""
+    more = f" (and {len(notes) - 3} more disagreements)" if len(notes) > 3 else ""
+    return "; but " + "; ".join(notes[:3]) + more
+
+
+def _counter_story_gaps(
+    story: record.Applies, sentences: list[str], anomalies: list[dict[str, Any]]
+) -> None:
+    """Counter writes that could not be read, and changes no accepted task explains: "at most
+    once" means something only when every write of the counter is read."""
+    for f in story.counter_findings:
+        sentences.append(f"{f.why} — the counter's story cannot be read past it")
+        anomalies.append(f.to_json())
+    for u in story.unexplained:
+        who = f"a transaction that wrote {', '.join(u['keys'])}"
+        sentences.append(
+            f"the counter changed by {u['delta']:+d} at revision {u['revision']} in {who}, "
+            "which matches no accepted task's amount"
+        )
+        anomalies.append({"kind": "unexplained-change", **u})
+
+
+def _applied_twice(
+    run: StoredRun,
+    task_id: str,
+    revs: list[int],
+    story: record.Applies,
+    amounts: dict[str, int],
+    commits: dict[str, list[Event]],
+    event_ids: dict[str, list[tuple[str, int]]],
+    faults: list[FaultInterval],
+) -> tuple[str, dict[str, Any]]:
+    """One task applied more than once: the sentence (with the cause when the record shows it,
+    and what the service said) and the anomaly."""
+    times = {2: "twice", 3: "three times"}.get(len(revs), f"{len(revs)} times")
+    reported = sorted(
+        (c for cs in commits.values() for c in cs if c.task_id == task_id),
+        key=lambda c: c.time,
+    )
+    said = f"the service reported {len(reported)} commit(s)" + (
+        ": " + ", ".join(_commit_phrase(c, faults) for c in reported) if reported else ""
+    )
+    ids = event_ids.get(task_id, [])
+    # the cause, when the record shows it: one task published under two event ids passes
+    # every dedup check, so the fault is the create's, not the complete's; an apply whose
+    # transaction wrote no dedup record left nothing for the next delivery to find
+    undeduped = [
+        c.revision
+        for c in story.changes
+        if c.revision in revs and not any(k.startswith(keys.DEDUP_PREFIX) for k in c.keys)
+    ]
+    cause = ""
+    if len(ids) > 1:
+        cause = (
+            f" — under {len(ids)} event ids: its create was not idempotent (see idempotent-create)"
+        )
+    elif undeduped:
+        cause = (
+            f" — the transaction(s) at revision {', '.join(map(str, undeduped))} changed the "
+            "counter without writing the dedup record, so nothing stopped the next delivery"
+        )
+    else:
+        cause = (
+            " — each of those transactions wrote the dedup record: it was not compared "
+            "inside the transaction (checked before it, or not at all)"
+        )
+    sentence = (
+        f"task {task_id}: counter incremented {times} by its amount ({amounts.get(task_id)}) "
+        f"— etcd shows the counter changed for it at revisions {', '.join(map(str, revs))}"
+        f"{cause}; {said}"
+    )
+    anomaly = {
+        "task_id": task_id,
+        "amount": amounts.get(task_id),
+        "revisions": revs,
+        # what the service reported (narration), beside what etcd recorded
+        "commits": [
+            {"node": c.node, "time": round(c.time, 3), "pid": c.pid, **c.data} for c in reported
+        ],
+        "chain": chain(run.events, task_id, faults),
+    }
+    return sentence, anomaly
 
 
 def _commit_phrase(c: Event, faults: list[FaultInterval]) -> str:
