@@ -33,7 +33,6 @@ ALLOWED: dict[str, int] = {
     "chaos/histories/edn_fast.py::ops_from_block": 65,
     "chaos/histories/edn_reader.py::read_form": 101,
     "chaos/workloads/lab1/service.py::Service._job_body": 71,
-    "chaos/workloads/lab3/service.py::relay_one": 78,
 }
 
 

@@ -169,15 +169,7 @@ async def relay_one(ctx: Context, store: Store, nc: Any, js: Any, entry: dict[st
         ).encode()
         kind = "publish" if attempt == 1 else "publish-retry"
         if ctx.hooks.armed(LOST_ACK, task_id=task_id, event_id=event_id):
-            # The broker stores the message and sends its ACK to an inbox nobody listens on.
-            sent = time.monotonic()
-            await nc.publish(keys.SUBJECT, payload, reply=f"_INBOX.lost.{uuid.uuid4().hex}")
-            await nc.flush()
-            ctx.events.emit(
-                kind, task_id=task_id, event_id=event_id, attempt=attempt, acked=False, at=sent
-            )
-            await asyncio.sleep(ctx.ack_timeout)
-            ctx.events.emit("publish-ack-lost", task_id=task_id, event_id=event_id, attempt=attempt)
+            await _publish_ack_lost(ctx, nc, payload, kind, task_id, event_id, attempt)
             return
         sent = time.monotonic()
         try:
@@ -203,22 +195,36 @@ async def relay_one(ctx: Context, store: Store, nc: Any, js: Any, entry: dict[st
             stream_seq=ack.seq,
             at=sent,
         )
-        cur, rev = store.get(keys.outbox(event_id))
-        if cur is not None and cur.get("status") == "pending":
-            store.txn(
-                compare=[store.unchanged(keys.outbox(event_id), rev)],
-                success=[
-                    store.put(
-                        keys.outbox(event_id), {**cur, "status": "published", "stream_seq": ack.seq}
-                    )
-                ],
-            )
-            ctx.events.emit(
-                "marked-published", task_id=task_id, event_id=event_id, stream_seq=ack.seq
-            )
+        _mark_published(ctx, store, task_id, event_id, ack.seq)
     finally:
         with contextlib.suppress(Exception):  # the lease expires on its own
             lease.revoke()
+
+
+async def _publish_ack_lost(
+    ctx: Context, nc: Any, payload: bytes, kind: str, task_id: str, event_id: str, attempt: int
+) -> None:
+    """The lost-publish-ack fault point: the broker stores the message and sends its ACK to an
+    inbox nobody listens on."""
+    sent = time.monotonic()
+    await nc.publish(keys.SUBJECT, payload, reply=f"_INBOX.lost.{uuid.uuid4().hex}")
+    await nc.flush()
+    ctx.events.emit(kind, task_id=task_id, event_id=event_id, attempt=attempt, acked=False, at=sent)
+    await asyncio.sleep(ctx.ack_timeout)
+    ctx.events.emit("publish-ack-lost", task_id=task_id, event_id=event_id, attempt=attempt)
+
+
+def _mark_published(ctx: Context, store: Store, task_id: str, event_id: str, seq: int) -> None:
+    """The outbox entry marked published (with its stream sequence), if still pending."""
+    cur, rev = store.get(keys.outbox(event_id))
+    if cur is not None and cur.get("status") == "pending":
+        store.txn(
+            compare=[store.unchanged(keys.outbox(event_id), rev)],
+            success=[
+                store.put(keys.outbox(event_id), {**cur, "status": "published", "stream_seq": seq})
+            ],
+        )
+        ctx.events.emit("marked-published", task_id=task_id, event_id=event_id, stream_seq=seq)
 
 
 # ---------------------------------------------------------------- worker
