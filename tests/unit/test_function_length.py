@@ -32,7 +32,6 @@ ALLOWED: dict[str, int] = {
     "chaos/histories/edn.py::_Stream._general": 75,
     "chaos/histories/edn_fast.py::ops_from_block": 65,
     "chaos/histories/edn_reader.py::read_form": 101,
-    "chaos/workloads/lab1/service.py::Service._job_body": 71,
 }
 
 

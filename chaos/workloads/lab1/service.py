@@ -434,43 +434,7 @@ class Service:
                 # what the solution claims: it still holds the lock (lease-exclusivity checks it)
                 self.events.emit("lock-renewed", token=token, night=night)
             time.sleep(share)  # the work of reconciling this order
-            self.hooks.hold("write")
-            change = Change(
-                order=order, night=night, amount=keys.change_amount(order, night), token=token
-            )
-            try:
-                outcome = self._call(
-                    "write_change", self.protocol.write_change, self.store, self.lock, change
-                )
-            except JobAborted:
-                raise
-            except Exception as e:
-                # the transaction may have been applied: the final state will tell
-                self.events.emit(
-                    "write",
-                    order=order,
-                    night=night,
-                    token=token,
-                    amount=change.amount,
-                    outcome="unknown",
-                    error=f"{type(e).__name__}: {e}",
-                )
-                raise
-            if outcome not in OUTCOMES:
-                self._protocol_error(
-                    "write_change",
-                    ValueError(f"write_change returned {outcome!r}, expected one of {OUTCOMES}"),
-                )
-                raise JobAborted("write_change")
-            self.events.emit(
-                "write",
-                order=order,
-                night=night,
-                token=token,
-                amount=change.amount,
-                outcome=outcome,
-            )
-            if outcome == STALE:
+            if self._write(order, night, token) == STALE:
                 return "aborted", "rejected-stale"
         self.store.txn(
             compare=[self.store.absent(keys.night_done(night))],
@@ -487,6 +451,48 @@ class Service:
             ],
         )
         return "done", ""
+
+    def _write(self, order: str, night: int, token: int) -> Any:
+        """The solution's write of one order's change; its outcome (one of OUTCOMES, as the
+        solution returned it), reported. Any other outcome is a protocol error that aborts the
+        job."""
+        self.hooks.hold("write")
+        change = Change(
+            order=order, night=night, amount=keys.change_amount(order, night), token=token
+        )
+        try:
+            outcome = self._call(
+                "write_change", self.protocol.write_change, self.store, self.lock, change
+            )
+        except JobAborted:
+            raise
+        except Exception as e:
+            # the transaction may have been applied: the final state will tell
+            self.events.emit(
+                "write",
+                order=order,
+                night=night,
+                token=token,
+                amount=change.amount,
+                outcome="unknown",
+                error=f"{type(e).__name__}: {e}",
+            )
+            raise
+        if outcome not in OUTCOMES:
+            self._protocol_error(
+                "write_change",
+                ValueError(f"write_change returned {outcome!r}, expected one of {OUTCOMES}"),
+            )
+            raise JobAborted("write_change")
+        self.events.emit(
+            "write",
+            order=order,
+            night=night,
+            token=token,
+            amount=change.amount,
+            outcome=outcome,
+        )
+        return outcome
 
 
 def main(argv: list[str] | None = None) -> None:
