@@ -381,12 +381,31 @@ def check_file_command(
     _refuse_unreadable(path, results, problems, len(dropped), lenient)
     deciding = model_checkers(model)
     main = [r for r in results if r.checker in deciding]
-    side = [r for r in results if r.checker not in deciding]
     _refuse_uninterpretable(path, main)
     verdict = combine(main)
     if dropped and verdict in (Verdict.VALID, Verdict.INVALID):
         # The lost ops could be what made it valid, or invalid: neither is this history's.
         verdict = Verdict.UNKNOWN
+    _say(model, sem, results, deciding, verdict, problems, len(dropped), as_json=as_json)
+    sys.exit(verdict.exit_code)
+
+
+def _say(
+    model: str,
+    sem: Any,
+    results: list[CheckResult],
+    deciding: Sequence[str],
+    verdict: Verdict,
+    problems: Sequence[Any],
+    dropped: int,
+    *,
+    as_json: bool,
+) -> None:
+    """The model check's answer: notes on stderr, then JSON or text on stdout."""
+    from chaos.checkers.verdict import combine
+
+    main = [r for r in results if r.checker in deciding]
+    side = [r for r in results if r.checker not in deciding]
     notes = [str(r.stats["note"]) for r in main if r.stats.get("note")]
     for n in notes:
         click.secho(f"note: {clean(n)}", fg="yellow", err=True)
@@ -404,8 +423,7 @@ def check_file_command(
         }
         _print_json(doc, results, problems, shown_sem)
     else:
-        _print_model_result(main, side, warnings, notes, shown_sem, verdict, len(dropped))
-    sys.exit(verdict.exit_code)
+        _print_model_result(main, side, warnings, notes, shown_sem, verdict, dropped)
 
 
 def _refuse_unreadable(
