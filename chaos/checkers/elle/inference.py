@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from chaos.checkers.elle.graph import PROCESS, REALTIME, DepGraph
 from chaos.checkers.elle.txns import Txn
 
-__all__ = ["Explainer", "Findings", "Inference", "order_text", "show"]
+__all__ = ["Explainer", "Findings", "Inference", "order_text", "show", "unwritten_read"]
 
 MAX_CASES = 20  # anomalies of one kind kept as evidence (all are counted)
 
@@ -67,6 +67,42 @@ def show(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     return str(v)
+
+
+def unwritten_read(
+    found: Findings,
+    reader: Txn,
+    failed: Txn | None,
+    key: Any,
+    value: Any,
+    *,
+    read: str,
+    done: tuple[str, str],
+) -> None:
+    """A read of a value no committed transaction put there: ``G1a`` when ``failed`` (the aborted
+    transaction that did) is known, else ``garbage-read``. ``read`` words the read ("read key 5 =
+    3"); ``done`` the data model's verb as ``(participle, past)``: ("written", "wrote")."""
+    if failed is not None:
+        found(
+            "G1a",
+            {
+                "txns": [failed.index, reader.index],
+                "key": key,
+                "value": value,
+                "explanation": f"op {reader.index} {read}, {done[0]} by op {failed.index}, "
+                "which failed (aborted read)",
+            },
+        )
+    else:
+        found(
+            "garbage-read",
+            {
+                "txns": [reader.index],
+                "key": key,
+                "value": value,
+                "explanation": f"op {reader.index} {read}, which no transaction {done[1]}",
+            },
+        )
 
 
 def order_text(u: Txn, v: Txn, kind: int, a: str, b: str) -> dict[str, Any] | None:

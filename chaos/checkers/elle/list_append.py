@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chaos.checkers.elle.graph import RW, WR, WW, DepGraph
-from chaos.checkers.elle.inference import Findings, Inference, order_text, show
+from chaos.checkers.elle.inference import Findings, Inference, order_text, show, unwritten_read
 from chaos.checkers.elle.txns import APPEND, READ, Txn, TxnInputError
 
 __all__ = ["infer"]
@@ -347,26 +347,6 @@ def _unwritten(
     e: Any,
 ) -> None:
     reader = next(t for r, t in reads.items() if len(r) > i and r[i] == e)
-    if (k, e) in failed:
-        f = txns[failed[(k, e)]]
-        found(
-            "G1a",
-            {
-                "txns": [f.index, txns[reader].index],
-                "key": k,
-                "value": e,
-                "explanation": f"op {txns[reader].index} read {show(e)} in key {show(k)}, "
-                f"appended by op {f.index}, which failed (aborted read)",
-            },
-        )
-    else:
-        found(
-            "garbage-read",
-            {
-                "txns": [txns[reader].index],
-                "key": k,
-                "value": e,
-                "explanation": f"op {txns[reader].index} read {show(e)} in key {show(k)}, "
-                "which no transaction appended",
-            },
-        )
+    aborted = txns[failed[(k, e)]] if (k, e) in failed else None
+    unwritten_read(found, txns[reader], aborted, k, e,
+                   read=f"read {show(e)} in key {show(k)}", done=("appended", "appended"))  # fmt: skip

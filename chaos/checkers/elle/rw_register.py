@@ -24,7 +24,7 @@ from typing import Any
 import networkx as nx
 
 from chaos.checkers.elle.graph import RW, WR, WW, DepGraph
-from chaos.checkers.elle.inference import Findings, Inference, order_text, show
+from chaos.checkers.elle.inference import Findings, Inference, order_text, show, unwritten_read
 from chaos.checkers.elle.txns import READ, WRITE, Txn
 
 __all__ = ["infer"]
@@ -176,29 +176,9 @@ def infer(txns: Sequence[Txn], *, writes_follow_reads: bool = True) -> Inference
         wk = (k, x)
         w = writer.get(wk)
         if w is None:
-            if wk in failed:
-                ft = txns[failed[wk]]
-                found(
-                    "G1a",
-                    {
-                        "txns": [ft.index, txns[tid].index],
-                        "key": k,
-                        "value": x,
-                        "explanation": f"op {txns[tid].index} read key {show(k)} = {show(x)}, "
-                        f"written by op {ft.index}, which failed (aborted read)",
-                    },
-                )
-            else:
-                found(
-                    "garbage-read",
-                    {
-                        "txns": [txns[tid].index],
-                        "key": k,
-                        "value": x,
-                        "explanation": f"op {txns[tid].index} read key {show(k)} = {show(x)}, "
-                        "which no transaction wrote",
-                    },
-                )
+            aborted = txns[failed[wk]] if wk in failed else None
+            unwritten_read(found, txns[tid], aborted, k, x,
+                           read=f"read key {show(k)} = {show(x)}", done=("written", "wrote"))  # fmt: skip
             continue
         if wk in dup or w == tid:
             continue
