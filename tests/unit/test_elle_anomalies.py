@@ -217,6 +217,23 @@ def test_garbage_read_of_an_element_nobody_appended() -> None:
     assert g["explanation"] == "op 1 read 7 in key x, which no transaction appended"
 
 
+def test_rw_register_reads_of_a_failed_write_and_of_a_value_nobody_wrote() -> None:
+    w = ("fail", 0, [("w", "x", 1)])
+    rd = ("ok", 1, [("r", "x", 1)])
+    r = check(then(serial(w), serial(rd)), "read-committed", model="rw-register")
+    assert r.verdict is Verdict.INVALID
+    (g1a,) = found(r, "G1a")
+    assert g1a["explanation"] == "op 3 read key x = 1, written by op 1, which failed (aborted read)"
+    r = check(serial(("ok", 0, [("r", "x", 7)])), "read-committed", model="rw-register")
+    assert r.verdict is Verdict.INVALID
+    (g,) = found(r, "garbage-read")
+    assert g["explanation"] == "op 1 read key x = 7, which no transaction wrote"
+    # the read of a committed write is neither
+    ok = ("ok", 0, [("w", "x", 1)])
+    r = check(then(serial(ok), serial(rd)), "read-committed", model="rw-register")
+    assert r.verdict is Verdict.VALID
+
+
 # ------------------------------------------------------------ process and real-time order
 
 
