@@ -286,6 +286,19 @@ def nodes_file_option(f: Any) -> Any:
     )(f)
 
 
+def workload_options_option(f: Any) -> Any:
+    """``-o KEY=VALUE``, with every workload's declared options in its help."""
+    return click.option(
+        "--option",
+        "-o",
+        "options",
+        multiple=True,
+        metavar="KEY=VALUE",
+        cls=LazyHelp,
+        help_from=_workload_options_help,
+    )(f)
+
+
 def backend_option(f: Any) -> Any:
     return click.option(
         "--backend",
@@ -419,15 +432,7 @@ def _options(items: tuple[str, ...]) -> dict[str, str]:
     help="Also write the lab report JSON (store/WORKLOAD/lab-report.json) to FILE.",
 )
 @old_name("--report", new="--lab-report-out")
-@click.option(
-    "--option",
-    "-o",
-    "options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    cls=LazyHelp,
-    help_from=_workload_options_help,
-)
+@workload_options_option
 @click.option(
     "--no-html",
     "no_html",
@@ -680,15 +685,7 @@ def _write_lab_report(
 @click.option("--fault-duration", type=SECONDS, default=None, help=FAULT_DURATION_HELP)
 @click.option("--nodes", type=POSITIVE, default=DEFAULT_NODES, show_default=True, help=NODES_HELP)
 @nodes_file_option
-@click.option(
-    "--option",
-    "-o",
-    "options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    cls=LazyHelp,
-    help_from=_workload_options_help,
-)
+@workload_options_option
 @click.option(
     "--json-out",
     "json_path",
