@@ -126,7 +126,7 @@ def test_sigkill_leaves_faults_that_cleanup_heals_then_a_run_starts_cleanly(
     done = heal_in_place(engine, rid, spec.get("live") or str(run / "live"))
     assert wait_until(lambda: proc_state(worker) in ("S", "R"), 2.0), done
     assert all(_chain_rules(init[n], chain) == [] for n in init), done
-    assert any("resumed worker on n2" in d for d in done), done
+    assert f"healed: resumed stopped worker (pid {worker}) on n2" in done, done
     assert any(f"flushed {chain}" in d for d in done), done
 
     p = chaos("cleanup", store=None)
