@@ -22,8 +22,7 @@ from chaos.cluster.ssh.conn import Connection
 from chaos.cluster.ssh.install import RUNS
 
 # the undo ops of faults.json entries this backend's reaper carries out: not ``thaw`` (no freeze
-# over SSH) nor ``clock-reset`` (no clock fault without a shared live folder, and the reaper does
-# not know a dead run's live folder from the nodes)
+# over SSH) nor ``clock-reset`` (no clock fault without a shared live folder)
 HANDLED_OPS = reap.OPS - {UndoOp.THAW, UndoOp.CLOCK_RESET}
 
 
@@ -92,6 +91,8 @@ def remove_run(conn: Connection, run_id: str) -> list[str]:
     node = conn.node
     rd = run_dir(run_id)
     t = SSHTransport(conn, run_id)
+    # no live folder: the run's owner.json names it, but the code under test can rewrite that
+    # file, and the reaper takes no local path from a node (chains and processes are the node's)
     done = reap.heal(run_id, [t], live=None)
     if t.gone is not None:
         raise ClusterError(t.gone)
