@@ -2,16 +2,16 @@
 
 A run killed with SIGKILL cannot heal itself; the next ``chaos run`` or ``chaos cleanup`` finds its
 resources by label (only ``chaos.project=chaos``, and only runs whose orchestrator is gone: the
-``chaos.owner`` label's pid and start time no longer name a live process), heals in place what
-the run's ``<live>/faults.json`` lists, then removes its containers and networks.
+``chaos.owner`` label's pid and start time no longer name a live process), heals them in place,
+then removes its containers and networks.
 
-Healing in place, before removal, is the one reaper every backend shares
-(chaos.cluster.node_kit.reap: thaw, flush the run's chains, reset its clocks, resume stopped
-processes), reaching each container through its transport (chaos.cluster.docker.transport: from
-the host, never outside the run's own containers). Then the run's
-host chain (chaos.cluster.docker.firewall) goes with its containers; a chain whose record names a
-dead orchestrator is reaped even when nothing else of its run is left. Last, the sized tmpfs
-mounts of the live folders of dead orchestrators are removed, their files kept beneath.
+Healing in place, before removal, is the reaper every backend shares (chaos.cluster.node_kit.reap:
+thaw, flush the run's chains, reset its clocks, resume stopped processes), reaching each container
+through its transport (chaos.cluster.docker.transport: from the host, never outside the run's own
+containers). Then the run's host chain (chaos.cluster.docker.firewall) goes with its containers;
+a chain whose record names a dead orchestrator is reaped even when nothing else of its run is
+left. Last, the sized tmpfs mounts of the live folders of dead orchestrators are removed, their
+files kept beneath.
 """
 
 from __future__ import annotations
