@@ -29,9 +29,11 @@ schedule:
 """
 
 
-def _start(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, dict]:
+def _start(
+    tmp_path: Path, schedule: str = SCHEDULE, faults: tuple[str, ...] = ("pause", "partition")
+) -> tuple[subprocess.Popen[str], Path, dict]:
     sched = tmp_path / "hold.yaml"
-    sched.write_text(SCHEDULE)
+    sched.write_text(schedule)
     store = tmp_path / "store"  # a store of its own: the only run in it is this one
     proc = chaos_bg(
         "run", "lab3", "--schedule", str(sched), "--seed", "11", "--time-limit", "120",
@@ -40,14 +42,14 @@ def _start(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, dict]:
     run = wait_until(lambda: next((store / "lab3").glob("2*/history.jsonl"), None), 60.0, 0.2)
     assert run is not None, f"the run never started:\n{_output(proc)}"
     run = run.parent
-    for fault in ("pause", "partition"):
+    for fault in faults:
         done = wait_for_line(
             run / "history.jsonl",
             lambda o, f=fault: (
                 o.get("fault") == f
                 and o.get("phase") == "start"
                 and isinstance(o.get("value"), dict)
-                and ("pid" in o["value"] or "grudge" in o["value"])
+                and ("pid" in o["value"] or "grudge" in o["value"] or "freezer" in o["value"])
             ),
             60.0,
         )
@@ -126,7 +128,7 @@ def test_sigkill_leaves_faults_that_cleanup_heals_then_a_run_starts_cleanly(
     done = heal_in_place(engine, rid, spec.get("live") or str(run / "live"))
     assert wait_until(lambda: proc_state(worker) in ("S", "R"), 2.0), done
     assert all(_chain_rules(init[n], chain) == [] for n in init), done
-    assert any("resumed worker on n2" in d for d in done), done
+    assert f"healed: resumed stopped worker (pid {worker}) on n2" in done, done
     assert any(f"flushed {chain}" in d for d in done), done
 
     p = chaos("cleanup", store=None)
@@ -138,3 +140,25 @@ def test_sigkill_leaves_faults_that_cleanup_heals_then_a_run_starts_cleanly(
 
     later = chaos("run", "lab3", "--seed", "12", "--recovery-timeout", "20", store=store)
     assert later.returncode == 0, later.stdout + later.stderr
+
+
+def test_sigkill_mid_freeze_then_the_reaper_thaws_the_node_first(
+    tmp_path: Path, store: Path, engine: docker.DockerClient
+) -> None:
+    proc, run, spec = _start(
+        tmp_path, "schedule:\n  - at 0.2s freeze n3 for 120s\n", faults=("freeze",)
+    )
+    rid = spec["run_id"]
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    (n3,) = engine.containers.list(filters={"label": [f"chaos.run={rid}", "chaos.node=n3"]})
+    assert n3.status == "paused", "a freeze outlives the orchestrator"
+
+    done = heal_in_place(engine, rid, spec.get("live") or str(run / "live"))
+    n3.reload()
+    assert n3.status == "running", done
+    assert done[0] == "healed: thawed n3", done
+    assert heal_in_place(engine, rid, spec.get("live") or str(run / "live")) == [], "done once"
+    p = chaos("cleanup", store=None)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert leftovers(engine, rid) == []

@@ -26,7 +26,6 @@ ALLOWED: dict[str, int] = {
     "chaos/cli.py::explore": 73,
     "chaos/cli.py::run": 141,
     "chaos/cluster/docker/cluster.py::DockerCluster.start": 68,
-    "chaos/cluster/docker/reap.py::heal_in_place": 68,
     "chaos/cluster/sandbox/machines.py::up": 68,
     "chaos/histories/edn.py::_Stream._general": 75,
     "chaos/histories/edn_fast.py::ops_from_block": 65,
