@@ -23,7 +23,7 @@ from chaos.checkers.cli import MODELS, ModelCheck, model_argv, model_options
 from chaos.deprecation import old_name, warn_renamed
 from chaos.exits import Exit, usage_status
 from chaos.histories.safe_text import clean
-from chaos.histories.store import DEFAULT_STORE, read_artefact, workload_of
+from chaos.histories.store import DEFAULT_STORE, stored_runs, workload_of
 
 # Each command imports what it runs inside its own body, for start-up time alone (nothing here
 # dodges an import cycle: the layers contract in pyproject.toml rules those out): `chaos check`,
@@ -974,30 +974,20 @@ def grade_command(
 def _check_run_argv(argv: list[str]) -> None:
     """ValueError naming the option when `chaos run` would refuse ``argv`` before it starts: by
     its types, or a fault target or trigger the workload does not have (creates nothing)."""
-    from chaos.core.spec import TestSpec
-    from chaos.nemesis.registry import make_nemeses
-    from chaos.nemesis.schedule import load_schedule
-    from chaos.workloads import registry
+    from chaos.orchestrator.plan import check_faults
 
     try:
         p = run.make_context("run", list(argv)).params
     except click.UsageError as e:
         raise ValueError(" ".join(e.format_message().split())) from None
-    wl = registry.get(p["workload"])
     nodes = p["nodes_arg"]  # a count, or (deprecated --nodes FILE) a path
-    schedule = p["schedule_file"]
-    spec = TestSpec(
-        workload=p["workload"],
-        nemesis=tuple(n.strip() for n in p["nemesis"].split(",") if n.strip()),
+    check_faults(
+        p["workload"],
+        nemesis=p["nemesis"],
         triggers=tuple(p["triggers"]),
         nodes=nodes if isinstance(nodes, int) else 0,
-        schedule=None
-        if schedule is None
-        else load_schedule(
-            schedule, default_duration=3.0, workload=wl, workload_name=p["workload"]
-        ).to_json(),
+        schedule_file=p["schedule_file"],
     )
-    make_nemeses(wl, spec)
 
 
 @main.command(
@@ -1048,16 +1038,7 @@ def grade_certs(folder: Path, hosts: tuple[str, ...], days: int) -> None:
 @store_option
 def ls(store: Path) -> None:
     """List stored runs, newest first."""
-    runs = sorted(
-        (p for p in store.glob("*/*") if (p / "spec.json").exists() and not p.is_symlink()),
-        key=lambda p: p.name,
-        reverse=True,
-    )
-    for p in runs:
-        # read as `chaos report` and `chaos check` read it (chaos.histories.store)
-        s = read_artefact(p / "spec.json", [])
-        if not isinstance(s, dict):  # a listing goes on past a run it cannot read
-            s = {"status": "unreadable"}
+    for p, s in stored_runs(store):
         v = str(s.get("verdict", s.get("status", "?")))
         click.echo(
             f"{click.style(clean(v).ljust(11), fg=VERDICT_COLOUR.get(v, 'white'))} "

@@ -27,6 +27,7 @@ from chaos.core.spec import TestSpec, fault_seconds
 from chaos.core.workload import Workload
 from chaos.exits import Exit
 from chaos.histories.store import DEFAULT_STORE, read_json, write_json
+from chaos.nemesis.registry import make_nemeses
 from chaos.nemesis.schedule import load_schedule
 from chaos.orchestrator.explore import run_command
 from chaos.orchestrator.run import RunOutcome, check_spec, run_test
@@ -254,6 +255,29 @@ def plan_explore(request: ExploreRequest) -> ExplorePlan:
     extra = rerun_extra(r.backend_name, r.store, r.nodes_file)
     check_spec(spec, wl, backend)
     return ExplorePlan(wl, backend, spec, lambda one: run_command(one, extra))
+
+
+def check_faults(
+    workload: str,
+    *,
+    nemesis: str,
+    triggers: tuple[str, ...],
+    nodes: int,
+    schedule_file: Path | None,
+) -> None:
+    """ValueError when a ``chaos run``'s faults cannot be made on ``workload``: a fault, target,
+    trigger or schedule step it does not have. ``chaos grade`` checks its matrix's runs so before
+    any starts, on the machine that grades: no backend is asked, nothing is created."""
+    wl = registry.get(workload)
+    spec = TestSpec(
+        workload=workload,
+        nemesis=faults(nemesis),
+        triggers=triggers,
+        nodes=nodes,
+        # any duration: only the steps' names and targets are checked
+        schedule=schedule_of(schedule_file, 3.0, wl, workload),
+    )
+    make_nemeses(wl, spec)
 
 
 DEFAULT_NODES = TestSpec(workload="").nodes
