@@ -9,26 +9,21 @@ fault, trigger and schedule against the workload, before anything is created: a 
 from __future__ import annotations
 
 import contextlib
-import random
 import shlex
 import sys
 import time
 import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 import click
 
-from chaos.checkers.cli import MODELS, model_argv, model_options
+from chaos.checkers.cli import MODELS, ModelCheck, model_argv, model_options
 from chaos.deprecation import old_name, warn_renamed
 from chaos.exits import Exit, usage_status
 from chaos.histories.safe_text import clean
-from chaos.histories.store import DEFAULT_STORE, read_artefact, read_json, workload_of
-
-if TYPE_CHECKING:  # for annotations only: the commands import what they use when they run
-    from chaos.core.capabilities import Scenarios
-    from chaos.core.workload import Workload
+from chaos.histories.store import DEFAULT_STORE, stored_runs, workload_of
 
 # Each command imports what it runs inside its own body, for start-up time alone (nothing here
 # dodges an import cycle: the layers contract in pyproject.toml rules those out): `chaos check`,
@@ -310,17 +305,6 @@ def backend_option(f: Any) -> Any:
     )(f)
 
 
-def _options(items: tuple[str, ...]) -> dict[str, str]:
-    """``("lock_at_least=2", "cron=10")`` -> a dict; the workload validates the values."""
-    out = {}
-    for item in items:
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            fail(f"--option {item!r}: expected KEY=VALUE", Exit.USAGE)
-        out[key.strip()] = value.strip()
-    return out
-
-
 @main.command(
     epilog=examples(
         "chaos run lab3 --nemesis pause --seed 7",
@@ -465,134 +449,19 @@ def _options(items: tuple[str, ...]) -> dict[str, str]:
     "folder): the run's page names it to re-check and re-render the run.",
 )
 @store_option
-def run(
-    workload: str,
-    backend_name: str,
-    nemesis: str,
-    solution: str,
-    seed: int | None,
-    tasks: int | None,
-    rate: float | None,
-    time_limit: float,
-    concurrency: int,
-    recovery_timeout: float,
-    ack_wait: float,
-    pause_duration: float | None,
-    nemesis_interval: float,
-    nemesis_jitter: float,
-    fault_duration: float | None,
-    triggers: tuple[str, ...],
-    schedule_file: Path | None,
-    work_seconds: float,
-    nodes_arg: int | Path,
-    nodes_file: Path | None,
-    scenarios: str | None,
-    report_path: Path | None,
-    options: tuple[str, ...],
-    no_html: bool,
-    quiet: bool,
-    stored_command: str | None,
-    stored_solution: str | None,
-    stored_path: Path | None,
-    store: Path,
-) -> None:
+def run(nodes_arg: int | Path, nodes_file: Path | None, quiet: bool, **asked: Any) -> None:
     """Run WORKLOAD (lab3, lab1, etcd-register, etcd-append, etcd-rw-register, jetstream-queue) on
     a fresh cluster and check it."""
-    from chaos.checkers.verdict import combine
-    from chaos.core.capabilities import Scenarios
-    from chaos.core.spec import TestSpec, fault_seconds
-    from chaos.orchestrator.explore import run_command
-    from chaos.orchestrator.run import check_spec, run_test
-    from chaos.workloads import registry
+    from chaos.orchestrator import plan as runs
 
-    count, nodes_file = _nodes_arg(_given("nodes_arg", nodes_arg), nodes_file)
-    try:
-        wl = registry.get(workload)
-    except ValueError as e:
-        fail(str(e))
-    backend, nodes = _backend(backend_name, count, nodes_file)
-    if seed is None:
-        seed = random.SystemRandom().randrange(1, 2**31)
-    argv = sys.argv[1:]
-    command = stored_command or (
-        "chaos " + shlex.join(argv) + ("" if "--seed" in argv else f" --seed {seed}")
-    )
-    base = dict(
-        workload=workload,
-        solution=solution,
-        seed=seed,
-        nodes=nodes,
-        tasks=tasks,
-        rate=rate,
-        concurrency=concurrency,
-        time_limit=time_limit,
-        work_seconds=work_seconds,
-        recovery_timeout=recovery_timeout,
-        ack_wait=ack_wait,
-        pause_duration=pause_duration,
-        nemesis_interval=nemesis_interval,
-        nemesis_jitter=nemesis_jitter,
-        fault_duration=fault_duration,
-        triggers=tuple(triggers),
-        options=_options(options),
-        schedule=_load_schedule(
-            schedule_file,
-            fault_seconds(
-                fault_duration=fault_duration, pause_duration=pause_duration, ack_wait=ack_wait
-            ),
-            wl,
-            workload,
-        ),
-    )
+    nodes, nodes_file = _nodes_arg(_given("nodes_arg", nodes_arg), nodes_file)
+    request = runs.RunRequest(**asked, nodes=nodes, nodes_file=nodes_file, argv=tuple(sys.argv[1:]))
     say = _progress(quiet)
-    if scenarios:
-        if not isinstance(wl, Scenarios):
-            have = [n for n in sorted(registry.BUILTIN) if isinstance(registry.get(n), Scenarios)]
-            fail(f"{workload} has no seed scenarios; workloads that have: {', '.join(have)}")
-        if nemesis.strip():
-            # each scenario is its run's fault: a --nemesis beside it would be dropped unsaid
-            fail(
-                f"--nemesis {nemesis} with --scenarios all: each scenario run has the scenario as "
-                "its fault; run the nemesis on its own, or add it with --trigger/--schedule"
-            )
-        specs = [
-            TestSpec(**base, nemesis=(n,), scenario=n)  # type: ignore[arg-type]
-            for n in wl.scenarios
-        ]
-    else:
-        faults = tuple(n.strip() for n in nemesis.split(",") if n.strip())
-        specs = [TestSpec(**base, nemesis=faults)]  # type: ignore[arg-type]
+    with run_errors():  # every run of the command checked before the first one starts
+        plan = runs.plan_runs(request)
+    click.echo(f"seed {plan.seed}", err=True)
     with run_errors():
-        # every run of the command checked before the first one starts
-        for spec in specs:
-            check_spec(spec, wl, backend)
-    click.echo(f"seed {seed}", err=True)
-    outcomes = []
-
-    def command_of(spec: TestSpec) -> str:
-        # one scenario of several is stored with the `chaos run` that makes it alone; a schedule
-        # or nodes file is named only by the command as typed
-        if len(specs) == 1 or spec.schedule or nodes_file is not None:
-            return command
-        return run_command(spec, _rerun_extra(backend_name, store))
-
-    with run_errors():
-        for spec in specs:
-            if len(specs) > 1:
-                say(f"scenario {spec.scenario}")
-            outcomes.append(
-                run_test(
-                    spec,
-                    backend=backend,
-                    store=store,
-                    progress=say,
-                    command=command_of(spec),
-                    workload=wl,
-                    page=not no_html,
-                    stored_solution=stored_solution,
-                    kept_at=stored_path,
-                )
-            )
+        outcomes = runs.run_plan(plan, say)
     for o in outcomes:
         if len(outcomes) > 1:
             click.echo(f"{o.run_dir.name}:")
@@ -601,56 +470,10 @@ def run(
             click.secho(f"  note: {clean(o.error)}", fg="yellow")
         for w in o.warnings:
             click.secho(f"  warning: {clean(w)}", fg="yellow")
-    if isinstance(wl, Scenarios) and (len(outcomes) > 1 or report_path):
-        _write_lab_report(wl, outcomes, store / workload, report_path)
-    if any(o.interrupted for o in outcomes):
-        sys.exit(Exit.INTERRUPTED)
-    sys.exit(combine(r for o in outcomes for r in o.results).exit_code)
-
-
-def _rerun_extra(backend_name: str, store: Path, nodes_file: Path | None = None) -> tuple[str, ...]:
-    """The options a stored command needs beside its spec's: the backend, nodes file and store
-    it ran on."""
-    extra: tuple[str, ...] = ("--backend", backend_name) if backend_name != "docker" else ()
-    extra += ("--nodes-file", str(nodes_file)) if nodes_file is not None else ()
-    return extra + (("--store", str(store)) if store != DEFAULT_STORE else ())
-
-
-def _load_schedule(
-    path: Path | None, default_duration: float, wl: Workload, name: str
-) -> dict[str, Any] | None:
-    """Parse ``--schedule`` (its triggers against the workload's hold points) before anything
-    starts."""
-    from chaos.nemesis.schedule import ScheduleError, load_schedule
-
-    if path is None:
-        return None
-    try:
-        plan = load_schedule(
-            path, default_duration=default_duration, workload=wl, workload_name=name
-        )
-        return plan.to_json()
-    except ScheduleError as e:
-        fail(str(e), Exit.USAGE)
-    return None
-
-
-def _write_lab_report(
-    wl: Scenarios, outcomes: list[Any], folder: Path, report_path: Path | None
-) -> None:
-    from chaos.histories.store import write_json
-
-    reports = {}
-    for o in outcomes:
-        r = read_json(o.run_dir / "lab-report.json", {})
-        r["run"] = str(o.run_dir)
-        reports[r.get("scenario", o.run_dir.name)] = r
-    combined = wl.combined_report(reports)
-    out = folder / "lab-report.json"
-    write_json(out, combined)
-    if report_path:
-        write_json(report_path, combined)
-    click.echo(f"lab report: {report_path or out}")
+    report = runs.write_lab_report(plan, outcomes)
+    if report is not None:
+        click.echo(f"lab report: {report}")
+    sys.exit(runs.run_status(outcomes))
 
 
 @main.command(
@@ -698,78 +521,36 @@ def _write_lab_report(
 @click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
 @store_option
 def explore(
-    workload: str,
-    backend_name: str,
-    solution: str,
-    seed: int | None,
-    budget: int,
-    try_all: bool,
-    ack_wait: float,
-    time_limit: float,
-    recovery_timeout: float,
-    fault_duration: float | None,
-    nodes: int | None,
-    nodes_file: Path | None,
-    options: tuple[str, ...],
-    json_path: Path | None,
-    quiet: bool,
-    store: Path,
+    nodes: int, budget: int, try_all: bool, json_path: Path | None, quiet: bool, **asked: Any
 ) -> None:
     """Try a fault at every transaction of WORKLOAD's solution: kill, pause and a double kill
     before and after each one a fault-free run made, then each fault point. Exit 1 when a run
     was invalid, 2 when a point was never reached or a run was unknown, 0 otherwise."""
-    from chaos.checkers.verdict import Verdict
-    from chaos.core.spec import TestSpec
     from chaos.histories.store import write_json
     from chaos.orchestrator.explore import explore as run_explore
-    from chaos.orchestrator.explore import run_command, summary_lines, to_json
-    from chaos.orchestrator.run import check_spec
-    from chaos.workloads import registry
+    from chaos.orchestrator.explore import summary_lines, to_json
+    from chaos.orchestrator.plan import ExploreRequest, plan_explore
 
-    try:
-        wl = registry.get(workload)
-    except ValueError as e:
-        fail(str(e))
-    backend, count = _backend(backend_name, _given("nodes", nodes), nodes_file)
-    if seed is None:
-        seed = random.SystemRandom().randrange(1, 2**31)
-    spec = TestSpec(
-        workload=workload,
-        solution=solution,
-        seed=seed,
-        nodes=count,
-        ack_wait=ack_wait,
-        time_limit=time_limit,
-        recovery_timeout=recovery_timeout,
-        fault_duration=fault_duration,
-        options=_options(options),
-    )
-    # each run stores the `chaos run` that reproduces it alone, on the same backend and store
-    extra = _rerun_extra(backend_name, store, nodes_file)
+    request = ExploreRequest(**asked, nodes=_given("nodes", nodes))
     with run_errors():
-        check_spec(spec, wl, backend)
-    click.echo(f"seed {seed}", err=True)
+        plan = plan_explore(request)
+    click.echo(f"seed {plan.spec.seed}", err=True)
     with run_errors():
         found = run_explore(
-            spec,
-            backend=backend,
-            store=store,
-            workload=wl,
+            plan.spec,
+            backend=plan.backend,
+            store=request.store,
+            workload=plan.workload,
             budget=budget,
             stop_at_first=not try_all,
             progress=_progress(quiet),
-            command=lambda one: run_command(one, extra),
+            command=plan.command,
         )
     for line in summary_lines(found):
         click.echo(clean(line))
     if json_path is not None:
         write_json(json_path, to_json(found))
-    reached, tried = found.coverage()
-    if found.first_invalid is not None or found.trace_verdict is Verdict.INVALID:
-        sys.exit(Exit.INVALID)
-    if reached < tried or any(t.verdict is not Verdict.VALID for t in found.tried):
-        sys.exit(Exit.UNKNOWN)
-    sys.exit(Exit.VALID)
+    sys.exit(found.exit_status())
 
 
 @main.command(
@@ -825,63 +606,73 @@ def check(
     **model_opts: Any,
 ) -> None:
     """Re-run the checkers on a stored run (offline, no Docker), or check a history file."""
-    from chaos.checkers.completeness import check_stored_run
-    from chaos.checkers.results import write_results
-    from chaos.histories.limits import InputError, check_size, input_guard
-    from chaos.histories.store import NotARun, load_run
-
     forwarded = model_argv(**model_opts)
+    is_dir, is_file = _path_kind(path)
+    if model is not None or is_file:
+        if model is None:
+            fail(f"{path} is a history file: say what it should satisfy with --model")
+        asked = ModelCheck(
+            model=model,
+            **model_opts,
+            consistency=consistency,
+            time_limit=search_timeout,
+            max_states=max_states,
+            as_json=as_json,
+        )
+        _check_history(path, asked, [path] if is_file else sorted(path.iterdir()) if is_dir else [])
+    if consistency is not None:
+        forwarded.append(f"--consistency={consistency}")
+    if forwarded:
+        fail(f"{' '.join(forwarded)}: only with --model (a run is checked by its lab's checkers)")
+    _recheck(path)
+
+
+def _path_kind(path: Path) -> tuple[bool, bool]:
+    """(a folder, a regular file) for ``chaos check PATH``; one that is neither but exists, or
+    cannot be looked at, is refused."""
     try:
         exists, is_dir, is_file = path.exists(), path.is_dir(), path.is_file()
     except OSError as e:  # a name too long, a loop of links
         fail(f"{clean(path)}: cannot read: {e.strerror or e}")
     if exists and not is_dir and not is_file:
         fail(f"{clean(path)}: not a regular file")
-    if model is not None or is_file:
-        from chaos.checkers.cli import check_file_command
+    return is_dir, is_file
 
-        if model is None:
-            fail(f"{path} is a history file: say what it should satisfy with --model")
-        args = [str(path), "--model", model, *forwarded, *(["--json"] if as_json else [])]
-        if consistency is not None:
-            args += ["--consistency", consistency]
-        if search_timeout is not None:
-            args += ["--search-timeout", str(search_timeout)]
-        if max_states is not None:
-            args += ["--max-states", str(max_states)]
-        try:
-            for f in [path] if is_file else sorted(path.iterdir()) if is_dir else []:
-                check_size(f)
-            with input_guard(path):
-                check_file_command.main(args, prog_name="chaos check", standalone_mode=False)
-        except click.ClickException as e:
-            e.show()
-            sys.exit(usage_status(e.exit_code))
-        except (InputError, OSError) as e:
-            fail(clean(e))
-        return
-    if consistency is not None:
-        forwarded.append(f"--consistency={consistency}")
-    if forwarded:
-        fail(f"{' '.join(forwarded)}: only with --model (a run is checked by its lab's checkers)")
+
+def _check_history(path: Path, asked: ModelCheck, files: list[Path]) -> NoReturn:
+    """``chaos check PATH --model M``: each of ``files`` within the input limits, then the check,
+    which prints and exits."""
+    from chaos.checkers.cli import check_history
+    from chaos.histories.limits import InputError, check_size, input_guard
+
+    try:
+        for f in files:
+            check_size(f)
+        with input_guard(path):
+            check_history(path, asked)
+    except (InputError, OSError) as e:
+        fail(clean(e))
+
+
+def _recheck(path: Path) -> NoReturn:
+    """``chaos check RUN``: the run's own checkers again; its results stored and printed."""
+    from chaos.histories.limits import InputError
+    from chaos.histories.store import NotARun, load_run
+
     try:
         run_ = load_run(path)
     except (NotARun, InputError) as e:
         fail(clean(e))
     for p in run_.problems:
         click.secho(f"warning: {clean(p)}", fg="yellow", err=True)
-    if not run_.workload:
-        fail(f"{path}/spec.json names no workload; use --model to check the history alone")
     # Here, not at the top: the workloads (etcd3, grpc, networkx) cost a history file's check
     # 0.5 s of start-up it never uses.
-    from chaos.workloads import registry
+    from chaos.orchestrator.recheck import recheck
 
     try:
-        wl = registry.get(run_.workload)
+        results, verdict = recheck(run_, path)
     except ValueError as e:
-        fail(f"{path / 'spec.json'}: field 'workload': {clean(e)}")
-    results = check_stored_run(wl, run_)
-    verdict = write_results(run_.path, results)
+        fail(str(e))
     print_results(results, verdict, run_.path)
     sys.exit(verdict.exit_code)
 
@@ -901,24 +692,6 @@ def _nodes_arg(value: int | Path | None, nodes_file: Path | None) -> tuple[int |
         fail(f"--nodes: {value} is not a number of nodes (the nodes file is --nodes-file)")
     warn_renamed("--nodes FILE", "--nodes-file FILE")
     return None, value
-
-
-def _backend(name: str, nodes: int | None, nodes_file: Path | None) -> tuple[Any, int]:
-    """The backend, and the run's number of nodes: ``--nodes`` (default 3), or with a nodes file
-    all of its machines (a ``--nodes`` beside it, as a stored command has, must agree)."""
-    from chaos.cluster import backends
-
-    try:
-        backend = backends.get(name, nodes_file=nodes_file)
-    except ValueError as e:
-        fail(str(e))
-    if nodes_file is None:
-        return backend, nodes or DEFAULT_NODES
-    # a backend built from a nodes file runs on all of its nodes (not part of Backend)
-    have = len(getattr(backend, "file").nodes)  # noqa: B009
-    if nodes is not None and nodes != have:
-        fail(f"--nodes {nodes}: {nodes_file} names {have} node(s)")
-    return backend, have
 
 
 @main.command(
@@ -1201,30 +974,20 @@ def grade_command(
 def _check_run_argv(argv: list[str]) -> None:
     """ValueError naming the option when `chaos run` would refuse ``argv`` before it starts: by
     its types, or a fault target or trigger the workload does not have (creates nothing)."""
-    from chaos.core.spec import TestSpec
-    from chaos.nemesis.registry import make_nemeses
-    from chaos.nemesis.schedule import load_schedule
-    from chaos.workloads import registry
+    from chaos.orchestrator.plan import check_faults
 
     try:
         p = run.make_context("run", list(argv)).params
     except click.UsageError as e:
         raise ValueError(" ".join(e.format_message().split())) from None
-    wl = registry.get(p["workload"])
     nodes = p["nodes_arg"]  # a count, or (deprecated --nodes FILE) a path
-    schedule = p["schedule_file"]
-    spec = TestSpec(
-        workload=p["workload"],
-        nemesis=tuple(n.strip() for n in p["nemesis"].split(",") if n.strip()),
+    check_faults(
+        p["workload"],
+        nemesis=p["nemesis"],
         triggers=tuple(p["triggers"]),
         nodes=nodes if isinstance(nodes, int) else 0,
-        schedule=None
-        if schedule is None
-        else load_schedule(
-            schedule, default_duration=3.0, workload=wl, workload_name=p["workload"]
-        ).to_json(),
+        schedule_file=p["schedule_file"],
     )
-    make_nemeses(wl, spec)
 
 
 @main.command(
@@ -1275,16 +1038,7 @@ def grade_certs(folder: Path, hosts: tuple[str, ...], days: int) -> None:
 @store_option
 def ls(store: Path) -> None:
     """List stored runs, newest first."""
-    runs = sorted(
-        (p for p in store.glob("*/*") if (p / "spec.json").exists() and not p.is_symlink()),
-        key=lambda p: p.name,
-        reverse=True,
-    )
-    for p in runs:
-        # read as `chaos report` and `chaos check` read it (chaos.histories.store)
-        s = read_artefact(p / "spec.json", [])
-        if not isinstance(s, dict):  # a listing goes on past a run it cannot read
-            s = {"status": "unreadable"}
+    for p, s in stored_runs(store):
         v = str(s.get("verdict", s.get("status", "?")))
         click.echo(
             f"{click.style(clean(v).ljust(11), fg=VERDICT_COLOUR.get(v, 'white'))} "

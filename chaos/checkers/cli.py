@@ -35,6 +35,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -48,7 +49,15 @@ from chaos.histories.safe_text import clean  # the standard library only: quick 
 if TYPE_CHECKING:  # annotations only: this module stays quick to import
     from chaos.checkers.verdict import CheckResult, Verdict
 
-__all__ = ["MODELS", "check_file_command", "model_argv", "model_options", "parse_init"]
+__all__ = [
+    "MODELS",
+    "ModelCheck",
+    "check_file_command",
+    "check_history",
+    "model_argv",
+    "model_options",
+    "parse_init",
+]
 
 PROBLEMS_SHOWN = 20
 
@@ -351,17 +360,61 @@ def check_file_command(
     as_json: bool,
 ) -> None:
     """Check a history file (JSONL, Jepsen EDN or log) against a model."""
+    asked = ModelCheck(
+        model=model,
+        semantics=semantics,
+        init=init,
+        nil_read=nil_read,
+        failed_cas=failed_cas,
+        independent=independent,
+        empty=empty,
+        lenient=lenient,
+        consistency=consistency,
+        time_limit=time_limit,
+        max_states=max_states,
+        as_json=as_json,
+    )
+    check_history(path, asked)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelCheck:
+    """What a history file is checked against: ``--model`` and its options, as parsed (None: the
+    option was not given)."""
+
+    model: str
+    semantics: str | None = None
+    init: str | None = None
+    nil_read: str | None = None
+    failed_cas: str | None = None
+    independent: bool | None = None
+    empty: str | None = None
+    lenient: bool = False
+    consistency: str | None = None
+    time_limit: float | None = None  # None: the budget's default
+    max_states: int | None = None  # None: the budget's default
+    as_json: bool = False
+
+
+def check_history(path: Path, asked: ModelCheck) -> NoReturn:
+    """Check the history at ``path`` as ``asked``, print the answer and exit with its status
+    (0 valid, 1 invalid, 2 unknown, 3 bad input or options). ``chaos check --model`` and this
+    module's command both call it with what they parsed."""
+    model = asked.model
+    time_limit = DEFAULT_TIME_LIMIT if asked.time_limit is None else asked.time_limit
+    max_states = DEFAULT_MAX_STATES if asked.max_states is None else asked.max_states
+    opts = (asked.semantics, asked.init, asked.nil_read, asked.failed_cas)
     if model in TXN_MODELS:
-        opts = model_argv(semantics, init, nil_read, failed_cas, independent, empty)
-        _check_txn_file(path, model, consistency, opts, time_limit, as_json)
-    if consistency is not None:
+        given = model_argv(*opts, asked.independent, asked.empty)
+        _check_txn_file(path, model, asked.consistency, given, time_limit, asked.as_json)
+    if asked.consistency is not None:
         _refuse(f"--consistency applies to list-append and rw-register, not {model}")
     # start-up time: chaos.cli imports this module for every command, the checkers are for one
     from chaos.checkers.offline import check_file, lost, model_checkers
     from chaos.checkers.verdict import Verdict, combine
 
     try:
-        sem = _semantics(model, semantics, init, nil_read, failed_cas)
+        sem = _semantics(model, *opts)
     except ValueError as e:
         _refuse(clean(e))
     with _not_a_history():
@@ -371,14 +424,14 @@ def check_file_command(
             time_limit=time_limit,
             max_states=max_states,
             sem=sem,
-            independent=independent,
+            independent=asked.independent,
             # one default for an empty history, the API's (unknown, saying why)
-            **({"empty": Verdict(empty)} if empty else {}),
-            strict=not lenient,
+            **({"empty": Verdict(asked.empty)} if asked.empty else {}),
+            strict=not asked.lenient,
         )
     _show_problems(problems)
     dropped = lost(problems)
-    _refuse_unreadable(path, results, problems, len(dropped), lenient)
+    _refuse_unreadable(path, results, problems, len(dropped), asked.lenient)
     deciding = model_checkers(model)
     main = [r for r in results if r.checker in deciding]
     _refuse_uninterpretable(path, main)
@@ -386,7 +439,7 @@ def check_file_command(
     if dropped and verdict in (Verdict.VALID, Verdict.INVALID):
         # The lost ops could be what made it valid, or invalid: neither is this history's.
         verdict = Verdict.UNKNOWN
-    _say(model, sem, results, deciding, verdict, problems, len(dropped), as_json=as_json)
+    _say(model, sem, results, deciding, verdict, problems, len(dropped), as_json=asked.as_json)
     sys.exit(verdict.exit_code)
 
 

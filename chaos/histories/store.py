@@ -26,6 +26,7 @@ import os
 import secrets
 import stat
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -162,6 +163,20 @@ def read_artefact(path: Path, problems: list[str]) -> Any:
         why = str(e).removeprefix(str(path)).lstrip(":0123456789 ") or str(e)
         problems.append(f"{path.name}: unreadable ({why})")
         return None
+
+
+def stored_runs(store: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """Every run under ``store`` (``STORE/WORKLOAD/RUN``, not the ``latest`` links), newest
+    first, with its spec read as ``chaos report`` and ``chaos check`` read it: a listing goes on
+    past a run it cannot read, which is ``{"status": "unreadable"}``."""
+    runs = sorted(
+        (p for p in store.glob("*/*") if (p / "spec.json").exists() and not p.is_symlink()),
+        key=lambda p: p.name,
+        reverse=True,
+    )
+    for p in runs:
+        spec = read_artefact(p / "spec.json", [])
+        yield p, spec if isinstance(spec, dict) else {"status": "unreadable"}
 
 
 def load_run(path: Path) -> StoredRun:

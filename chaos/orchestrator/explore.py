@@ -34,6 +34,7 @@ from chaos.cluster.base import Backend
 from chaos.core.capabilities import FaultPoints, Scenarios, TxnPoints
 from chaos.core.spec import TestSpec
 from chaos.core.workload import Workload
+from chaos.exits import Exit
 from chaos.histories.ops import Op
 from chaos.histories.store import load_run
 from chaos.orchestrator.run import RunOutcome, render_page, run_test
@@ -111,6 +112,16 @@ class Exploration:
     def coverage(self) -> tuple[int, int]:
         """(points reached, points tried)."""
         return sum(t.reached for t in self.tried), len(self.tried)
+
+    def exit_status(self) -> Exit:
+        """``chaos explore``'s answer: invalid (1) when a run was, else unknown (2) when a point
+        was never reached or a run was unknown, else valid (0)."""
+        if self.first_invalid is not None or self.trace_verdict is Verdict.INVALID:
+            return Exit.INVALID
+        reached, tried = self.coverage()
+        if reached < tried or any(t.verdict is not Verdict.VALID for t in self.tried):
+            return Exit.UNKNOWN
+        return Exit.VALID
 
 
 def trace_txns(run_dir: Path) -> dict[str, int]:

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 
 def _spec_of(command: str, monkeypatch: pytest.MonkeyPatch) -> TestSpec:
     """The spec `chaos run` builds from ``command``, caught before anything starts."""
-    import chaos.orchestrator.run as orchestrator
+    import chaos.orchestrator.plan as orchestrator  # where `chaos run` calls it
 
     got: list[TestSpec] = []
 

@@ -15,12 +15,12 @@ from tests.fixtures.hostile_inputs import RUNS, write_run
 def test_a_bug_exits_5_with_one_line_and_a_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from chaos.checkers import completeness
+    from chaos.orchestrator import recheck
 
     def bug(*_: object) -> None:
         raise KeyError("a bug of chaos's own")
 
-    monkeypatch.setattr(completeness, "check_stored_run", bug)
+    monkeypatch.setattr(recheck, "check_stored_run", bug)  # where `chaos check RUN` calls it
     run = write_run(tmp_path, next(c for c in RUNS if c.name == "no-final"))
     res = CliRunner().invoke(main, ["check", str(run)])
     assert res.exit_code == 5

@@ -270,7 +270,7 @@ def test_grade_refuses_a_run_timeout_out_of_range(tmp_path: Path) -> None:
 
 def _spec_of_command(command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TestSpec:
     """What `chaos run` would run for ``command``: its spec, caught before anything starts."""
-    import chaos.orchestrator.run as orchestrator
+    import chaos.orchestrator.plan as orchestrator  # where `chaos run` calls it
 
     got: list[TestSpec] = []
 
@@ -305,7 +305,7 @@ def test_each_explore_run_stores_the_chaos_run_that_reproduces_it(
 def test_each_scenario_run_stores_the_chaos_run_that_makes_it_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import chaos.orchestrator.run as orchestrator
+    import chaos.orchestrator.plan as orchestrator  # where `chaos run` calls it
 
     made: list[tuple[TestSpec, str]] = []
 

@@ -1,0 +1,337 @@
+"""What ``chaos run`` and ``chaos explore`` were asked, and the runs that answer it.
+
+The command line (``chaos/cli.py``) parses the options into a request and prints; everything in
+between is here, as plain functions of typed values that a test calls without click: which
+workload and backend, the seed, the command a run stores, the specs (one per scenario with
+``--scenarios all``), each checked against the workload and the backend before the first run
+starts, the lab report of several runs and the command's exit status.
+
+A request that cannot work raises ValueError with the one line the user sees (exit 3); a backend
+that cannot, ClusterError (exit 4); both before anything is created.
+"""
+
+from __future__ import annotations
+
+import random
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chaos.checkers.verdict import combine
+from chaos.cluster import backends
+from chaos.cluster.base import Backend
+from chaos.core.capabilities import Scenarios
+from chaos.core.spec import TestSpec, fault_seconds
+from chaos.core.workload import Workload
+from chaos.exits import Exit
+from chaos.histories.store import DEFAULT_STORE, read_json, write_json
+from chaos.nemesis.registry import make_nemeses
+from chaos.nemesis.schedule import load_schedule
+from chaos.orchestrator.explore import run_command
+from chaos.orchestrator.run import RunOutcome, check_spec, run_test
+from chaos.workloads import registry
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunRequest:
+    """``chaos run``'s options as parsed (the names are the options' own; None: not given).
+
+    ``nodes`` None: all the machines of ``nodes_file``. ``argv``: the command line as typed,
+    stored as the command that reproduces the run unless ``stored_command`` is given."""
+
+    workload: str
+    backend_name: str
+    nemesis: str
+    solution: str
+    seed: int | None
+    tasks: int | None
+    rate: float | None
+    time_limit: float
+    concurrency: int
+    recovery_timeout: float
+    ack_wait: float
+    pause_duration: float | None
+    nemesis_interval: float
+    nemesis_jitter: float
+    fault_duration: float | None
+    triggers: tuple[str, ...]
+    schedule_file: Path | None
+    work_seconds: float
+    nodes: int | None
+    nodes_file: Path | None
+    scenarios: str | None
+    report_path: Path | None
+    options: tuple[str, ...]
+    no_html: bool
+    stored_command: str | None
+    stored_solution: str | None
+    stored_path: Path | None
+    store: Path
+    argv: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """The runs of one ``chaos run``: its specs, checked, and what they run with."""
+
+    request: RunRequest
+    workload: Workload
+    backend: Backend
+    specs: list[TestSpec]
+    seed: int
+    command: str  # the command line that reproduces the whole request
+
+    def command_of(self, spec: TestSpec) -> str:
+        """The command ``spec``'s run stores: one scenario of several is stored with the
+        ``chaos run`` that makes it alone; a schedule or nodes file is named only by the command
+        as typed."""
+        if len(self.specs) == 1 or spec.schedule or self.request.nodes_file is not None:
+            return self.command
+        return run_command(spec, rerun_extra(self.request.backend_name, self.request.store))
+
+
+def plan_runs(request: RunRequest) -> RunPlan:
+    """Every spec ``request`` asks for, each checked against the workload and the backend."""
+    wl = registry.get(request.workload)
+    backend, nodes = backend_for(request.backend_name, request.nodes, request.nodes_file)
+    seed = new_seed() if request.seed is None else request.seed
+    argv = request.argv
+    command = request.stored_command or (
+        "chaos " + shlex.join(argv) + ("" if "--seed" in argv else f" --seed {seed}")
+    )
+    base = _base(request, wl, seed, nodes)
+    if request.scenarios:
+        specs = [TestSpec(**base, nemesis=(n,), scenario=n) for n in _scenarios(request, wl)]
+    else:
+        specs = [TestSpec(**base, nemesis=faults(request.nemesis))]
+    for spec in specs:  # every run of the command checked before the first one starts
+        check_spec(spec, wl, backend)
+    return RunPlan(request, wl, backend, specs, seed, command)
+
+
+def _base(request: RunRequest, wl: Workload, seed: int, nodes: int) -> dict[str, Any]:
+    """The fields every spec of ``request`` shares (all but the fault and the scenario)."""
+    r = request
+    seconds = fault_seconds(
+        fault_duration=r.fault_duration, pause_duration=r.pause_duration, ack_wait=r.ack_wait
+    )
+    return dict(
+        workload=r.workload,
+        solution=r.solution,
+        seed=seed,
+        nodes=nodes,
+        tasks=r.tasks,
+        rate=r.rate,
+        concurrency=r.concurrency,
+        time_limit=r.time_limit,
+        work_seconds=r.work_seconds,
+        recovery_timeout=r.recovery_timeout,
+        ack_wait=r.ack_wait,
+        pause_duration=r.pause_duration,
+        nemesis_interval=r.nemesis_interval,
+        nemesis_jitter=r.nemesis_jitter,
+        fault_duration=r.fault_duration,
+        triggers=tuple(r.triggers),
+        options=parse_options(r.options),
+        schedule=schedule_of(r.schedule_file, seconds, wl, r.workload),
+    )
+
+
+def _scenarios(request: RunRequest, wl: Workload) -> list[str]:
+    """The seed scenarios ``--scenarios all`` runs; ValueError for a workload that has none, or
+    a ``--nemesis`` beside it (each scenario is its run's fault: the nemesis would be dropped)."""
+    if not isinstance(wl, Scenarios):
+        have = [n for n in sorted(registry.BUILTIN) if isinstance(registry.get(n), Scenarios)]
+        raise ValueError(
+            f"{request.workload} has no seed scenarios; workloads that have: {', '.join(have)}"
+        )
+    if request.nemesis.strip():
+        raise ValueError(
+            f"--nemesis {request.nemesis} with --scenarios all: each scenario run has the scenario "
+            "as its fault; run the nemesis on its own, or add it with --trigger/--schedule"
+        )
+    return list(wl.scenarios)
+
+
+def run_plan(plan: RunPlan, progress: Callable[[str], None]) -> list[RunOutcome]:
+    """Run every spec of ``plan``, one after another; each outcome as the run stored it."""
+    r = plan.request
+    outcomes = []
+    for spec in plan.specs:
+        if len(plan.specs) > 1:
+            progress(f"scenario {spec.scenario}")
+        outcomes.append(
+            run_test(
+                spec,
+                backend=plan.backend,
+                store=r.store,
+                progress=progress,
+                command=plan.command_of(spec),
+                workload=plan.workload,
+                page=not r.no_html,
+                stored_solution=r.stored_solution,
+                kept_at=r.stored_path,
+            )
+        )
+    return outcomes
+
+
+def write_lab_report(plan: RunPlan, outcomes: Sequence[RunOutcome]) -> Path | None:
+    """The workload's combined lab report of several runs (or one, with ``--lab-report-out``),
+    written to ``store/WORKLOAD/lab-report.json`` and the requested file; the path to name
+    (None: no report for this request)."""
+    r, wl = plan.request, plan.workload
+    if not isinstance(wl, Scenarios) or not (len(outcomes) > 1 or r.report_path):
+        return None
+    reports = {}
+    for o in outcomes:
+        one = read_json(o.run_dir / "lab-report.json", {})
+        one["run"] = str(o.run_dir)
+        reports[one.get("scenario", o.run_dir.name)] = one
+    combined = wl.combined_report(reports)
+    out = r.store / r.workload / "lab-report.json"
+    write_json(out, combined)
+    if r.report_path:
+        write_json(r.report_path, combined)
+    return r.report_path or out
+
+
+def run_status(outcomes: Sequence[RunOutcome]) -> Exit:
+    """``chaos run``'s exit status: interrupted (130) if any run was, else the verdict of all
+    the runs' results together."""
+    if any(o.interrupted for o in outcomes):
+        return Exit.INTERRUPTED
+    return combine(r for o in outcomes for r in o.results).exit_code
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExploreRequest:
+    """``chaos explore``'s options that make its spec and backend, as parsed (None: not given;
+    ``nodes`` None: the default, or all the machines of ``nodes_file``)."""
+
+    workload: str
+    backend_name: str
+    solution: str
+    seed: int | None
+    ack_wait: float
+    time_limit: float
+    recovery_timeout: float
+    fault_duration: float | None
+    nodes: int | None
+    nodes_file: Path | None
+    options: tuple[str, ...]
+    store: Path
+
+
+@dataclass(frozen=True, slots=True)
+class ExplorePlan:
+    """The base spec an explore varies, checked, and what its runs run with."""
+
+    workload: Workload
+    backend: Backend
+    spec: TestSpec
+    command: Callable[[TestSpec], str]  # the `chaos run` each of its runs stores
+
+
+def plan_explore(request: ExploreRequest) -> ExplorePlan:
+    """The spec ``request`` explores around, checked against the workload and the backend."""
+    r = request
+    wl = registry.get(r.workload)
+    backend, count = backend_for(r.backend_name, r.nodes, r.nodes_file)
+    spec = TestSpec(
+        workload=r.workload,
+        solution=r.solution,
+        seed=new_seed() if r.seed is None else r.seed,
+        nodes=count,
+        ack_wait=r.ack_wait,
+        time_limit=r.time_limit,
+        recovery_timeout=r.recovery_timeout,
+        fault_duration=r.fault_duration,
+        options=parse_options(r.options),
+    )
+    # each run stores the `chaos run` that reproduces it alone, on the same backend and store
+    extra = rerun_extra(r.backend_name, r.store, r.nodes_file)
+    check_spec(spec, wl, backend)
+    return ExplorePlan(wl, backend, spec, lambda one: run_command(one, extra))
+
+
+def check_faults(
+    workload: str,
+    *,
+    nemesis: str,
+    triggers: tuple[str, ...],
+    nodes: int,
+    schedule_file: Path | None,
+) -> None:
+    """ValueError when a ``chaos run``'s faults cannot be made on ``workload``: a fault, target,
+    trigger or schedule step it does not have. ``chaos grade`` checks its matrix's runs so before
+    any starts, on the machine that grades: no backend is asked, nothing is created."""
+    wl = registry.get(workload)
+    spec = TestSpec(
+        workload=workload,
+        nemesis=faults(nemesis),
+        triggers=triggers,
+        nodes=nodes,
+        # any duration: only the steps' names and targets are checked
+        schedule=schedule_of(schedule_file, 3.0, wl, workload),
+    )
+    make_nemeses(wl, spec)
+
+
+DEFAULT_NODES = TestSpec(workload="").nodes
+
+
+def backend_for(name: str, nodes: int | None, nodes_file: Path | None) -> tuple[Backend, int]:
+    """The backend, and the run's number of nodes: ``nodes`` (None: the default), or with a
+    nodes file all of its machines (a ``nodes`` beside it, as a stored command has, must
+    agree). ValueError for an unknown backend or a count the file does not have."""
+    backend = backends.get(name, nodes_file=nodes_file)
+    if nodes_file is None:
+        return backend, nodes or DEFAULT_NODES
+    # a backend built from a nodes file runs on all of its nodes (not part of Backend)
+    have = len(getattr(backend, "file").nodes)  # noqa: B009
+    if nodes is not None and nodes != have:
+        raise ValueError(f"--nodes {nodes}: {nodes_file} names {have} node(s)")
+    return backend, have
+
+
+def new_seed() -> int:
+    """A seed for a run that was given none (printed, so that the run can be made again)."""
+    return random.SystemRandom().randrange(1, 2**31)
+
+
+def faults(nemesis: str) -> tuple[str, ...]:
+    """``--nemesis pause,kill:broker`` as its faults."""
+    return tuple(n.strip() for n in nemesis.split(",") if n.strip())
+
+
+def parse_options(items: Sequence[str]) -> dict[str, str]:
+    """``("lock_at_least=2", "cron=10")`` -> a dict; the workload validates the values."""
+    out = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"--option {item!r}: expected KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def schedule_of(
+    path: Path | None, default_duration: float, wl: Workload, name: str
+) -> dict[str, Any] | None:
+    """``--schedule``, parsed (its triggers against the workload's hold points) before anything
+    starts; ValueError (a ScheduleError naming the file and line) when it cannot be used."""
+    if path is None:
+        return None
+    plan = load_schedule(path, default_duration=default_duration, workload=wl, workload_name=name)
+    return plan.to_json()
+
+
+def rerun_extra(backend_name: str, store: Path, nodes_file: Path | None = None) -> tuple[str, ...]:
+    """The options a stored command needs beside its spec's: the backend, nodes file and store
+    it ran on."""
+    extra: tuple[str, ...] = ("--backend", backend_name) if backend_name != "docker" else ()
+    extra += ("--nodes-file", str(nodes_file)) if nodes_file is not None else ()
+    return extra + (("--store", str(store)) if store != DEFAULT_STORE else ())
