@@ -65,14 +65,16 @@ VERDICT = {0: "valid", 1: "invalid", 2: "unknown"}
 
 def run_one(
     lab: str, solution: str, args: list[str], seed: int, store: Path
-) -> tuple[str, float, list[str]]:
-    """One run's verdict, its wall time, and any two checkers of it that contradict each other."""
+) -> tuple[str, float, list[str], list[str]]:
+    """One run's verdict, its wall time, any two checkers of it that contradict each other, and
+    why it is unknown (the unknown checkers' summaries) or why it did not finish."""
     argv = [sys.executable, "-m", "chaos.cli", "run", lab, "--solution", solution]
     argv += [*args, "--seed", str(seed), "-q", "--no-html", "--store", str(store)]
     t0 = time.monotonic()
     proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
     verdict = VERDICT.get(proc.returncode, f"exit {proc.returncode}")
     clash: list[str] = []
+    why: list[str] = []
     stored = [ln.removeprefix("stored in ").strip() for ln in proc.stdout.splitlines()
               if ln.startswith("stored in ")]  # fmt: skip
     if stored:
@@ -81,12 +83,15 @@ def run_one(
         from chaos.workloads.lab3.checkers import contradictions as lab3_clash
 
         raw = json.loads((Path(stored[0]) / "results.json").read_text())["results"]
-        clash = {"lab1": lab1_clash, "lab3": lab3_clash}[lab](
-            [CheckResult.from_json(r) for r in raw]
-        )
+        results = [CheckResult.from_json(r) for r in raw]
+        clash = {"lab1": lab1_clash, "lab3": lab3_clash}[lab](results)
+        if verdict == "unknown":  # the folder goes below: keep why, or an unknown can't be read
+            why = [f"{r.checker}: {r.summary}" for r in results if r.verdict.value == "unknown"]
+    elif proc.returncode not in VERDICT:
+        why = (proc.stderr.strip().splitlines() or ["no output"])[-3:]
     for folder in stored:  # keep the store small over hundreds of runs; the verdict is read
         shutil.rmtree(folder, ignore_errors=True)
-    return verdict, time.monotonic() - t0, clash
+    return verdict, time.monotonic() - t0, clash, why
 
 
 def main() -> None:
@@ -115,17 +120,21 @@ def main() -> None:
     jobs = [(s, c, seed) for s, c in cells for seed in range(a.first_seed, a.first_seed + a.seeds)]
     with tempfile.TemporaryDirectory(prefix="chaos-power-") as tmp:
 
-        def one(job: tuple[str, str, int]) -> tuple[str, str, int, str, float, list[str]]:
+        def one(
+            job: tuple[str, str, int],
+        ) -> tuple[str, str, int, str, float, list[str], list[str]]:
             sol, cfg, seed = job
             return (sol, cfg, seed, *run_one(a.lab, sol, configs[cfg], seed, Path(tmp)))
 
         with ThreadPoolExecutor(max(1, a.parallel)) as pool:
-            for sol, cfg, seed, verdict, took, clash in pool.map(one, jobs):
+            for sol, cfg, seed, verdict, took, clash, why in pool.map(one, jobs):
                 seconds.append(took)
                 clashes.extend(f"{sol} {cfg} seed {seed}: {c}" for c in clash)
                 table.setdefault(sol, {}).setdefault(cfg, []).append(verdict)
                 cmd = shlex.join(["chaos", "run", a.lab, "--solution", sol, *configs[cfg]])
                 print(f"{verdict:<8} {took:5.1f}s  {cmd} --seed {seed}", flush=True)
+                for line in why:
+                    print(f"    {line}", flush=True)
     print(f"\n{len(seconds)} runs, {sum(seconds) / max(1, len(seconds)):.1f} s a run on average")
     print(f"checkers contradicting each other: {len(clashes)}", *clashes, sep="\n  ")
     print("\n| solution | configuration | invalid | unknown | valid |\n|---|---|---|---|---|")
