@@ -78,6 +78,13 @@ class TestSpec:
     # with its declared defaults, through chaos.core.capabilities.option_values
     options: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def fixed_load(self) -> bool:
+        """Whether the command sets the load (``--tasks`` or ``--rate``, the generic parameters
+        every client honours): the run's fault phase then ends with the client's work. Without,
+        the workload runs its own standard work and its faults get the whole time limit."""
+        return self.tasks is not None or self.rate is not None
+
     def fault_seconds(self, takeover: float = DEFAULT_TAKEOVER) -> float:
         """How long this run's faults last, given its workload's takeover wait (see
         :func:`fault_seconds`; chaos.core.capabilities.fault_seconds asks the workload)."""

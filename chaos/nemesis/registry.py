@@ -152,7 +152,7 @@ def make_nemeses(wl: Workload, spec: TestSpec) -> list[Nemesis]:
             choices.append(Choice(fault=name, target=target))
     duration = fault_seconds(wl, spec)
     if choices == [Choice(fault="pause")] and isinstance(wl, PauseTarget):
-        once = spec.tasks is None and spec.rate is None
+        once = not spec.fixed_load
         out.append(
             PauseNemesis(
                 wl.pause_target, duration=duration, interval=spec.nemesis_interval, once=once

@@ -421,7 +421,7 @@ class _Run:
                 n.armed.wait(ARM_WAIT)
         self.wl.run_client(ctx)
         deadline = time.monotonic() + spec.time_limit
-        if spec.rate is not None or spec.tasks is not None:
+        if spec.fixed_load:
             ctx.stop.set()
         for t in threads:
             t.join(max(0.0, deadline - time.monotonic()))

@@ -243,7 +243,7 @@ class Lab3:
     # ------------------------------------------------------------ client
 
     def tasks(self, ctx: RunContext) -> list[tuple[str, int]]:
-        if ctx.spec.tasks is None and ctx.spec.rate is None:
+        if not ctx.spec.fixed_load:
             size = option_values(self, ctx.spec)["set_size"]
             return list(STANDARD_SET[: int(size)])
         rng = ctx.rng_for("workload")
