@@ -920,16 +920,21 @@ def check(
         wl = registry.get(run_.workload)
     except ValueError as e:
         fail(f"{path / 'spec.json'}: field 'workload': {clean(e)}")
-    from chaos.core.capabilities import with_stored_options
-
-    try:  # the options as the run read them: through the workload's declarations
-        run_ = with_stored_options(wl, run_)
-    except ValueError as e:
-        fail(f"{path / 'spec.json'}: field 'options': {clean(e)}")
-    results = check_stored_run(wl, run_)
+    results = check_stored_run(wl, _stored_options(wl, run_, path))
     verdict = write_results(run_.path, results)
     print_results(results, verdict, run_.path)
     sys.exit(verdict.exit_code)
+
+
+def _stored_options(wl: Workload, run_: Any, path: Path) -> Any:
+    """The stored run with its options as the run read them, through the workload's
+    declarations; exit 3 naming spec.json's field when they refuse a stored value."""
+    from chaos.core.capabilities import with_stored_options
+
+    try:
+        return with_stored_options(wl, run_)
+    except ValueError as e:
+        fail(f"{path / 'spec.json'}: field 'options': {clean(e)}")
 
 
 def _given(name: str, value: Any) -> Any:
