@@ -196,10 +196,12 @@ class TxnPoints(Protocol):
     (lab3: ``{"create": "api", "complete": "worker"}``); ``txn_roles`` maps the extra role words a
     trigger may use to a component (lab1: ``{"holder": "orders"}``); ``one_task`` is the workload
     options that make a run do one unit of work (lab3: one task; lab1: one night), so that a
-    second fault lands in the retry of the work the first one interrupted. ``rival`` is the event
-    kind by which another process takes over the held one's work (lab3: ``commit``, a redelivered
-    copy committed; lab1: ``lock-acquired``, the next holder): a pause ``until`` it resumes the
-    held process just as its rival acts, the race check-then-act and night-guard bugs live in."""
+    second fault lands in the retry of the work the first one interrupted, with whatever else
+    that retry needs (lab3: an AckWait its first kill's restart cannot outlast). ``rival`` is the
+    event kind by which another process takes over the held one's work (lab3: ``commit``, a
+    redelivered copy committed; lab1: ``lock-acquired``, the next holder): a pause ``until`` it
+    resumes the held process just as its rival acts, the race check-then-act and night-guard bugs
+    live in."""
 
     txn_functions: Mapping[str, str]
     txn_roles: Mapping[str, str]

@@ -395,3 +395,24 @@ def test_ls_shows_the_trigger_of_a_trigger_driven_run(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["ls", "--store", str(tmp_path)])
     assert r.exit_code == 0
     assert "trigger 'kill worker after txn 1 of complete'" in r.output
+
+
+@pytest.mark.parametrize(
+    ("workload", "options", "seconds"),
+    [("lab3", ["-o", "ack_wait=4"], 7.0), ("lab3", [], 5.0), ("lab1", [], 5.0)],
+)
+def test_a_schedule_step_without_a_duration_outlasts_the_workloads_takeover(
+    workload: str,
+    options: list[str],
+    seconds: float,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The default fault of `chaos run` is the workload's takeover wait (lab3's AckWait, from its
+    -o option) + 3 s; a workload without one gets 2 + 3, as every run did before."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("- at 3s kill n1\n")
+    command = shlex.join(["chaos", "run", workload, "--schedule", str(plan), *options])
+    spec = _spec_of_command(command, tmp_path, monkeypatch)
+    assert spec.schedule is not None
+    assert [s["duration"] for s in spec.schedule["steps"]] == [seconds]
