@@ -25,7 +25,13 @@ from chaos.core.spec import REFERENCE
 from chaos.deprecation import old_name, warn_renamed
 from chaos.exits import Exit, usage_status
 from chaos.histories.safe_text import clean
-from chaos.histories.store import DEFAULT_STORE, read_artefact, read_json, workload_of
+from chaos.histories.store import (
+    DEFAULT_STORE,
+    StoredRun,
+    read_artefact,
+    read_json,
+    workload_of,
+)
 
 if TYPE_CHECKING:  # for annotations only: the commands import what they use when they run
     from chaos.core.capabilities import Scenarios
@@ -926,7 +932,7 @@ def check(
     sys.exit(verdict.exit_code)
 
 
-def _stored_options(wl: Workload, run_: Any, path: Path) -> Any:
+def _stored_options(wl: Workload, run_: StoredRun, path: Path) -> StoredRun:
     """The stored run with its options as the run read them, through the workload's
     declarations; exit 3 naming spec.json's field when they refuse a stored value."""
     from chaos.core.capabilities import with_stored_options
