@@ -108,3 +108,18 @@ def test_a_checker_reads_its_option_through_the_declarations(tmp_path: Path) -> 
         stored_option_values(
             wl, {"workload": "etcd-append", "options": {"consistency": "nonsense"}}
         )
+
+
+def test_the_page_shows_the_workloads_options_of_a_new_and_an_old_run(tmp_path: Path) -> None:
+    """The workload's knobs left the spec's top level for ``options``: the parameters table
+    still shows them, one row each (an old run's top-level ones as they were)."""
+    from chaos.report import render
+
+    new = runs.valid_lab3(tmp_path / "new")
+    spec = {**_spec(new), "options": AS_RUN}
+    (new / "spec.json").write_text(json.dumps(spec))
+    page = render(new).read_text()
+    for row in ("<th>-o ack_wait</th><td>1</td>", "<th>-o work_seconds</th><td>0.2</td>"):
+        assert row in page
+    old = render(runs.old_spec_lab3(tmp_path / "old")).read_text()
+    assert "<th>ack_wait</th><td>1</td>" in old and "<th>-o set_size</th><td>3</td>" in old
