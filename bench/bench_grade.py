@@ -37,8 +37,8 @@ MEMORY = (sys.executable, "-m", "tests.fixtures.grade_cli")
 MEMORY_OPTS = (
     "--backend",
     "fake",
-    "--ack-wait",
-    "0.7",
+    "-o",
+    "ack_wait=0.7",
     "--time-limit",
     "2",
     "--recovery-timeout",

@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 import click
 
 from chaos.checkers.cli import MODELS, ModelCheck, model_argv, model_options
+from chaos.core.spec import REFERENCE
 from chaos.deprecation import old_name, warn_renamed
 from chaos.exits import Exit, usage_status
 from chaos.histories.safe_text import clean
@@ -95,17 +96,11 @@ def examples(*lines: str) -> str:
 # Help texts of the options several commands share: one concept, one name, one sentence (the
 # vocabulary test in tests/unit/test_cli_vocabulary.py holds every command to it).
 SEED_HELP = "Seed (>= 0) every random choice derives from; printed when left out."
-SOLUTION_HELP = (
-    "A built-in solution (lab3: reference, starter, check-then-act, ack-before-commit; "
-    "lab1: reference, starter, no-fencing, check-lease-before-write, acquire-without-cas, "
-    "off-by-one-night, token-reuse, renew-without-check) or a path to a folder with protocol.py."
-)
 TIME_LIMIT_HELP = "Seconds (> 0) of workload in load mode, else the bound on the fault phase."
 RECOVERY_HELP = "Seconds (>= 0), after the faults are healed, for the system to finish its work."
-ACK_WAIT_HELP = "JetStream AckWait of the workers' consumer, seconds (> 0)."
 FAULT_DURATION_HELP = (
     "Seconds (> 0) a scheduled or triggered fault lasts (default: --pause-duration where "
-    "given, else AckWait + 3)."
+    "given, else 3 past the workload's takeover wait, such as its AckWait: 5 where it has none)."
 )
 NODES_HELP = "How many nodes, at least 1 (with --nodes-file: all the file names)."
 QUIET_HELP = "No progress lines on stderr: the results only."
@@ -221,6 +216,22 @@ class LazyHelp(click.Option):
         return super().get_help_record(ctx)
 
 
+class WorkloadsHelp(click.Command):
+    """A command whose help says ``{workloads}`` where the workloads' names go, filled in from the
+    registry when the help is shown (a heavy import); the one-line summary leaves them out."""
+
+    SLOT = " (one of: {workloads})"
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from chaos.workloads import registry
+
+        self.help = (self.help or "").replace("{workloads}", ", ".join(registry.names()))
+        super().format_help_text(ctx, formatter)
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        return click.utils.make_default_short_help((self.help or "").replace(self.SLOT, ""), limit)
+
+
 def _nemesis_help() -> str:
     from chaos.nemesis import table
 
@@ -249,6 +260,49 @@ def _fault_points_help() -> str:
         if isinstance(wl, FaultPoints):
             found.append(f"{name}: {', '.join(wl.fault_points)}")
     return "; ".join(found)
+
+
+def _solution_help() -> str:
+    """The shipped workloads' built-in solutions, from their own declarations (never listed
+    here)."""
+    from chaos.core.capabilities import Solutions
+    from chaos.workloads import registry
+
+    found = []
+    for name in sorted(registry.BUILTIN):
+        wl = registry.BUILTIN[name]()
+        if isinstance(wl, Solutions):
+            found.append(f"{name}: {', '.join(wl.solutions())}")
+    return (
+        "A built-in solution (" + "; ".join(found) + ") or a path to a folder with protocol.py "
+        "(default: the workload's reference solution)."
+    )
+
+
+def _gradable_help() -> str:
+    """``grade --workload``'s help, naming the workloads that can be graded (derived)."""
+    from chaos.core.capabilities import Gradable
+    from chaos.workloads import registry
+
+    names = [n for n in sorted(registry.BUILTIN) if isinstance(registry.BUILTIN[n](), Gradable)]
+    return f"The workload graded ({', '.join(names)})."
+
+
+def _scenarios_help() -> str:
+    """``--scenarios``'s help, naming the workloads that have seed scenarios (derived)."""
+    from chaos.core.capabilities import Scenarios
+    from chaos.workloads import registry
+
+    have = []
+    for name in sorted(registry.BUILTIN):
+        wl = registry.BUILTIN[name]()
+        if isinstance(wl, Scenarios):
+            have.append(f"{name} has {len(wl.scenarios)}")
+    return (
+        f"Run the workload's seed scenarios ({', '.join(have)}), one run each with the scenario "
+        "as its fault, and write its lab report JSON. Refused with --nemesis (each scenario is "
+        "the run's fault); --trigger and --schedule apply to every scenario run."
+    )
 
 
 def _workload_options_help() -> str:
@@ -306,13 +360,14 @@ def backend_option(f: Any) -> Any:
 
 
 @main.command(
+    cls=WorkloadsHelp,
     epilog=examples(
         "chaos run lab3 --nemesis pause --seed 7",
         "chaos run lab3 --solution ./alice --trigger 'pause worker on delivery'",
         "chaos run lab1 --nemesis clock:skew=3:orders@n1 --tasks 30",
         "chaos run lab3 --scenarios all --lab-report-out lab3.json",
         "chaos run etcd-register --nemesis partition:one --time-limit 20 --rate 50",
-    )
+    ),
 )
 @click.argument("workload")
 @backend_option
@@ -331,7 +386,9 @@ def backend_option(f: Any) -> Any:
     default=None,
     help="A scripted fault timeline (YAML): 'at 3s pause worker for 6s', ...",
 )
-@click.option("--solution", default="reference", show_default=True, help=SOLUTION_HELP)
+@click.option(
+    "--solution", default=REFERENCE, show_default=True, cls=LazyHelp, help_from=_solution_help
+)
 @click.option("--seed", type=SEED, default=None, help=SEED_HELP)
 @click.option(
     "--tasks",
@@ -360,12 +417,12 @@ def backend_option(f: Any) -> Any:
     show_default=True,
     help=RECOVERY_HELP,
 )
-@click.option("--ack-wait", type=SECONDS, default=2.0, show_default=True, help=ACK_WAIT_HELP)
+@old_name("--ack-wait", new="--option", key="ack_wait")
 @click.option(
     "--pause-duration",
     type=SECONDS,
     default=None,
-    help="Seconds (> 0) a pause lasts (default: AckWait + 3).",
+    help="Seconds (> 0) a pause lasts (default: 3 past the workload's takeover wait).",
 )
 @click.option(
     "--nemesis-interval",
@@ -382,13 +439,7 @@ def backend_option(f: Any) -> Any:
     help="Gaps between faults vary by this fraction of the interval (0 to 1).",
 )
 @click.option("--fault-duration", type=SECONDS, default=None, help=FAULT_DURATION_HELP)
-@click.option(
-    "--work-seconds",
-    type=SECONDS_OR_NONE,
-    default=0.5,
-    show_default=True,
-    help="lab3: seconds (>= 0) a worker computes before it commits.",
-)
+@old_name("--work-seconds", new="--option", key="work_seconds")
 @click.option(
     "--nodes",
     "nodes_arg",
@@ -402,9 +453,8 @@ def backend_option(f: Any) -> Any:
     "--scenarios",
     type=click.Choice(["all"]),
     default=None,
-    help="Run the workload's seed scenarios (lab3 has three), one run each with the scenario as "
-    "its fault, and write its lab report JSON. Refused with --nemesis (each scenario is the "
-    "run's fault); --trigger and --schedule apply to every scenario run.",
+    cls=LazyHelp,
+    help_from=_scenarios_help,
 )
 @old_name("--lab-report", new="--scenarios", value="all")
 @click.option(
@@ -450,8 +500,7 @@ def backend_option(f: Any) -> Any:
 )
 @store_option
 def run(nodes_arg: int | Path, nodes_file: Path | None, quiet: bool, **asked: Any) -> None:
-    """Run WORKLOAD (lab3, lab1, etcd-register, etcd-append, etcd-rw-register, jetstream-queue) on
-    a fresh cluster and check it."""
+    """Run WORKLOAD (one of: {workloads}) on a fresh cluster and check it."""
     from chaos.orchestrator import plan as runs
 
     nodes, nodes_file = _nodes_arg(_given("nodes_arg", nodes_arg), nodes_file)
@@ -485,7 +534,9 @@ def run(nodes_arg: int | Path, nodes_file: Path | None, quiet: bool, **asked: An
 )
 @click.argument("workload")
 @backend_option
-@click.option("--solution", default="reference", show_default=True, help=SOLUTION_HELP)
+@click.option(
+    "--solution", default=REFERENCE, show_default=True, cls=LazyHelp, help_from=_solution_help
+)
 @click.option("--seed", type=SEED, default=None, help=SEED_HELP)
 @click.option(
     "--budget",
@@ -496,7 +547,7 @@ def run(nodes_arg: int | Path, nodes_file: Path | None, quiet: bool, **asked: An
 )
 @click.option("--keep-going", "try_all", is_flag=True, help="Go on after the first invalid run.")
 @old_name("--all", new="--keep-going", flag=True)
-@click.option("--ack-wait", type=SECONDS, default=2.0, show_default=True, help=ACK_WAIT_HELP)
+@old_name("--ack-wait", new="--option", key="ack_wait")
 @click.option("--time-limit", type=SECONDS, default=30.0, show_default=True, help=TIME_LIMIT_HELP)
 @click.option(
     "--recovery-timeout",
@@ -846,7 +897,7 @@ def _control_names(value: str | None) -> tuple[str, ...] | None:
 )
 @click.argument("submissions", required=False, type=click.Path(path_type=Path, file_okay=False))
 @click.option(
-    "--workload", "lab", default=None, metavar="NAME", help="The workload graded (lab3, lab1)."
+    "--workload", "lab", default=None, metavar="NAME", cls=LazyHelp, help_from=_gradable_help
 )
 @old_name("--lab", new="--workload")
 @click.option(

@@ -37,7 +37,10 @@ class OldName(click.Option):
 
     ``flag``: both spellings are flags; ``multiple``: both are repeatable. ``value``: the old
     spelling is a flag that stood for ``new`` with this value (``--lab-report`` for
-    ``--scenarios all``). Giving both spellings with different values is a usage error.
+    ``--scenarios all``). ``key``: the old spelling became one key of the repeatable
+    ``KEY=VALUE`` option ``new`` (a knob that moved into a workload's declared options:
+    ``--ack-wait 1`` is ``-o ack_wait=1``, checked by the workload's declaration). Giving both
+    spellings with different values is a usage error.
     """
 
     def __init__(
@@ -48,11 +51,13 @@ class OldName(click.Option):
         value: str | None = None,
         flag: bool = False,
         multiple: bool = False,
+        key: str | None = None,
         **kwargs: Any,
     ) -> None:
         (old,) = param_decls
-        self.old, self.new, self.value = old, new, value
+        self.old, self.new, self.value, self.key = old, new, value, key
         shown = new if value is None else f"{new} {value}"
+        shown = shown if key is None else f"{new} {key}=VALUE"
         super().__init__(
             [old, "deprecated_" + old.lstrip("-").replace("-", "_")],
             hidden=True,
@@ -77,7 +82,9 @@ class OldName(click.Option):
     ) -> tuple[Any, list[str]]:
         # Given options are processed before the ones left out (click's processing order), so
         # the new option, unless typed too, reads the value put here as if it had been typed.
-        if self.name in opts:
+        if self.name in opts and self.key is not None:
+            self._into_key(ctx, opts)
+        elif self.name in opts:
             target = self._target(ctx)
             given = opts[self.name] if self.value is None else self.value
             if target.name in opts and opts[target.name] != given:
@@ -89,13 +96,40 @@ class OldName(click.Option):
                 warn_renamed(self.old, self.shown)
         return super().handle_parse_result(ctx, opts, args)
 
+    def _into_key(self, ctx: click.Context, opts: Mapping[str, Any]) -> None:
+        """``--old V`` becomes one more ``new KEY=V`` (new is repeatable, KEY=VALUE)."""
+        target = self._target(ctx)
+        given = opts[self.name]
+        pairs = list(opts.get(target.name) or ())
+        if any(str(p).partition("=")[0].strip() == self.key for p in pairs):
+            raise click.BadOptionUsage(
+                self.old,
+                f"{self.old} is the old spelling of {self.new} {self.key}=VALUE: give "
+                f"{self.new} {self.key}=VALUE only",
+            )
+        pair = f"{self.key}={given}"
+        if target.name in ctx.params:  # typed before the old spelling: already processed
+            ctx.params[target.name] = (*ctx.params[target.name], pair)
+        else:
+            cast(dict[str, Any], opts)[target.name] = [*pairs, pair]
+        if not ctx.resilient_parsing:
+            warn_renamed(self.old, f"{self.new} {self.key}={given}")
+
 
 def old_name(
-    old: str, *, new: str, value: str | None = None, flag: bool = False, multiple: bool = False
+    old: str,
+    *,
+    new: str,
+    value: str | None = None,
+    flag: bool = False,
+    multiple: bool = False,
+    key: str | None = None,
 ) -> Callable[[F], F]:
     """Declare ``old`` as the deprecated spelling of the command's option ``new`` (see OldName)."""
 
     def add(f: F) -> F:
-        return click.option(old, cls=OldName, new=new, value=value, flag=flag, multiple=multiple)(f)
+        return click.option(
+            old, cls=OldName, new=new, value=value, flag=flag, multiple=multiple, key=key
+        )(f)
 
     return add

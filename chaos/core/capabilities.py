@@ -8,17 +8,19 @@ otherwise.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from chaos.checkers.verdict import CheckResult
+from chaos.core import options as declared_options
 from chaos.core.context import RunContext
 from chaos.core.options import WorkloadOption
-from chaos.core.spec import TestSpec
+from chaos.core.spec import DEFAULT_TAKEOVER, TestSpec
 from chaos.core.target import Target
-from chaos.histories.store import StoredRun
+from chaos.histories.store import StoredRun, workload_of
 from chaos.report.contrib import SectionContributor
 
 
@@ -58,15 +60,28 @@ class SolutionMounts(Protocol):
 
 
 @runtime_checkable
+class Solutions(Protocol):
+    """The workload runs a solution, the code under test: one of its built-in ones by name, or a
+    user's folder with protocol.py (``--solution``).
+
+    ``solutions()`` lists the built-in names (``--solution``'s help is made from them); the
+    correct one is named :data:`~chaos.core.spec.REFERENCE`, the default. It must only list
+    them, cheaply: ``--help`` asks."""
+
+    def solutions(self) -> Sequence[str]: ...
+
+
+@runtime_checkable
 class WorkloadOptions(Protocol):
     """The workload takes ``-o KEY=VALUE`` options, each declared once here, in ``options``.
 
-    ``chaos run``'s help, the grade matrix's check and the docs' option tables are derived from
-    this tuple, so it must be complete: an option read but not declared is refused at every
-    ``-o``. ``preflight`` must validate the run's options with :func:`chaos.core.options.parse`
-    (never by hand) and the workload must read their values as that returns them, typed, with
-    the defaults declared here; a default written anywhere else can drift from the docs.
-    Declaring must not import anything heavy: ``--help`` reads it."""
+    ``chaos run``'s help, the grade matrix's check, the run's ``spec.json`` (its ``options``)
+    and the docs' option tables are derived from this tuple, so it must be complete: an option
+    read but not declared is refused at every ``-o``. Every knob of the workload's own is here,
+    never a field of the framework's TestSpec. ``preflight`` must validate the run's options
+    with :func:`option_values` (never by hand) and the workload must read their values as that
+    returns them, typed, with the defaults declared here; a default written anywhere else can
+    drift from the docs. Declaring must not import anything heavy: ``--help`` reads it."""
 
     options: tuple[WorkloadOption, ...]
 
@@ -74,6 +89,58 @@ class WorkloadOptions(Protocol):
 def options_of(workload: object) -> tuple[WorkloadOption, ...]:
     """The options a workload declares (none when it does not have the capability)."""
     return workload.options if isinstance(workload, WorkloadOptions) else ()
+
+
+OptionValues = Mapping[str, int | float | str]
+
+
+def option_values(workload: object, spec: TestSpec) -> dict[str, int | float | str]:
+    """The run's workload options as the workload reads them: parsed by its declarations, each
+    declared default filled in; ValueError for a name or value they refuse. The run's
+    ``spec.json`` records these (the declarations are the one source of both)."""
+    return declared_options.parse(spec.workload, options_of(workload), spec.options)
+
+
+def stored_option_values(workload: object, spec: Mapping[str, Any]) -> dict[str, int | float | str]:
+    """A stored run's workload options, read back through the same declarations (a run stored
+    before they were declared kept them at the spec's top level: see
+    :func:`chaos.core.options.stored`); ValueError naming what is wrong."""
+    return declared_options.stored(workload_of(dict(spec)), options_of(workload), spec)
+
+
+def with_stored_options(workload: object, run: StoredRun) -> StoredRun:
+    """``run`` with its spec's ``options`` read back through the workload's declarations
+    (typed, defaults filled in), as its checkers read them; ValueError for a stored value the
+    declarations refuse."""
+    values = stored_option_values(workload, run.spec)
+    return dataclasses.replace(run, spec={**run.spec, "options": values})
+
+
+@runtime_checkable
+class Takeover(Protocol):
+    """Another process takes a stalled one's work over after a wait the run's options set
+    (JetStream's AckWait: the broker delivers an unACKed message again).
+
+    ``takeover_seconds(values)`` is that wait, from the run's option values (as
+    :func:`option_values` gives them); it must only read them. A fault lasts this wait + 3 s
+    unless the command says otherwise (so the takeover happens while it lasts), and ``chaos
+    explore``'s brief pause is a fraction of it (the others go on without a takeover). A workload
+    without it is given :data:`~chaos.core.spec.DEFAULT_TAKEOVER`."""
+
+    def takeover_seconds(self, values: OptionValues) -> float: ...
+
+
+def takeover_seconds(workload: object, spec: TestSpec) -> float:
+    """The workload's takeover wait in this run (see :class:`Takeover`)."""
+    if isinstance(workload, Takeover):
+        return float(workload.takeover_seconds(option_values(workload, spec)))
+    return DEFAULT_TAKEOVER
+
+
+def fault_seconds(workload: object, spec: TestSpec) -> float:
+    """How long a fault of this run lasts when the command does not say (see
+    :func:`chaos.core.spec.fault_seconds`)."""
+    return spec.fault_seconds(takeover_seconds(workload, spec))
 
 
 @runtime_checkable
@@ -129,10 +196,12 @@ class TxnPoints(Protocol):
     (lab3: ``{"create": "api", "complete": "worker"}``); ``txn_roles`` maps the extra role words a
     trigger may use to a component (lab1: ``{"holder": "orders"}``); ``one_task`` is the workload
     options that make a run do one unit of work (lab3: one task; lab1: one night), so that a
-    second fault lands in the retry of the work the first one interrupted. ``rival`` is the event
-    kind by which another process takes over the held one's work (lab3: ``commit``, a redelivered
-    copy committed; lab1: ``lock-acquired``, the next holder): a pause ``until`` it resumes the
-    held process just as its rival acts, the race check-then-act and night-guard bugs live in."""
+    second fault lands in the retry of the work the first one interrupted, with whatever else
+    that retry needs (lab3: an AckWait its first kill's restart cannot outlast). ``rival`` is the
+    event kind by which another process takes over the held one's work (lab3: ``commit``, a
+    redelivered copy committed; lab1: ``lock-acquired``, the next holder): a pause ``until`` it
+    resumes the held process just as its rival acts, the race check-then-act and night-guard bugs
+    live in."""
 
     txn_functions: Mapping[str, str]
     txn_roles: Mapping[str, str]

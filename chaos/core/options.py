@@ -13,14 +13,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["WorkloadOption", "help_line", "markdown_table", "parse"]
+__all__ = ["WorkloadOption", "help_line", "markdown_table", "parse", "stored"]
 
 
 @dataclass(frozen=True, slots=True)
 class WorkloadOption:
     """One option: its name, the type of its value (``int``, ``float`` or ``str``), its default
     (None: none, or one the workload derives, which ``help`` then says), what it does, and what it
-    accepts: ``choices`` (exact words) or a range ``low``..``high`` (either bound may be open).
+    accepts: ``choices`` (exact words) or a range ``low``..``high`` (either bound may be left
+    out; ``above``: the value must be above ``low``, not equal to it, as a wait that must pass).
     ``metavar`` names the value in ``--help`` where the choices are too many to list."""
 
     name: str
@@ -31,12 +32,15 @@ class WorkloadOption:
     low: float | None = None
     high: float | None = None
     metavar: str = "NAME"
+    above: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in (int, float, str):
             raise TypeError(f"option {self.name}: kind must be int, float or str")
         if self.choices and self.kind is not str:
             raise TypeError(f"option {self.name}: choices are words (kind str)")
+        if self.above and self.low is None:
+            raise TypeError(f"option {self.name}: above needs low")
 
     def accepts(self) -> str:
         """What a value may be, as the error and the docs say it."""
@@ -52,7 +56,7 @@ class WorkloadOption:
         if low and high:
             return f"{noun} from {low} to {high}"
         if low:
-            return f"{noun} >= {low}"
+            return f"{noun} {'>' if self.above else '>='} {low}"
         if high:
             return f"{noun} <= {high}"
         return noun
@@ -67,7 +71,9 @@ class WorkloadOption:
         if low and high:
             return f"{low}..{high}"
         var = "N" if self.kind is int else "X"
-        return f"{var}>={low}" if low else (f"{var}<={high}" if high else var)
+        if low:
+            return f"{var}{'>' if self.above else '>='}{low}"
+        return f"{var}<={high}" if high else var
 
     def parse(self, raw: Any) -> int | float | str:
         """The typed value of ``raw`` (command-line text, or a YAML scalar); ValueError saying what
@@ -81,7 +87,8 @@ class WorkloadOption:
             value: int | float = int(text) if self.kind is int else float(text)
         except ValueError:
             raise ValueError(f"expected {self.accepts()}") from None
-        if value != value or (self.low is not None and value < self.low):  # NaN, or below
+        below = self.low is not None and (value <= self.low if self.above else value < self.low)
+        if value != value or below:  # NaN, or below the range
             raise ValueError(f"expected {self.accepts()}")
         if self.high is not None and value > self.high:
             raise ValueError(f"expected {self.accepts()}")
@@ -110,6 +117,24 @@ def parse(
         except ValueError as e:
             raise ValueError(f"{workload} option {name}={raw}: {e}") from None
     return out
+
+
+def stored(
+    workload: str, declared: Sequence[WorkloadOption], spec: Mapping[str, Any]
+) -> dict[str, int | float | str]:
+    """The option values a stored ``spec.json`` recorded, read back through the declarations
+    that wrote them (:func:`parse`): its ``options``, and, for a run stored before the workloads
+    declared their own knobs, a declared option the spec kept at its top level (a field of the
+    framework's spec then, e.g. ``ack_wait``). ValueError naming the workload, option and value,
+    as for a command line."""
+    recorded = spec.get("options")
+    if recorded is None:
+        recorded = {}
+    if not isinstance(recorded, Mapping):
+        raise ValueError(f"field 'options': expected an object, got {type(recorded).__name__}")
+    given = {o.name: spec[o.name] for o in declared if spec.get(o.name) is not None}
+    given.update(recorded)
+    return parse(workload, declared, given)
 
 
 def help_line(workload: str, declared: Sequence[WorkloadOption]) -> str:

@@ -12,7 +12,8 @@
 
 Option names are ``chaos run``'s long options; a repeatable one (``trigger``) takes a list,
 ``option`` takes a mapping (each pair becomes ``-o KEY=VALUE``), ``schedule`` a path relative to
-the matrix file. Options that belong to the grading itself (seed, solution, store, ...) are
+the matrix file. A workload option written as a key of its own (``ack-wait: 1``, as when it was a
+`chaos run` option) is read as that ``option`` pair. Options that belong to the grading itself (seed, solution, store, ...) are
 refused, and so is an ``option`` the workload does not declare, or a value it does not accept
 (chaos.core.options), so a typo stops the grade before any run. Every error names the file, the
 line and the field.
@@ -47,12 +48,10 @@ OPTIONS: dict[str, type] = {
     "time-limit": float,
     "concurrency": int,
     "recovery-timeout": float,
-    "ack-wait": float,
     "pause-duration": float,
     "nemesis-interval": float,
     "nemesis-jitter": float,
     "fault-duration": float,
-    "work-seconds": float,
     "nodes": int,
     "option": dict,
     "backend": str,
@@ -221,11 +220,18 @@ class _Reader:
 
     def options(self, node: yaml.Node, where: str, config: str = "") -> dict[str, Any]:
         out: dict[str, Any] = {}
+        moved: dict[str, Any] = {}  # workload options written as keys of their own
+        declared = {o.name for o in self.declared or ()}
         for raw, knode, v in self.mapping(node, where):
             key = raw.replace("_", "-").removeprefix("--")
             here = f"{where}.{raw}"
             if key in REFUSED:
                 raise self.fail(knode, here, f"not allowed in a matrix: {REFUSED[key]}")
+            if key not in OPTIONS and key.replace("-", "_") in declared:
+                name = key.replace("-", "_")
+                moved[name] = self.scalar(v, here)
+                self.check_option(name, moved[name], v, knode, here, config)
+                continue
             if key not in OPTIONS:
                 raise self.fail(
                     knode, here, f"not a `chaos run` option; known: {', '.join(sorted(OPTIONS))}"
@@ -233,21 +239,27 @@ class _Reader:
             out[key] = self.typed(v, here, OPTIONS[key])
             if key == "option":
                 self.workload_options(v, here, config)
+        if moved:  # an `option` pair written beside its own key wins
+            out["option"] = {**moved, **out.get("option", {})}
         return out
 
     def workload_options(self, node: yaml.Node, where: str, config: str) -> None:
         """Each ``-o`` pair against the workload's declarations, as `chaos run` will check it."""
+        for key, knode, v in self.mapping(node, where):
+            self.check_option(key, self.scalar(v, key), v, knode, f"{where}.{key}", config)
+
+    def check_option(
+        self, key: str, value: Any, node: yaml.Node, knode: yaml.Node, where: str, config: str
+    ) -> None:
+        """One ``-o`` pair against the workload's declarations (nothing without them)."""
         if self.declared is None:
             return
-        for key, knode, v in self.mapping(node, where):
-            try:
-                workload_options.parse(
-                    self.workload, self.declared, {key: _scalar(self.scalar(v, key))}
-                )
-            except ValueError as e:
-                bad = v if key in {o.name for o in self.declared} else knode
-                named = f"configuration {config}: " if config else ""
-                raise self.fail(bad, f"{where}.{key}", f"{named}{e}") from None
+        try:
+            workload_options.parse(self.workload, self.declared, {key: _scalar(value)})
+        except ValueError as e:
+            bad = node if key in {o.name for o in self.declared} else knode
+            named = f"configuration {config}: " if config else ""
+            raise self.fail(bad, where, f"{named}{e}") from None
 
 
 def parse(

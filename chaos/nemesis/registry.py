@@ -19,7 +19,14 @@ from collections.abc import Collection
 from typing import Any
 
 from chaos.cluster.base import Backend, Capable
-from chaos.core.capabilities import FaultAims, FaultPoints, HostFaultPoints, Names, PauseTarget
+from chaos.core.capabilities import (
+    FaultAims,
+    FaultPoints,
+    HostFaultPoints,
+    Names,
+    PauseTarget,
+    fault_seconds,
+)
 from chaos.core.spec import TestSpec
 from chaos.core.workload import Workload
 from chaos.nemesis.base import Nemesis
@@ -74,14 +81,17 @@ def moves_clocks(spec: TestSpec) -> bool:
     return "clock" in names
 
 
-def planned_steps(spec: TestSpec, choices: list[Choice]) -> list[Step]:
-    """The random schedule of a spec: a pure function of the spec (its seed included)."""
+def planned_steps(
+    spec: TestSpec, choices: list[Choice], duration: float | None = None
+) -> list[Step]:
+    """The random schedule of a spec: a pure function of the spec (its seed included) and of how
+    long a fault lasts (default: the spec's own, with the default takeover wait)."""
     return generate(
         choices,
         rng=random.Random(f"{spec.seed}:schedule"),
         horizon=spec.time_limit,
         interval=spec.nemesis_interval,
-        duration=spec.fault_seconds(),
+        duration=spec.fault_seconds() if duration is None else duration,
         jitter=spec.nemesis_jitter,
     )
 
@@ -140,16 +150,16 @@ def make_nemeses(wl: Workload, spec: TestSpec) -> list[Nemesis]:
             )
         else:
             choices.append(Choice(fault=name, target=target))
-    duration = spec.fault_seconds()
+    duration = fault_seconds(wl, spec)
     if choices == [Choice(fault="pause")] and isinstance(wl, PauseTarget):
-        once = spec.tasks is None and spec.rate is None
+        once = not spec.fixed_load
         out.append(
             PauseNemesis(
                 wl.pause_target, duration=duration, interval=spec.nemesis_interval, once=once
             )
         )
     elif choices:
-        out.append(ScheduleNemesis(planned_steps(spec, choices), faults))
+        out.append(ScheduleNemesis(planned_steps(spec, choices, duration), faults))
     triggers = list(spec.triggers)
     if spec.schedule:
         steps = [Step(**s) for s in spec.schedule.get("steps", [])]

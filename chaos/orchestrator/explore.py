@@ -7,9 +7,9 @@ crash points instead; this does the same for a lab solution:
 1. a fault-free run records which transactions each function of the solution makes (the ``txn``
    events of chaos.node.store: ``complete`` made transactions 1 and 2);
 2. every point — function, transaction, before/after — is tried with a kill, a pause (the
-   workload's default fault duration, past AckWait or the lease), two kills (a fault that
-   makes a redelivery, then one in the redelivery; with one task, so both hit it), a brief
-   pause (0.6 x AckWait: the others go on, a held read goes stale) and a pause until the
+   workload's default fault duration, past its takeover wait), two kills (a fault that makes
+   a retry, then one in the retry; with one unit of work, so both hit it), a brief pause (0.6 x
+   the takeover wait: the others go on, a held read goes stale) and a pause until the
    workload's rival takes the work over (then let go at once), each as a trigger, plus
    each one-shot fault point the workload declares; one run each, seeded from the explore's seed;
 3. it stops at the first invalid run unless asked for all, within a budget of runs, and reports
@@ -31,7 +31,7 @@ from typing import Any
 
 from chaos.checkers.verdict import Verdict
 from chaos.cluster.base import Backend
-from chaos.core.capabilities import FaultPoints, Scenarios, TxnPoints
+from chaos.core.capabilities import FaultPoints, Scenarios, TxnPoints, takeover_seconds
 from chaos.core.spec import TestSpec
 from chaos.core.workload import Workload
 from chaos.exits import Exit
@@ -46,7 +46,7 @@ FAULTS: tuple[tuple[str, str], ...] = (
     ("pause", ""),
     # the first kill's restart comes at once, so the second can land in the redelivery
     ("kill", " for 0.2s 2 times"),
-    # a brief pause (BRIEF x AckWait): the others go on without a redelivery, so a read held
+    # a brief pause (BRIEF x the takeover wait): the others go on without a takeover, so a read held
     # back from its transaction goes stale (a lost update)
     ("pause", " for {brief}s"),
     # held until another process takes its work over (the workload's rival event), then let go
@@ -54,11 +54,10 @@ FAULTS: tuple[tuple[str, str], ...] = (
     ("pause", " until {rival}"),
 )
 BRIEF = 0.6
-# a double kill runs with one unit of work (the workload's ``one_task`` options: lab3 one task,
-# lab1 one night), so that the second kill lands in the retry of the work the first one
-# interrupted (its redelivery), not in another task's first attempt
+# a double kill runs with one unit of work (the workload's ``one_task`` options), so that the
+# second kill lands in the retry of the work the first one interrupted, not in another unit's
+# first attempt
 DOUBLE = " for 0.2s 2 times"
-DOUBLE_ACK_WAIT = 2.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,15 +71,12 @@ class Probe:
 
     def apply(self, spec: TestSpec, seed: int, one_task: dict[str, str]) -> TestSpec:
         if self.trigger is not None and self.one_task:
-            # the second kill must be armed again before the redelivery reaches the point:
-            # the first kill's restart takes up to a second, so AckWait must outlast it
             return dataclasses.replace(
                 spec,
                 seed=seed,
                 nemesis=(),
                 triggers=(self.trigger,),
                 options={**spec.options, **one_task},
-                ack_wait=max(spec.ack_wait, DOUBLE_ACK_WAIT),
             )
         if self.trigger is not None:
             return dataclasses.replace(spec, seed=seed, nemesis=(), triggers=(self.trigger,))
@@ -227,7 +223,9 @@ def explore(
     traced = run(base)
     txns = trace_txns(traced.run_dir)
     found = Exploration(
-        trace_run=traced.run_dir, txns=txns, probes=probes(workload, txns, BRIEF * spec.ack_wait)
+        trace_run=traced.run_dir,
+        txns=txns,
+        probes=probes(workload, txns, BRIEF * takeover_seconds(workload, spec)),
     )
     found.trace_verdict, found.trace_said = traced.verdict, _said(traced)
     if traced.verdict is Verdict.INVALID and stop_at_first:

@@ -22,8 +22,8 @@ from typing import Any
 from chaos.checkers.verdict import combine
 from chaos.cluster import backends
 from chaos.cluster.base import Backend
-from chaos.core.capabilities import Scenarios
-from chaos.core.spec import TestSpec, fault_seconds
+from chaos.core.capabilities import Scenarios, fault_seconds
+from chaos.core.spec import TestSpec
 from chaos.core.workload import Workload
 from chaos.exits import Exit
 from chaos.histories.store import DEFAULT_STORE, read_json, write_json
@@ -51,14 +51,12 @@ class RunRequest:
     time_limit: float
     concurrency: int
     recovery_timeout: float
-    ack_wait: float
     pause_duration: float | None
     nemesis_interval: float
     nemesis_jitter: float
     fault_duration: float | None
     triggers: tuple[str, ...]
     schedule_file: Path | None
-    work_seconds: float
     nodes: int | None
     nodes_file: Path | None
     scenarios: str | None
@@ -114,10 +112,7 @@ def plan_runs(request: RunRequest) -> RunPlan:
 def _base(request: RunRequest, wl: Workload, seed: int, nodes: int) -> dict[str, Any]:
     """The fields every spec of ``request`` shares (all but the fault and the scenario)."""
     r = request
-    seconds = fault_seconds(
-        fault_duration=r.fault_duration, pause_duration=r.pause_duration, ack_wait=r.ack_wait
-    )
-    return dict(
+    base: dict[str, Any] = dict(
         workload=r.workload,
         solution=r.solution,
         seed=seed,
@@ -126,17 +121,18 @@ def _base(request: RunRequest, wl: Workload, seed: int, nodes: int) -> dict[str,
         rate=r.rate,
         concurrency=r.concurrency,
         time_limit=r.time_limit,
-        work_seconds=r.work_seconds,
         recovery_timeout=r.recovery_timeout,
-        ack_wait=r.ack_wait,
         pause_duration=r.pause_duration,
         nemesis_interval=r.nemesis_interval,
         nemesis_jitter=r.nemesis_jitter,
         fault_duration=r.fault_duration,
         triggers=tuple(r.triggers),
         options=parse_options(r.options),
-        schedule=schedule_of(r.schedule_file, seconds, wl, r.workload),
     )
+    # the default fault lasts the workload's takeover wait + 3, from its -o values as given
+    seconds = fault_seconds(wl, TestSpec(**base))
+    base["schedule"] = schedule_of(r.schedule_file, seconds, wl, r.workload)
+    return base
 
 
 def _scenarios(request: RunRequest, wl: Workload) -> list[str]:
@@ -215,7 +211,6 @@ class ExploreRequest:
     backend_name: str
     solution: str
     seed: int | None
-    ack_wait: float
     time_limit: float
     recovery_timeout: float
     fault_duration: float | None
@@ -245,7 +240,6 @@ def plan_explore(request: ExploreRequest) -> ExplorePlan:
         solution=r.solution,
         seed=new_seed() if r.seed is None else r.seed,
         nodes=count,
-        ack_wait=r.ack_wait,
         time_limit=r.time_limit,
         recovery_timeout=r.recovery_timeout,
         fault_duration=r.fault_duration,

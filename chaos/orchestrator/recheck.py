@@ -12,6 +12,7 @@ from pathlib import Path
 from chaos.checkers.completeness import check_stored_run
 from chaos.checkers.results import write_results
 from chaos.checkers.verdict import CheckResult, Verdict
+from chaos.core.capabilities import with_stored_options
 from chaos.histories.safe_text import clean
 from chaos.histories.store import StoredRun
 from chaos.workloads import registry
@@ -21,7 +22,7 @@ def recheck(run: StoredRun, shown: Path) -> tuple[list[CheckResult], Verdict]:
     """The results of ``run``'s checkers and their verdict, written to the run's folder.
 
     ValueError, naming ``shown`` (the path as the user gave it), when ``spec.json`` names no
-    workload or one that chaos does not know."""
+    workload or one that chaos does not know, or options its declarations refuse."""
     if not run.workload:
         raise ValueError(
             f"{shown}/spec.json names no workload; use --model to check the history alone"
@@ -30,5 +31,9 @@ def recheck(run: StoredRun, shown: Path) -> tuple[list[CheckResult], Verdict]:
         wl = registry.get(run.workload)
     except ValueError as e:
         raise ValueError(f"{shown / 'spec.json'}: field 'workload': {clean(e)}") from None
+    try:  # the options as the run read them, through the workload's declarations
+        run = with_stored_options(wl, run)
+    except ValueError as e:
+        raise ValueError(f"{shown / 'spec.json'}: field 'options': {clean(e)}") from None
     results = check_stored_run(wl, run)
     return results, write_results(run.path, results)

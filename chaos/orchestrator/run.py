@@ -25,7 +25,13 @@ from chaos.checkers.offline import write_history_edn
 from chaos.checkers.results import write_results
 from chaos.checkers.verdict import CheckResult, Verdict, combine
 from chaos.cluster.base import Backend, Cluster, control_channel, node_names
-from chaos.core.capabilities import ReportSections, Scenarios, SolutionMounts
+from chaos.core.capabilities import (
+    ReportSections,
+    Scenarios,
+    SolutionMounts,
+    option_values,
+    with_stored_options,
+)
 from chaos.core.context import RunContext
 from chaos.core.ledger import FaultLedger
 from chaos.core.live import EventTail
@@ -282,9 +288,11 @@ class _Run:
         *,
         stored_solution: str | None,
     ) -> None:
-        """``spec.json`` as the run starts (``finish`` adds the outcome)."""
+        """``spec.json`` as the run starts (``finish`` adds the outcome): the framework's fields,
+        and the workload's options as the workload reads them, from its declarations."""
         meta: dict[str, Any] = {
             **self.spec.to_json(),
+            "options": option_values(self.wl, self.spec),
             **({"solution": stored_solution} if stored_solution else {}),
             "command": command,
             "run_id": self.run_id,
@@ -413,7 +421,7 @@ class _Run:
                 n.armed.wait(ARM_WAIT)
         self.wl.run_client(ctx)
         deadline = time.monotonic() + spec.time_limit
-        if spec.rate is not None or spec.tasks is not None:
+        if spec.fixed_load:
             ctx.stop.set()
         for t in threads:
             t.join(max(0.0, deadline - time.monotonic()))
@@ -511,7 +519,7 @@ def finish(
 ) -> RunOutcome:
     t0 = time.monotonic()
     progress("checking the history")
-    results = check_stored_run(wl, load_run(run_dir))
+    results = check_stored_run(wl, with_stored_options(wl, load_run(run_dir)))
     verdict = combine(results)
     timings["check"] = round(time.monotonic() - t0, 4)
     write_results(run_dir, results)

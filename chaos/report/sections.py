@@ -161,6 +161,9 @@ def params_section(run: RunData) -> str:
             if k not in first and k != "command" and not isinstance(v, dict | list)
         }
     )
+    options = spec.get("options")
+    if isinstance(options, dict):  # the workload's own options, each a row of its own
+        shown.update({f"-o {k}": v for k, v in options.items() if not isinstance(v, dict | list)})
     cmd, stored = reproduce_command(spec)
     out = kv_table(shown)
     if cmd:

@@ -35,8 +35,9 @@ from typing import Any
 from chaos.checkers.elle import DEFAULT_CONSISTENCY, NAMES, check_transactions, transactions
 from chaos.checkers.elle.loading import raw_ops
 from chaos.checkers.verdict import CheckResult
+from chaos.core.capabilities import option_values, stored_option_values
 from chaos.core.context import RunContext
-from chaos.core.options import WorkloadOption, parse
+from chaos.core.options import WorkloadOption
 from chaos.histories.ops import OpType
 from chaos.histories.store import StoredRun
 from chaos.workloads.generic import classify, drive
@@ -123,7 +124,7 @@ class EtcdTxn(OnEtcd):
 
     def run_client(self, ctx: RunContext) -> None:
         m = self.model
-        unsafe = parse(self.name, OPTIONS, ctx.spec.options)["client"] == "unsafe"
+        unsafe = option_values(self, ctx.spec)["client"] == "unsafe"
         next_txn = Generator(ctx.rng_for("workload"), m.write, m.read_first)
         clients = etcd.ProcessClients(ctx)
 
@@ -155,7 +156,7 @@ class EtcdTxn(OnEtcd):
         return final_values(ctx, m.final, m.prefix, m.decode)
 
     def check(self, run: StoredRun) -> list[CheckResult]:
-        consistency = str(run.spec.get("options", {}).get("consistency", DEFAULT_CONSISTENCY))
+        consistency = str(stored_option_values(self, run.spec)["consistency"])
         txns, skipped = transactions(raw_ops(run.history))
         return [
             check_transactions(

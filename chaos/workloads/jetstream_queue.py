@@ -14,8 +14,9 @@ from typing import Any
 
 from chaos.checkers.offline import check_history
 from chaos.checkers.verdict import CheckResult
+from chaos.core.capabilities import OptionValues, option_values
 from chaos.core.context import RunContext
-from chaos.core.options import WorkloadOption, parse
+from chaos.core.options import WorkloadOption
 from chaos.core.spec import TestSpec
 from chaos.core.target import Target
 from chaos.histories.ops import OpType
@@ -93,18 +94,21 @@ class _Client:
 
 class JetStreamQueue:
     name = "jetstream-queue"
-    options: tuple[WorkloadOption, ...] = ()  # none: a -o is refused, never ignored
+    options: tuple[WorkloadOption, ...] = (nats.ACK_WAIT,)  # any other -o is refused
     # Names: what a fault target may name (the broker reports no events)
     roles = NATS_ROLES
     event_kinds: tuple[str, ...] = ()
 
     def preflight(self, spec: TestSpec) -> None:
-        parse(self.name, self.options, spec.options)
+        option_values(self, spec)
+
+    def takeover_seconds(self, values: OptionValues) -> float:
+        return nats.ack_wait(values)
 
     def deploy(self, ctx: RunContext) -> None:
         ctx.progress("starting the JetStream broker")
         nats.deploy(ctx)
-        asyncio.run(_setup(nats.url(ctx), ctx.spec.ack_wait))
+        asyncio.run(_setup(nats.url(ctx), nats.ack_wait(option_values(self, ctx.spec))))
 
     def resolve_role(self, ctx: RunContext, role: str) -> list[Target] | None:
         return system_role(ctx, role)

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from chaos.core.capabilities import option_values
 from chaos.core.context import RunContext
-from chaos.core.options import WorkloadOption, parse
+from chaos.core.options import WorkloadOption
 from chaos.core.spec import TestSpec
 from chaos.core.target import Target
 from chaos.workloads.systems import etcd
@@ -26,7 +27,7 @@ class OnEtcd:
     def preflight(self, spec: TestSpec) -> None:
         if spec.concurrency < 1:
             raise ValueError("--concurrency must be at least 1")
-        parse(self.name, self.options, spec.options)
+        option_values(self, spec)
 
     def deploy(self, ctx: RunContext) -> None:
         ctx.progress("starting etcd on every node")

@@ -5,24 +5,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from chaos.core.spec import REFERENCE
 from chaos.node.solution import SolutionError, missing_functions
 
 MOUNT = "/opt/solution"
 
 
-def resolve(solutions_dir: Path, solution: str) -> Path:
-    """A built-in solution's folder (``reference``, ``check-then-act``...) or a user's folder/file."""
-    builtin = solutions_dir / solution.replace("-", "_")
-    if "/" not in solution and builtin.is_dir():
-        return builtin
-    p = Path(solution).expanduser()
-    if p.exists():
-        return p.resolve()
+def builtin(solutions_dir: Path) -> list[str]:
+    """The built-in solutions' names (each a folder with protocol.py), the reference first."""
     names = sorted(
         d.name.replace("_", "-") for d in solutions_dir.iterdir() if (d / "protocol.py").exists()
     )
+    return sorted(names, key=lambda n: n != REFERENCE)
+
+
+def resolve(solutions_dir: Path, solution: str) -> Path:
+    """A built-in solution's folder (``reference``, ``check-then-act``...) or a user's folder/file."""
+    shipped = solutions_dir / solution.replace("-", "_")
+    if "/" not in solution and shipped.is_dir():
+        return shipped
+    p = Path(solution).expanduser()
+    if p.exists():
+        return p.resolve()
     raise ValueError(
-        f"solution {solution!r} is neither a built-in ({', '.join(names)}) nor an existing path"
+        f"solution {solution!r} is neither a built-in ({', '.join(builtin(solutions_dir))}) nor "
+        "an existing path"
     )
 
 

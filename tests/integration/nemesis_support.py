@@ -31,7 +31,7 @@ from chaos.workloads.lab3.workload import Lab3
 @contextlib.contextmanager
 def lab3_deployment(tmp: Path, *, seed: int = 1) -> Iterator[RunContext]:
     backend = DockerBackend()
-    spec = TestSpec(workload="lab3", seed=seed, ack_wait=1.0)
+    spec = TestSpec(workload="lab3", seed=seed, options={"ack_wait": 1.0})
     run_dir = tmp / "run"
     live = run_dir / "live"
     make_live(live, 3)  # the layout the orchestrator makes: services run as nobody

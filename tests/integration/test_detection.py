@@ -21,7 +21,7 @@ from tests.integration.conftest import chaos, read_jsonl, run_dir_from
 pytestmark = pytest.mark.integration
 
 # a lost task never lets recovery go quiet: the bound is what such a run waits for
-FAST = ["--ack-wait", "1", "--work-seconds", "0.2", "--recovery-timeout", "15", "-q"]
+FAST = ["-o", "ack_wait=1", "-o", "work_seconds=0.2", "--recovery-timeout", "15", "-q"]
 
 # (solution, configuration, the checker that must say invalid, words its sentence must hold)
 CASES: list[tuple[str, list[str], str, str]] = [
@@ -49,8 +49,8 @@ CASES: list[tuple[str, list[str], str, str]] = [
         [
             "-o",
             "set_size=1",
-            "--ack-wait",
-            "2",
+            "-o",
+            "ack_wait=2",
             "--trigger",
             "kill worker before txn 1 of complete for 0.2s 2 times",
         ],

@@ -12,7 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from chaos.cli import main
+from chaos.core.capabilities import option_values
 from chaos.core.spec import TestSpec
+from chaos.workloads.lab3.workload import Lab3
 from tests.integration.conftest import chaos
 
 pytestmark = pytest.mark.integration
@@ -51,7 +53,9 @@ def test_each_run_of_an_explore_stores_its_own_chaos_run(
         assert command.startswith("chaos run lab3 ") and "explore" not in command, command
         assert command.endswith(f"--seed {spec['seed']}") or f"--seed {spec['seed']} " in command
         again = _spec_of(command, monkeypatch)
-        for field in ("workload", "solution", "seed", "nodes", "ack_wait", "time_limit", "options"):
+        for field in ("workload", "solution", "seed", "nodes", "time_limit"):
             assert getattr(again, field) == spec[field], (field, command)
+        # spec.json records the option values the workload read (its declared defaults too)
+        assert option_values(Lab3(), again) == spec["options"], command
         assert list(again.triggers) == spec["triggers"] and list(again.nemesis) == spec["nemesis"]
     assert json.loads((runs[1] / "spec.json").read_text())["triggers"], "the probe has a trigger"

@@ -13,7 +13,7 @@ from tests.integration.conftest import chaos, run_dir_from
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 LOAD = ("--rate", "4", "--time-limit", "10", "--nemesis-interval", "1.5", "--fault-duration", "2",
-        "--ack-wait", "1", "-q")  # fmt: skip
+        "-o", "ack_wait=1", "-q")  # fmt: skip
 
 
 @pytest.mark.parametrize("nemesis", ["packet-loss", "packet-loss,pause,kill,partition"])

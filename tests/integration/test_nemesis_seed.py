@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 
 ARGS = [
     "--nemesis", "pause:worker,freeze,kill,partition", "--rate", "3", "--time-limit", "9",
-    "--nemesis-interval", "1.2", "--fault-duration", "1.2", "--ack-wait", "1",
+    "--nemesis-interval", "1.2", "--fault-duration", "1.2", "-o", "ack_wait=1",
     "--recovery-timeout", "30", "-q",
 ]  # fmt: skip
 SEED = 31  # draws all four faults within the 9 s

@@ -23,7 +23,7 @@ FAULTS = ["pause", "freeze", "kill", "partition", "pause,freeze,kill,partition"]
 SEEDS = [1, 2, 3, 4, 5]
 ARGS = [
     "--rate", "4", "--time-limit", "10", "--nemesis-interval", "1.5", "--fault-duration", "2",
-    "--ack-wait", "1", "--recovery-timeout", "60", "-q",
+    "-o", "ack_wait=1", "--recovery-timeout", "60", "-q",
 ]  # fmt: skip
 
 

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.integration
 
 REDTEAM = REPO / "tests" / "fixtures" / "redteam"
 # the default matrix's defaults (chaos/workloads/lab3/grade.yaml) and its configurations
-DEFAULTS = ["--ack-wait", "1", "--work-seconds", "0.2", "--time-limit", "20",
+DEFAULTS = ["-o", "ack_wait=1", "-o", "work_seconds=0.2", "--time-limit", "20",
             "--recovery-timeout", "15", "-q"]  # fmt: skip
 COMMIT_ERROR = ["--nemesis", "txn-error-complete"]
 WORKER_CRASH = ["--nemesis", "worker-crash-before-ack"]

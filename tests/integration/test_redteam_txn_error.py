@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 
 SOLUTION = REPO / "tests" / "fixtures" / "redteam" / "forged_txn_error"
 # the default lab3 matrix's commit-error configuration (chaos/workloads/lab3/grade.yaml)
-COMMIT_ERROR = ("--nemesis", "txn-error-complete", "--ack-wait", "1", "--work-seconds", "0.2",
+COMMIT_ERROR = ("--nemesis", "txn-error-complete", "-o", "ack_wait=1", "-o", "work_seconds=0.2",
                 "--time-limit", "20", "--recovery-timeout", "15")  # fmt: skip
 
 

@@ -83,10 +83,10 @@ def test_lab3_pause_reference_is_valid_with_redelivery_and_leaves_nothing(
     nodes: Path, tmp_path: Path
 ) -> None:
     t0 = time.monotonic()
-    # --work-seconds 1.5: the busy worker is picked from events collected over SSH (~0.05 s old,
+    # work_seconds 1.5: the busy worker is picked from events collected over SSH (~0.05 s old,
     # more on a loaded machine); a wider compute window keeps the pause inside it
     p = chaos("run", "lab3", "--backend", "ssh", "--nodes-file", str(nodes), "--nemesis", "pause",
-              "--work-seconds", "1.5", "--seed", "7", store=tmp_path, timeout=600)  # fmt: skip
+              "-o", "work_seconds=1.5", "--seed", "7", store=tmp_path, timeout=600)  # fmt: skip
     assert p.returncode == 0, p.stdout + p.stderr
     run = run_dir_from(p)
     spec = json.loads((run / "spec.json").read_text())

@@ -31,7 +31,7 @@ SEEDS = [
 def _run(seed: int, store: Path) -> tuple[int, Path, str]:
     p = chaos(
         "run", "lab3", "--solution", "second-txn-dedup", "--trigger", PHRASE, "--seed", str(seed),
-        "--ack-wait", "1", "--work-seconds", "0.1", "--fault-duration", "10",
+        "-o", "ack_wait=1", "-o", "work_seconds=0.1", "--fault-duration", "10",
         "--recovery-timeout", "30", "-q",
         store=store,
     )  # fmt: skip

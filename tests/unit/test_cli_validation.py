@@ -60,7 +60,11 @@ REFUSED = [
     (["run", "lab3", "--tasks", "0"], "--tasks"),
     (["run", "lab3", "--rate", "-1"], "--rate"),
     (["run", "lab3", "--time-limit", "-3"], "--time-limit"),
-    (["run", "lab3", "--ack-wait", "-1"], "--ack-wait"),
+    (["run", "lab3", "-o", "ack_wait=-1"], "lab3 option ack_wait=-1: expected a number > 0"),
+    (["run", "lab3", "-o", "ack_wait=0"], "lab3 option ack_wait=0: expected a number > 0"),
+    (["run", "lab3", "-o", "work_seconds=-1"], "work_seconds=-1: expected a number >= 0"),
+    (["run", "jetstream-queue", "-o", "ack_wait=0"], "jetstream-queue option ack_wait=0"),
+    (["run", "lab1", "-o", "ack_wait=1"], "lab1 has no option ack_wait"),
     (["run", "lab3", "--concurrency", "-2"], "--concurrency"),
     (["run", "lab3", "--pause-duration", "-2"], "--pause-duration"),
     (["run", "lab3", "--nemesis-interval", "0"], "--nemesis-interval"),
@@ -91,7 +95,7 @@ def test_a_bad_option_exits_3_in_one_line_before_anything_starts(
 
 @pytest.mark.parametrize(
     "argv",
-    [["run", "lab3", "--ack-wait", "-1"], ["run", "lab3", "--nemesis", "pause:wroker"]],
+    [["run", "lab3", "-o", "ack_wait=-1"], ["run", "lab3", "--nemesis", "pause:wroker"]],
     ids=["range", "target"],
 )
 def test_a_real_process_refuses_in_one_line_too(argv: list[str], tmp_path: Path) -> None:
@@ -130,7 +134,7 @@ def test_the_same_options_are_run_when_valid_so_the_check_is_not_the_refusal(
     every ClickException once turned into 3), with no run folder."""
     store = tmp_path / "store"
     code, lines, _ = _chaos(
-        "run", "lab3", "--tasks", "1", "--rate", "0.5", "--time-limit", "3", "--ack-wait", "1",
+        "run", "lab3", "--tasks", "1", "--rate", "0.5", "--time-limit", "3", "-o", "ack_wait=1",
         "--concurrency", "1", "--pause-duration", "1", "--nemesis-interval", "0.5",
         "--nemesis", "pause:worker@n1+n2,kill:leader@majority,partition:halves",
         "--trigger", "pause worker on delivery until commit", store=store,
@@ -290,7 +294,9 @@ def _spec_of_command(command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_each_explore_run_stores_the_chaos_run_that_reproduces_it(
     wl: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    base = TestSpec(workload=wl.name, seed=11, ack_wait=3.0, time_limit=20.0)
+    # a workload option given (AckWait where the workload declares it): the commands keep it
+    given = {"ack_wait": "3"} if "ack_wait" in {o.name for o in wl.options} else {}
+    base = TestSpec(workload=wl.name, seed=11, time_limit=20.0, options=given)
     txns = {fn: 2 for fn in wl.txn_functions}
     one = dict(wl.one_task) if isinstance(wl, TxnPoints) else {}
     probes = explore.probes(wl, txns, brief=1.8)
@@ -389,3 +395,24 @@ def test_ls_shows_the_trigger_of_a_trigger_driven_run(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["ls", "--store", str(tmp_path)])
     assert r.exit_code == 0
     assert "trigger 'kill worker after txn 1 of complete'" in r.output
+
+
+@pytest.mark.parametrize(
+    ("workload", "options", "seconds"),
+    [("lab3", ["-o", "ack_wait=4"], 7.0), ("lab3", [], 5.0), ("lab1", [], 5.0)],
+)
+def test_a_schedule_step_without_a_duration_outlasts_the_workloads_takeover(
+    workload: str,
+    options: list[str],
+    seconds: float,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The default fault of `chaos run` is the workload's takeover wait (lab3's AckWait, from its
+    -o option) + 3 s; a workload without one gets 2 + 3, as every run did before."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("- at 3s kill n1\n")
+    command = shlex.join(["chaos", "run", workload, "--schedule", str(plan), *options])
+    spec = _spec_of_command(command, tmp_path, monkeypatch)
+    assert spec.schedule is not None
+    assert [s["duration"] for s in spec.schedule["steps"]] == [seconds]

@@ -46,6 +46,13 @@ RENAMES: list[tuple[tuple[str, ...], list[str], list[str], str, Any, str]] = [
      "lab", "lab3", "--workload"),
     (("grade-certs",), ["tls", "--host", "g0"], ["tls", "--scheduler-host", "g0"],
      "hosts", ("g0",), "--scheduler-host"),
+    # lab knobs that moved into the workload's declared options: one -o pair each
+    (("run",), ["lab3", "--ack-wait", "3"], ["lab3", "-o", "ack_wait=3"],
+     "options", ("ack_wait=3",), "--option ack_wait=3"),
+    (("run",), ["lab3", "--work-seconds", "0.1"], ["lab3", "-o", "work_seconds=0.1"],
+     "options", ("work_seconds=0.1",), "--option work_seconds=0.1"),
+    (("explore",), ["lab3", "--ack-wait", "3"], ["lab3", "-o", "ack_wait=3"],
+     "options", ("ack_wait=3",), "--option ack_wait=3"),
 ]  # fmt: skip
 IDS = [f"{' '.join(c)} {old[-1] if old[-1].startswith('-') else old[-2]}" for c, old, *_ in RENAMES]
 
@@ -133,6 +140,44 @@ def test_both_spellings_with_different_values_are_one_usage_error() -> None:
     # the same value twice is no conflict
     params = cli.explore.make_context("explore", ["lab3", "--all", "--keep-going"]).params
     assert params["try_all"] is True
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["lab3", "-o", "set_size=1", "--ack-wait", "3", "--work-seconds", "0"],
+        ["lab3", "--ack-wait", "3", "-o", "set_size=1", "--work-seconds", "0"],
+        ["lab3", "--work-seconds", "0", "--ack-wait", "3", "-o", "set_size=1"],
+    ],
+    ids=["-o first", "-o between", "-o last"],
+)
+def test_a_moved_knob_adds_its_pair_to_the_given_ones_in_any_order(argv: list[str]) -> None:
+    """click processes the options in the order typed: the pair is added whether ``-o`` was
+    processed before the old spelling or after it."""
+    got = cli.run.make_context("run", list(argv)).params["options"]
+    assert sorted(got) == ["ack_wait=3", "set_size=1", "work_seconds=0"]
+
+
+def test_a_moved_knob_given_both_ways_is_one_usage_error() -> None:
+    r = CliRunner().invoke(main, ["run", "lab3", "-o", "ack_wait=1", "--ack-wait", "3"])
+    assert r.exit_code == 3, r.output
+    assert "--ack-wait is the old spelling of --option ack_wait=VALUE" in r.output
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["run", "lab3", "--ack-wait", "-1"], "lab3 option ack_wait=-1: expected a number > 0"),
+        (["run", "lab3", "--work-seconds", "x"], "lab3 option work_seconds=x: expected a number"),
+        # lab1 has no AckWait: the old spelling was accepted and meant nothing there but the
+        # default fault's length (--fault-duration says that)
+        (["run", "lab1", "--ack-wait", "1"], "lab1 has no option ack_wait"),
+    ],
+)
+def test_a_moved_knob_is_checked_by_the_workloads_declaration(argv: list[str], said: str) -> None:
+    r = CliRunner().invoke(main, [*argv, "--store", "s"])
+    assert r.exit_code == 3 and said in r.output, r.output
+    assert not Path("s").exists()
 
 
 def test_an_old_spelling_is_checked_by_the_new_options_type() -> None:

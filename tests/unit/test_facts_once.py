@@ -184,9 +184,21 @@ def test_each_exception_is_still_written_twice(name: str) -> None:
 
 
 def test_the_fault_duration_default_is_derived_once() -> None:
+    from chaos.core.capabilities import fault_seconds
     from chaos.core.spec import TestSpec
+    from chaos.workloads.jetstream_queue import JetStreamQueue
+    from chaos.workloads.lab1.workload import Lab1
+    from chaos.workloads.lab3.workload import Lab3
 
-    assert TestSpec(workload="x", ack_wait=2.0).fault_seconds() == 5.0
+    assert TestSpec(workload="x").fault_seconds() == 5.0
+    # the workload's takeover wait (its AckWait option), else the default one
+    assert fault_seconds(Lab3(), TestSpec(workload="lab3")) == 5.0
+    assert fault_seconds(Lab3(), TestSpec(workload="lab3", options={"ack_wait": "4"})) == 7.0
+    q = TestSpec(workload="jetstream-queue", options={"ack_wait": "1"})
+    assert fault_seconds(JetStreamQueue(), q) == 4.0
+    assert fault_seconds(Lab1(), TestSpec(workload="lab1")) == 5.0
+    given = TestSpec(workload="lab3", options={"ack_wait": "4"}, fault_duration=1.0)
+    assert fault_seconds(Lab3(), given) == 1.0
     assert TestSpec(workload="x", pause_duration=1.5).fault_seconds() == 1.5
     assert TestSpec(workload="x", pause_duration=1.5, fault_duration=0.5).fault_seconds() == 0.5
 

@@ -157,7 +157,7 @@ def test_environment_failures_are_retried_and_never_graded(tmp_path: Path) -> No
     (subs / "flo").mkdir()
     (subs / "flo" / "protocol.py").write_text(f'ENV_BROKEN_ONCE = "{tmp_path / "flo-failed"}"\n')
     one = matrix.parse(
-        "defaults: {backend: fake, ack-wait: 0.7, time-limit: 2}\nconfigs:\n  - name: quiet\n",
+        "defaults: {backend: fake, option: {ack_wait: 0.7}, time-limit: 2}\nconfigs:\n  - name: quiet\n",
         tmp_path / "g.yaml",
     )
     req = GradeRequest(

@@ -36,7 +36,7 @@ def _run(
         seed=7,
         nemesis=("pause",),
         schedule={"steps": [KILL], "triggers": []},
-        ack_wait=0.7,
+        options={"ack_wait": 0.7},
         pause_duration=1.5,
         time_limit=5.0,
         recovery_timeout=10.0,
@@ -83,6 +83,9 @@ def test_a_whole_run_on_the_fake_backend(tmp_path: Path, dedup: bool) -> None:
     spec = json.loads((run_dir / "spec.json").read_text())
     assert spec["workload"] == "memory-lab3" and spec["backend"] == "fake"
     assert spec["status"] == "done" and spec["verdict"] == outcome.verdict.value
+    # the workload's options from its declarations (the one source), none of them a field of
+    # the framework's spec
+    assert spec["options"] == {"ack_wait": 0.7} and "ack_wait" not in spec
 
     results = {r.checker: r for r in outcome.results}
     final = json.loads((run_dir / "final.json").read_text())

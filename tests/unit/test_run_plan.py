@@ -60,13 +60,13 @@ def test_the_requests_hold_exactly_the_options_the_commands_hand_them() -> None:
 def test_scenarios_plan_one_checked_spec_per_scenario_each_stored_as_its_own_run(
     tmp_path: Path,
 ) -> None:
-    argv = ["lab3", "--scenarios", "all", "--seed", "9", "--ack-wait", "3"]
+    argv = ["lab3", "--scenarios", "all", "--seed", "9", "-o", "ack_wait=3"]
     got = plan.plan_runs(_request(argv, tmp_path))
     assert isinstance(got.backend, DockerBackend) and got.seed == 9
     assert [s.scenario for s in got.specs] == list(Lab3.scenarios)
     assert [s.nemesis for s in got.specs] == [(n,) for n in Lab3.scenarios]
-    assert {(s.seed, s.ack_wait, s.nodes) for s in got.specs} == {(9, 3.0, 3)}
-    assert got.command == "chaos run lab3 --scenarios all --seed 9 --ack-wait 3"
+    assert {(s.seed, s.options["ack_wait"], s.nodes) for s in got.specs} == {(9, "3", 3)}
+    assert got.command == "chaos run lab3 --scenarios all --seed 9 -o ack_wait=3"
     for spec in got.specs:
         alone = got.command_of(spec)
         assert alone == run_command(spec, ("--store", str(tmp_path)))

@@ -22,7 +22,10 @@ NAME = "memory-tempo"
 class TempoLab(MemoryLab3):
     """The in-memory lab3 with one option more: the single line below is all it takes."""
 
-    options = (WorkloadOption("tempo", float, 1.0, "how fast the fake works", low=0.1),)
+    options = (
+        WorkloadOption("tempo", float, 1.0, "how fast the fake works", low=0.1),
+        *MemoryLab3.options,
+    )
     grade_matrix = Path(__file__).parents[1] / "fixtures" / "memory_grade.yaml"
     grade_controls = {"reference": "reference"}
 

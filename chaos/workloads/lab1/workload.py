@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from chaos.checkers.verdict import CheckResult
+from chaos.core.capabilities import option_values
 from chaos.core.context import RunContext
-from chaos.core.options import WorkloadOption, parse
+from chaos.core.options import WorkloadOption
 from chaos.core.spec import TestSpec
 from chaos.core.supervisor import ProcessSpec
 from chaos.core.target import Target
@@ -108,13 +109,16 @@ class Lab1:
 
     def preflight(self, spec: TestSpec) -> None:
         solutions.preflight(SOLUTIONS_DIR, spec.solution, REQUIRED, "docs/labs/lab1.md")
-        parse(self.name, OPTIONS, spec.options)
+        option_values(self, spec)
+
+    def solutions(self) -> list[str]:
+        return solutions.builtin(SOLUTIONS_DIR)
 
     def mounts(self, spec: TestSpec) -> dict[str, str]:
         return solutions.mounts(SOLUTIONS_DIR, spec.solution)
 
     def nights(self, spec: TestSpec) -> int:
-        nights = parse(self.name, OPTIONS, spec.options).get("nights", spec.tasks or NIGHTS)
+        nights = option_values(self, spec).get("nights", spec.tasks or NIGHTS)
         return int(nights)
 
     def service_env(self, ctx: RunContext, node: str) -> dict[str, str]:
@@ -134,7 +138,7 @@ class Lab1:
     def option_env(self, ctx: RunContext) -> dict[str, str]:
         """The services' variables the given ``-o`` options set (see :data:`OPTIONS`; cron mode:
         chaos.workloads.lab1.service)."""
-        opts = parse(self.name, OPTIONS, ctx.spec.options)
+        opts = option_values(self, ctx.spec)
         out = {var: str(opts[key]) for key, var in OPTION_ENV.items() if key in ctx.spec.options}
         if float(opts["cron"]) > 0:
             # one epoch for every replica, a little after they all started; the host's offset

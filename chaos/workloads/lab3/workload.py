@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from chaos.checkers.verdict import CheckResult
+from chaos.core.capabilities import OptionValues, option_values
 from chaos.core.context import RunContext
-from chaos.core.options import WorkloadOption, parse
+from chaos.core.options import WorkloadOption
 from chaos.core.spec import TestSpec
 from chaos.core.supervisor import ProcessSpec
 from chaos.core.target import Target
@@ -37,6 +38,14 @@ OPTIONS: tuple[WorkloadOption, ...] = (
         low=1,
         high=len(STANDARD_SET),
     ),
+    nats.ACK_WAIT,
+    WorkloadOption(
+        "work_seconds",
+        float,
+        0.5,
+        "seconds a worker computes a delivery before it commits",
+        low=0,
+    ),
 )
 SOLUTIONS_DIR = Path(__file__).parent / "solutions"
 ROLES = ("api", "relay", "worker")
@@ -50,7 +59,7 @@ class Lab3:
     """lab3 as a workload. Capabilities: SolutionMounts, FaultPoints (the seed's three scenarios),
     HostFaultPoints (txn-error-*, fired by the nodes' etcd proxies), HoldPoints, PauseTarget (the
     busy worker), RoleResolver (the systems' roles), Scenarios, Gradable, WorkloadOptions
-    (:data:`OPTIONS`)."""
+    (:data:`OPTIONS`), Takeover (AckWait: a redelivery takes a stalled worker's task over)."""
 
     name = "lab3"
     options = OPTIONS
@@ -73,8 +82,10 @@ class Lab3:
     # TxnPoints: every transaction of these solution functions is a hold point
     txn_functions: dict[str, str] = {"create": "api", "complete": "worker"}
     txn_roles: dict[str, str] = {}
-    # one unit of work: a run where a second fault lands in the first one's redelivery
-    one_task: dict[str, str] = {"set_size": "1"}
+    # one unit of work: a run where a second fault lands in the first one's redelivery; the
+    # second kill must be armed again before the redelivery reaches the point, and the first
+    # kill's restart takes up to a second, so AckWait (2 s) must outlast it
+    one_task: dict[str, str] = {"set_size": "1", "ack_wait": "2"}
     rival: str = "commit"
     scenarios = points.SCENARIOS
     # Names: what a fault target and a trigger's ``until`` may name
@@ -83,6 +94,9 @@ class Lab3:
 
     def pause_target(self, ctx: RunContext) -> Target | None:
         return busy_worker(ctx)
+
+    def takeover_seconds(self, values: OptionValues) -> float:
+        return nats.ack_wait(values)
 
     # HostFaultPoints: txn-error-* are fired by the nodes' etcd proxies, confirmed by them
     def arm_host_point(self, ctx: RunContext, point: str) -> str:
@@ -151,9 +165,12 @@ class Lab3:
         solutions.preflight(
             SOLUTIONS_DIR, spec.solution, ["create", "complete"], "docs/labs/lab3.md"
         )
-        parse(self.name, OPTIONS, spec.options)
+        option_values(self, spec)
 
     # ------------------------------------------------------------ deploy
+
+    def solutions(self) -> list[str]:
+        return solutions.builtin(SOLUTIONS_DIR)
 
     def mounts(self, spec: TestSpec) -> dict[str, str]:
         return solutions.mounts(SOLUTIONS_DIR, spec.solution)
@@ -169,7 +186,7 @@ class Lab3:
             "CHAOS_ETCD": etcd_proxy.service_endpoint(),
             "CHAOS_NATS": nats.url(ctx),
             "CHAOS_API_PORT": str(API_PORT),
-            "CHAOS_WORK_SECONDS": str(ctx.spec.work_seconds),
+            "CHAOS_WORK_SECONDS": str(option_values(self, ctx.spec)["work_seconds"]),
             "CHAOS_PUBLISH_ACK_TIMEOUT": "1.0",
         }
 
@@ -180,7 +197,7 @@ class Lab3:
             broker_up = pool.submit(nats.deploy, ctx)
             etcd.deploy(ctx, proxies_ready=False)
             broker_up.result()
-        broker.ensure_stream(nats.url(ctx), ctx.spec.ack_wait)
+        broker.ensure_stream(nats.url(ctx), nats.ack_wait(option_values(self, ctx.spec)))
         c = etcd.client(ctx)
         try:
             c.put(keys.COUNTER, "0")
@@ -226,8 +243,8 @@ class Lab3:
     # ------------------------------------------------------------ client
 
     def tasks(self, ctx: RunContext) -> list[tuple[str, int]]:
-        if ctx.spec.tasks is None and ctx.spec.rate is None:
-            size = parse(self.name, OPTIONS, ctx.spec.options)["set_size"]
+        if not ctx.spec.fixed_load:
+            size = option_values(self, ctx.spec)["set_size"]
             return list(STANDARD_SET[: int(size)])
         rng = ctx.rng_for("workload")
         # rate mode: as many as the rate can ask for in the time limit (a list of 10**9 would

@@ -5,10 +5,27 @@ from __future__ import annotations
 import socket
 import time
 
+from chaos.core.capabilities import OptionValues
 from chaos.core.context import RunContext
+from chaos.core.options import WorkloadOption
 from chaos.core.supervisor import ProcessSpec
 
 PORT = 4222
+# The consumers' AckWait, an option of every workload with a JetStream consumer (declared once,
+# here): how long the broker waits for an ACK before it delivers the message again
+ACK_WAIT = WorkloadOption(
+    "ack_wait",
+    float,
+    2.0,
+    "JetStream AckWait of the consumer, seconds: an unACKed message is delivered again after it",
+    low=0,
+    above=True,
+)
+
+
+def ack_wait(values: OptionValues) -> float:
+    """The run's AckWait, from its option values (chaos.core.capabilities.option_values)."""
+    return float(values[ACK_WAIT.name])
 
 
 def broker_node(ctx: RunContext) -> str:
