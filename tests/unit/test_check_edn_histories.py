@@ -192,13 +192,10 @@ def _hard(n: int, last_read: int) -> list[Op]:
 
 def test_a_read_of_a_value_never_written_is_invalid_at_once() -> None:
     history = _hard(18, last_read=-1)
-    t0 = time.perf_counter()
     r = check_linearizable(history, "register", time_limit=60)
-    elapsed = time.perf_counter() - t0
     assert r.verdict is Verdict.INVALID and r.stats["decided_by"] == "pre-pass"
     assert "read() -> -1 (op 72, process 999) observed -1, which no write" in r.summary
     assert r.anomalies[0]["reason"] == "never-written"
-    assert elapsed < 1.0  # milliseconds idle; the search alone ran to its limit on this
     # the search without the pre-pass does not decide it in a second
     parts, _ = prepare(history, models.register())
     assert check_partitions(parts, models.register(), time_limit=1.0).verdict is Verdict.UNKNOWN

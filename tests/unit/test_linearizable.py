@@ -514,14 +514,14 @@ def test_porcupine_history_verdict(name: str, expected: str) -> None:
 
 @pytest.mark.corpus
 def test_c50_bad_is_illegal_quickly() -> None:
-    t0 = time.perf_counter()
     ops, _ = edn.read_history(PORCUPINE / "kv" / "c50-bad.txt")
     r = check_linearizable(ops, models.kv())
-    elapsed = time.perf_counter() - t0
     assert r.verdict is Verdict.INVALID
     ev = r.anomalies[0]
     assert ev["prefix_length"] > 0 and ev["op"]["invoke_index"] >= 0
-    assert elapsed < 2.0  # 0.5 s on an idle machine; slack for a busy CI
+    # "quickly" as work, not wall time (a busy machine stretches the latter): the search visits
+    # 36k states here; one that lost its pruning visits millions before it gives up
+    assert r.stats["states"] < 100_000, r.stats
 
 
 @pytest.mark.corpus
