@@ -6,12 +6,16 @@ silently skipped scenario would be a lie about what was tested.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +23,69 @@ import docker
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+
+
+# The modules that take longest (each over a minute on a quiet machine, longest first; the
+# figures are in docs/benchmarks.md, "The suite's length"). They run first, so that the two
+# pytest-xdist workers of scripts/test (one module each at a time) do not end on one of them
+# while the other worker waits idle.
+LONGEST_FIRST = (
+    "test_ssh.py",
+    "test_nemesis_trigger.py",
+    "test_lab1.py",
+    "test_confinement_quotas.py",
+    "test_lab3.py",
+    "test_detection.py",
+    "test_trusted_verdicts.py",
+    "test_report_rerender.py",
+    "test_hostile.py",
+    "test_grade.py",
+    "test_etcd_txn.py",
+    "test_redteam_record.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    ours = [i for i, item in enumerate(items) if HERE in item.path.parents]
+    # a stable sort: each module's tests stay together and in their order
+    ordered = sorted((items[i] for i in ours), key=lambda it: rank.get(it.path.name, len(rank)))
+    for i, item in zip(ours, ordered, strict=True):
+        items[i] = item
+
+
+@contextlib.contextmanager
+def _turn(run_uid: str, exclusive: bool) -> Iterator[None]:
+    """Under pytest-xdist (scripts/test runs these tests in two workers), a test marked
+    ``exclusive`` runs while no other test of the session does; the others run side by side.
+
+    Readers and writers over two lock files: every test takes the turnstile for a moment and then
+    the shared lock (shared); an exclusive test keeps the turnstile (so no new test starts behind
+    it) and waits for the shared lock outright, that is for the other worker's test in flight.
+    The locks are the kernel's (flock): a worker that dies releases them."""
+    base = Path(tempfile.gettempdir()) / f"chaos-integration-{run_uid}"
+    with open(f"{base}.turnstile", "a") as gate, open(f"{base}.lock", "a") as lock:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        finally:
+            if not exclusive:
+                fcntl.flock(gate, fcntl.LOCK_UN)
+        yield  # both files' locks go with their close
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
+    # around the whole protocol, so that the module fixtures a test sets up (runs of their own)
+    # and tears down are inside its turn too
+    uid = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if uid is None or HERE not in item.path.parents:
+        return (yield)
+    with _turn(uid, exclusive=item.get_closest_marker("exclusive") is not None):
+        return (yield)
 
 
 @pytest.fixture(scope="session")
