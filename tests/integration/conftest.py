@@ -119,8 +119,10 @@ def chaos(
 
 
 def chaos_bg(*args: str, store: Path) -> subprocess.Popen[str]:
+    """Start the CLI in the background; a ``chaos run`` without its page, as :func:`chaos`."""
+    extra = ["--store", str(store)] + (["--no-html"] if args[:1] == ("run",) else [])
     return subprocess.Popen(
-        [sys.executable, "-m", "chaos.cli", *args, "--store", str(store)],
+        [sys.executable, "-m", "chaos.cli", *args, *extra],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
         start_new_session=True,
     )  # fmt: skip
