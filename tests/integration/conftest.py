@@ -26,10 +26,9 @@ REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
 
-# The modules that take longest (each over a minute on a quiet machine, longest first; the
-# figures are in docs/benchmarks.md, "The suite's length"). They run first, so that the two
-# pytest-xdist workers of scripts/test (one module each at a time) do not end on one of them
-# while the other worker waits idle.
+# The modules that took longest, longest first (docs/benchmarks.md, "The suite's length"). They
+# run first, so that the two pytest-xdist workers of scripts/test (one module each at a time) do
+# not end on one of them while the other worker waits idle.
 LONGEST_FIRST = (
     "test_ssh.py",
     "test_nemesis_trigger.py",
@@ -55,6 +54,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[i] = item
 
 
+def _lock_files(run_uid: str) -> tuple[Path, Path]:
+    base = Path(tempfile.gettempdir()) / f"chaos-integration-{run_uid}"
+    return base.with_suffix(".turnstile"), base.with_suffix(".lock")
+
+
 @contextlib.contextmanager
 def _turn(run_uid: str, exclusive: bool) -> Iterator[None]:
     """Under pytest-xdist (scripts/test runs these tests in two workers), a test marked
@@ -64,8 +68,8 @@ def _turn(run_uid: str, exclusive: bool) -> Iterator[None]:
     the shared lock (shared); an exclusive test keeps the turnstile (so no new test starts behind
     it) and waits for the shared lock outright, that is for the other worker's test in flight.
     The locks are the kernel's (flock): a worker that dies releases them."""
-    base = Path(tempfile.gettempdir()) / f"chaos-integration-{run_uid}"
-    with open(f"{base}.turnstile", "a") as gate, open(f"{base}.lock", "a") as lock:
+    turnstile, shared = _lock_files(run_uid)
+    with open(turnstile, "a") as gate, open(shared, "a") as lock:
         fcntl.flock(gate, fcntl.LOCK_EX)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
@@ -86,6 +90,15 @@ def pytest_runtest_protocol(
         return (yield)
     with _turn(uid, exclusive=item.get_closest_marker("exclusive") is not None):
         return (yield)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # a worker that has finished runs no test that could need the files; a worker still running
+    # tests has no other test to take turns with (a new file is as good as the old one)
+    uid = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if uid is not None:
+        for path in _lock_files(uid):
+            path.unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session")
