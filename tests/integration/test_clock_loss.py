@@ -175,6 +175,7 @@ def test_packet_loss_30_percent_is_measured_and_healed(ctx: RunContext) -> None:
 
 
 @pytest.mark.slow  # a whole lab1 run: keeps the non-slow tests of issue 14 under two minutes
+@pytest.mark.exclusive
 def test_sigkill_mid_clock_fault_then_cleanup_resets_the_clock(
     tmp_path: Path, engine: docker.DockerClient
 ) -> None:

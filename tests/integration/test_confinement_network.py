@@ -366,6 +366,7 @@ def test_the_chain_closes_ipv4_and_ipv6_on_a_bridge_that_has_both(
         net.remove()
 
 
+@pytest.mark.exclusive
 def test_a_killed_orchestrators_chain_stays_until_cleanup_removes_all_of_it(
     tmp_path: Path, engine: docker.DockerClient
 ) -> None:

@@ -233,6 +233,7 @@ def _our_mounts(store: Path) -> list[str]:
     return [ln for ln in lines if ln.startswith(MOUNT_PREFIX) and str(store) in ln]
 
 
+@pytest.mark.exclusive
 def test_a_killed_orchestrators_mounts_and_volumes_are_reaped_keeping_the_claims(
     tmp_path: Path, engine: docker.DockerClient
 ) -> None:

@@ -51,7 +51,8 @@ def test_reference_under_pause_rejects_the_resumed_holders_write(store: Path) ->
     assert "survived" in res["unsafe-lease"]["summary"]
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+# the aim is exact, so one seed in CI proves it; a second under `-m slow`
+@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_no_fencing_holder_stopped_after_its_grant_applies_twice_every_time(
     store: Path, seed: int
 ) -> None:

@@ -104,6 +104,7 @@ def test_sigint_during_pause_and_partition_heals_and_keeps_the_history(
     assert again.returncode in (0, 1, 2), again.stdout + again.stderr
 
 
+@pytest.mark.exclusive
 def test_sigkill_leaves_faults_that_cleanup_heals_then_a_run_starts_cleanly(
     tmp_path: Path, store: Path, engine: docker.DockerClient
 ) -> None:
