@@ -37,10 +37,16 @@ def test_same_seed_same_resolved_schedule(tmp_path: Path) -> None:
         a, b = pool.map(one, [1, 2])
     sa = json.loads((a / "schedule.json").read_text())
     sb = json.loads((b / "schedule.json").read_text())
-    assert len(sa) >= 3, sa
+    if len(sa) < len(sb):
+        sa, sb = sb, sa
+    assert len(sb) >= 3, sb
     assert {e["fault"] for e in sa} == {"pause", "freeze", "kill", "partition"}
-    assert all(e["targets"] for e in sa), "every fault resolved to something"
-    assert signature(sa) == signature(sb)
+    assert all(e["targets"] for e in sa + sb), "every fault resolved to something"
+    # The seed decides the plan and how each step resolves; the machine decides how much of it
+    # ran: a step planned near the end of the workload may be cut off in the slower run (seen at
+    # load ~20), so the shorter run's steps must be the longer one's first steps, exactly.
+    assert signature(sa)[: len(sb)] == signature(sb)
+    assert len(sa) - len(sb) <= 1, (signature(sa), signature(sb))
     plan_a = json.loads((a / "spec.json").read_text())["plan"]
     assert plan_a == json.loads((b / "spec.json").read_text())["plan"]
     # and the seed matters: another one draws another schedule
