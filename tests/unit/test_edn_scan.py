@@ -196,3 +196,22 @@ def test_an_unbuilt_checkout_reads_the_same_way(tmp_path: Path) -> None:
     ops, problems = edn.read_history(path)
     assert out.split(maxsplit=2) == ["50", "0", repr(ops[7].value) + "\n"]
     assert problems == [] and type(ops[7].value[0][0]) is edn.Keyword
+
+
+def test_a_stale_build_of_another_grammar_is_not_used() -> None:
+    script = (
+        "import sys, types\n"
+        "stale = types.ModuleType('chaos.histories._edn_scan')\n"
+        "stale.GRAMMAR = 0\n"
+        "stale.jepsen_lines_to_json = lambda block: (b'', 0, False)\n"
+        "sys.modules[stale.__name__] = stale\n"
+        "from chaos.histories import edn_fast\n"
+        "print(edn_fast._scan is None)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    assert out == "True\n"
+    # and this build says the grammar edn_fast expects (else the tests above would skip)
+    if edn_fast._scan is not None:
+        assert edn_fast._edn_scan.GRAMMAR == edn_fast._SCAN_GRAMMAR
