@@ -5,6 +5,7 @@
     python bench/bench_checkers.py porcupine  # linearizability on Porcupine's recorded histories
     python bench/bench_checkers.py edn        # `chaos check` on generated 100k-op EDN histories
     python bench/bench_checkers.py edn1m      # the same on a 1M-op one (~1 min to generate)
+    python bench/bench_checkers.py versus     # `chaos check` vs Porcupine, 100k EDN, interleaved
 
 The queue history (1,000,000 ops = 2,000,000 lines of history.jsonl, ~190 MB) is generated into
 /tmp (or $CHAOS_BENCH_DIR) once, deterministically, and checked in a fresh child process so that
@@ -18,6 +19,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -265,6 +267,88 @@ def bench_edn(n_ops: int = 100_000, runs: int = 3) -> None:
     )
 
 
+PORCUPINE_SRC = Path(os.environ.get("PORCUPINE_SRC", "/tmp/porcupine"))
+PORCUPINE_HOW = """\
+Porcupine is not built: this mode needs Go and a checkout of Porcupine in $PORCUPINE_SRC
+(default /tmp/porcupine). On Debian: apt-get install -y golang-go; then
+git clone https://github.com/anishathalye/porcupine /tmp/porcupine (commit 55508eb measured).
+The harness bench/porcupine/chaosbench_test.go is copied there and built with go test -c."""
+
+
+def _porcupine_binary() -> Path | None:
+    """Porcupine's test binary with chaos's harness in it (built once), or None (says how)."""
+    out = BENCH_DIR / "porcupine.test"
+    harness = ROOT / "bench" / "porcupine" / "chaosbench_test.go"
+    if not (PORCUPINE_SRC / "go.mod").exists() or not shutil.which("go"):
+        print(PORCUPINE_HOW)
+        return None
+    (PORCUPINE_SRC / harness.name).write_bytes(harness.read_bytes())
+    env = {**os.environ, "GOPROXY": "off", "GOFLAGS": "-mod=mod"}
+    cmd = ["go", "test", "-c", "-o", str(out), "."]
+    subprocess.run(cmd, cwd=PORCUPINE_SRC, env=env, check=True)
+    return out
+
+
+def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float, int, str]:
+    """Wall and CPU seconds (user + system, this child's own), peak RSS (MB), exit code and
+    stdout of one command."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env) as p:
+        t0 = time.perf_counter()
+        assert p.stdout is not None
+        out = p.stdout.read().decode()
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, p.returncode, out
+
+
+def bench_versus(rounds: int = 5) -> None:
+    """``chaos check`` on the 100k-op cas-register EDN against Porcupine on the same ops (its
+    JSONL twin), in interleaved rounds (who goes first alternates): wall, CPU, peak RSS, and the
+    ratio in each round. chaos runs in this interpreter (not a pyenv shim) with its bytecode
+    cached, as an installed chaos has it (in $CHAOS_BENCH_DIR/pycache, whatever
+    PYTHONDONTWRITEBYTECODE says); the first run of each writes caches and is not counted."""
+    path = BENCH_DIR / "cas-100k.edn"
+    if not path.exists():
+        generate_cas_history(path, 100_000)
+    pb = _porcupine_binary()
+    if pb is None:
+        return
+    chaos_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    chaos_env["PYTHONPYCACHEPREFIX"] = str(BENCH_DIR / "pycache")
+    chaos_env["PYTHONPATH"] = str(ROOT)
+    chaos_cmd = [sys.executable, "-m", "chaos.cli", "check", str(path), "--model", "cas-register"]
+    chaos_cmd.append("--independent")
+    pb_env = {**os.environ, "CHAOS_HISTORY": str(path.with_suffix(".jsonl"))}
+    pb_cmd = [str(pb), "-test.run", "TestChaosBench"]
+    sides = {"chaos": (chaos_cmd, chaos_env), "porcupine": (pb_cmd, pb_env)}
+    for cmd, env in sides.values():
+        _timed(cmd, env)  # caches: bytecode, the files in the page cache
+    print(
+        f"chaos check {path.name} (17.7 MB EDN) vs Porcupine on {path.with_suffix('.jsonl').name}"
+    )
+    walls: dict[str, list[float]] = {"chaos": [], "porcupine": []}
+    for r in range(rounds):
+        order = ["chaos", "porcupine"] if r % 2 == 0 else ["porcupine", "chaos"]
+        got = {}
+        load = os.getloadavg()[0]
+        for side in order:
+            got[side] = _timed(*sides[side])
+        (cw, cc, cm, ce, _), (pw, pc, pm, pe, pout) = got["chaos"], got["porcupine"]
+        ok = ce == 0 and pe == 0 and "linearizable=true" in pout
+        walls["chaos"].append(cw)
+        walls["porcupine"].append(pw)
+        print(
+            f"  round {r + 1} (load {load:.1f}): chaos {cw:.2f} s wall, {cc:.2f} s CPU, "
+            f"{cm:.0f} MB; Porcupine {pw:.2f} s wall, {pc:.2f} s CPU, {pm:.0f} MB; "
+            f"ratio wall {cw / pw:.2f}x, CPU {cc / pc:.2f}x{'' if ok else '; VERDICTS DIFFER'}"
+        )
+    best = min(walls["chaos"]) / min(walls["porcupine"])
+    print(
+        f"  best walls: chaos {min(walls['chaos']):.2f} s, Porcupine {min(walls['porcupine']):.2f} s ({best:.2f}x)"
+    )
+
+
 def _child_queue(path: str) -> None:
     from chaos.checkers.offline import check_file
     from chaos.checkers.verdict import combine
@@ -383,6 +467,8 @@ def main(argv: list[str]) -> None:
         bench_edn()
     if "edn1m" in which:
         bench_edn(1_000_000, runs=1)
+    if "versus" in which:
+        bench_versus()
 
 
 if __name__ == "__main__":

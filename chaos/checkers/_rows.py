@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.histories.ops import NEMESIS, Op
+from chaos.histories.ops import NEMESIS, Op, OpType
 
 Row = tuple[int, Any, str, Any, Any]
 
@@ -33,14 +33,20 @@ class OpRows:
         return self.by_f.get(f, [])
 
 
+# An op's type as a plain string. Looked up, not read as ``.value``: the enum's descriptor costs
+# ~0.5 us a call (0.05-0.1 s of a 100k-op check), the lookup (str's own hash) ~30 ns.
+_PLAIN = {t: t.value for t in OpType}
+
+
 def rows_of(history: Iterable[Op]) -> OpRows:
     out = OpRows()
+    plain = _PLAIN
     for pos, op in enumerate(history):
         table = out.nemesis if op.process == NEMESIS else out.by_f
         lst = table.get(op.f)
         if lst is None:
             lst = table[op.f] = []
-        lst.append((pos, op.process, op.type.value, op.value, op.error))
+        lst.append((pos, op.process, plain[op.type], op.value, op.error))
         out.count += 1
     return out
 

@@ -102,6 +102,7 @@ class _Pairs:
     unmatched: list[int]  # positions of completions with no open invoke of their process
     # every invoke's value is a [k v] pair and some read was invoked with [k nil] (see _pair)
     looks_independent: bool
+    all_pairs: bool  # every invoke's value is a [k v] pair (what --independent needs)
 
 
 _NEVER = 1 << 62  # the position of a return that never came: after every real one
@@ -124,7 +125,7 @@ def _pair(history: Sequence[Op]) -> _Pairs:
     unmatched: list[int] = []
     invoke = OpType.INVOKE
     pairs_only = True
-    witness = False
+    valued_read = witness = False
     for pos, op in enumerate(history):
         p = op.process
         if p.__class__ is str and p == "nemesis":
@@ -146,7 +147,7 @@ def _pair(history: Sequence[Op]) -> _Pairs:
                     if v[1] is None:
                         witness = True
                     else:
-                        pairs_only = False
+                        valued_read = True
         else:
             slot = slot_of.pop(p, -1)
             if slot < 0:
@@ -154,7 +155,8 @@ def _pair(history: Sequence[Op]) -> _Pairs:
                 continue
             completions[slot] = op
             completion_at[slot] = pos
-    return _Pairs(invokes, completions, invoke_at, completion_at, unmatched, pairs_only and witness)
+    looks = pairs_only and witness and not valued_read
+    return _Pairs(invokes, completions, invoke_at, completion_at, unmatched, looks, pairs_only)
 
 
 class OrphanCompletions(ValueError):
@@ -195,7 +197,8 @@ def prepare(
             note = KEYED_NOTE
         independent = False
     else:
-        bad = next((inv for inv in paired.invokes if not _is_pair(inv.value)), None)
+        # _pair has looked at every value: the search for the culprit runs only when one is
+        bad = None if paired.all_pairs else next(i for i in paired.invokes if not _is_pair(i.value))
         if bad is not None:
             raise ValueError(
                 f"op {bad.index} has value {_show(bad.value)}, not an independent [key value] tuple"

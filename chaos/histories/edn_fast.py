@@ -52,7 +52,20 @@ from chaos.histories.edn_reader import is_keyword_name
 from chaos.histories.edn_types import Keyword
 from chaos.histories.ops import Op
 
+try:  # the compiled pass, when scripts/build-native has built it (else the replaces below)
+    from chaos.histories import _edn_scan
+except ImportError:  # pragma: no cover - an unbuilt checkout
+    _edn_scan = None  # type: ignore[assignment]
+
 __all__ = ["ops_from_block"]
+
+# What the compiled pass must say it reads: a stale build of another grammar is not used.
+_SCAN_GRAMMAR = 1
+_scan: Callable[[bytes], tuple[bytes, int, bool] | None] | None = (
+    _edn_scan.jepsen_lines_to_json
+    if _edn_scan is not None and getattr(_edn_scan, "GRAMMAR", None) == _SCAN_GRAMMAR
+    else None
+)
 
 _KW = rb"[A-Za-z*!_?<>=.][A-Za-z0-9*+!\-_?<>=./:#']*"
 # A string on one line: the general reader's string token, minus newlines.
@@ -201,10 +214,11 @@ def _quote_heads(t: bytes) -> bytes | None:
 
 
 class _KeywordCache(dict[str, Keyword]):
-    """One :class:`Keyword` per name (they are immutable: ops may share them)."""
+    """One :class:`Keyword` per name (they are immutable: ops may share them); ValueError for
+    a name the general reader does not read as a keyword."""
 
     def __missing__(self, name: str) -> Keyword:
-        kw = self[name] = Keyword(name)
+        kw = self[name] = _keyword(name)
         return kw
 
 
@@ -330,12 +344,39 @@ def _to_seconds(ops: list[Op]) -> bool:
     return True
 
 
+def _finished(text: bytes, n: int, heads: bool) -> list[Op] | None:
+    """The ops of JSON lines made by the shaped rewrite or the compiled pass, their names
+    checked, their times in seconds and their vector-opening keywords made keywords again;
+    None when any of that fails (the long way decides)."""
+    try:
+        ops: list[Op] = _OP_LINES.decode_lines(text)
+    except msgspec.DecodeError:  # and ValidationError
+        return None
+    if len(ops) != n or not _names_are_keywords(ops) or not _to_seconds(ops):
+        return None
+    if heads:
+        keywords = _KeywordCache()
+        try:
+            for op in ops:
+                if type(op.value) is list:
+                    _keyword_heads(op.value, keywords)
+        except ValueError:
+            return None
+    return ops
+
+
 def ops_from_block(
     block: bytes, position: int, op_from_edn: Callable[[Any, int], Op]
 ) -> list[Op] | None:
     """The ops of a block of whole EDN lines, one op map each, or ``None`` to say "read this
     block with the general reader". ``position`` is the number of ops before the block (an
     op without ``:index`` gets its position, as the general reader gives it)."""
+    if _scan is not None:
+        scanned = _scan(block)
+        if scanned is not None:
+            ops = _finished(*scanned)
+            if ops is not None:
+                return ops
     checked = _prechecked(block)
     if checked is None:
         return None
@@ -343,18 +384,9 @@ def ops_from_block(
     if not strings:
         shaped = _rewrite_shaped(t)
         if shaped is not None:
-            try:
-                ops: list[Op] = _OP_LINES.decode_lines(shaped[0])
-            except msgspec.DecodeError:  # and ValidationError: the long way decides
-                pass
-            else:
-                if len(ops) == n and _names_are_keywords(ops) and _to_seconds(ops):
-                    if shaped[1]:
-                        keywords = _KeywordCache()
-                        for op in ops:
-                            if type(op.value) is list:
-                                _keyword_heads(op.value, keywords)
-                    return ops
+            ops = _finished(shaped[0], n, shaped[1])
+            if ops is not None:
+                return ops
     rewritten = _rewrite_long(t, strings, n)
     if rewritten is None:
         return None
@@ -375,8 +407,13 @@ def ops_from_block(
         maps = _ANY_LINES.decode_lines(text)
     except msgspec.DecodeError:
         return None
-    if len(maps) != n:
-        return None
+    return _from_maps(maps, position, op_from_edn) if len(maps) == n else None
+
+
+def _from_maps(
+    maps: list[Any], position: int, op_from_edn: Callable[[Any, int], Op]
+) -> list[Op] | None:
+    """The ops of decoded maps whose strings and keywords are marked (see :func:`_edn`)."""
     out: list[Op] = []
     for i, m in enumerate(maps):
         if type(m) is not dict:

@@ -16,8 +16,8 @@ import click
 
 from chaos.exits import Exit
 from chaos.report.contrib import ContributorsFor, no_contributors
+from chaos.report.defaults import DEFAULT_HOST, DEFAULT_PORT
 from chaos.report.loading import NotARunDir
-from chaos.report.serve import DEFAULT_HOST, DEFAULT_PORT, make_server
 
 
 class _Failed(click.ClickException):
@@ -80,6 +80,10 @@ def make_serve_command(contributors_for: ContributorsFor = no_contributors) -> c
     )
     def serve_command(store: Path, host: str, port: int) -> None:
         """Browse the stored runs: list, open reports, download a run as a zip."""
+        # here, not at the top: every chaos command builds this one, and http.server costs
+        # the others' start-up (`chaos check`'s above all: docs/benchmarks.md)
+        from chaos.report.serve import make_server
+
         try:
             server = make_server(store, host, port, contributors_for=contributors_for)
         except OSError as x:

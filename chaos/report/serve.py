@@ -31,13 +31,12 @@ from chaos.histories.files import open_regular, read_regular
 from chaos.histories.limits import MAX_INPUT_BYTES
 from chaos.histories.store import workload_of
 from chaos.report.contrib import ContributorsFor, no_contributors
+from chaos.report.defaults import DEFAULT_HOST, DEFAULT_PORT
 from chaos.report.html import as_text, e
 from chaos.report.http_safety import answer_for, public_error
 from chaos.report.loading import REPORT_NAME
 from chaos.report.zipstream import write_zip
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8000
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 

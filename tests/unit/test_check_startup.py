@@ -1,5 +1,6 @@
 """`chaos check FILE --model M` starts without the workloads: importing them (etcd3, grpc,
-networkx) cost a 100k-op history's check 0.5 s of its ~1.5 s (docs/benchmarks.md)."""
+networkx) cost a 100k-op history's check 0.5 s of its ~1.5 s (docs/benchmarks.md); nor the
+report's HTTP server (http.server, email: ~0.03 s)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,27 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-_PROBE = """
+# the workloads and their clients, the Docker SDK, plotting, the report's HTTP server
+_HEAVY = (
+    "chaos.workloads.registry",
+    "etcd3",
+    "grpc",
+    "networkx",
+    "docker",
+    "matplotlib",
+    "http.server",
+    "chaos.report.serve",
+    "chaos.report.page",
+)
+_PROBE = f"""
 import sys
+HEAVY = {_HEAVY!r}
 from chaos.cli import main
 try:
     main([*sys.argv[1:], "--model", "cas-register"], prog_name="chaos")
 except SystemExit as e:
     code = e.code
-heavy = sorted(m for m in ("chaos.workloads.registry", "etcd3", "grpc", "networkx") if m in sys.modules)
+heavy = sorted(m for m in HEAVY if m in sys.modules)
 print(code, ",".join(heavy))
 """
 

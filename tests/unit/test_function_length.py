@@ -25,7 +25,6 @@ ALLOWED: dict[str, int] = {
     "chaos/cluster/docker/cluster.py::DockerCluster.start": 68,
     "chaos/cluster/sandbox/machines.py::up": 68,
     "chaos/histories/edn.py::_Stream._general": 75,
-    "chaos/histories/edn_fast.py::ops_from_block": 65,
     "chaos/histories/edn_reader.py::read_form": 101,
 }
 

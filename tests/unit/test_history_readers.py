@@ -795,9 +795,11 @@ def shaped_lines(draw: st.DrawFn, plain: bool) -> list[str]:
 @FUZZ
 @given(shaped_lines(plain=False))
 def test_edn_shaped_rewrite_never_misreads_a_line(lines: list[str]) -> None:
-    from chaos.histories.edn_fast import ops_from_block
+    from chaos.histories import edn_fast
 
-    fast = ops_from_block(("\n".join(lines) + "\n").encode(), 0, edn.op_from_edn)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(edn_fast, "_scan", None)  # the pure-Python rewrite (test_edn_scan: the other)
+        fast = edn_fast.ops_from_block(("\n".join(lines) + "\n").encode(), 0, edn.op_from_edn)
     slow, problems = _general(lines)
     if fast is not None:
         assert problems == []
@@ -815,6 +817,7 @@ def test_edn_shaped_rewrite_takes_jepsen_lines(lines: list[str]) -> None:
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(edn_fast, "_rewrite_long", no_long_way)
+        mp.setattr(edn_fast, "_scan", None)  # the pure-Python rewrite (test_edn_scan: the other)
         fast = edn_fast.ops_from_block(("\n".join(lines) + "\n").encode(), 0, edn.op_from_edn)
     slow, problems = _general(lines)
     assert problems == [] and fast == slow

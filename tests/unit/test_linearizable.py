@@ -253,6 +253,29 @@ def test_jepsen_independent_tuples_split_by_key() -> None:
     assert r.verdict is Verdict.INVALID and r.anomalies[0]["key"] == 2
 
 
+def test_independent_needs_a_key_value_pair_in_every_invoke() -> None:
+    m = models.cas_register()
+    pairs = [(0, "invoke", "write", [1, 5]), (0, "ok", "write", [1, 5])]
+    # a value that is not a [k v] pair anywhere, even after a read invoked with a value (which
+    # stops the keyed-look note, not the check), is named by its op
+    for odd in (5, [1, 2, 3], "ab", None):
+        ops = h(
+            *pairs,
+            (1, "invoke", "read", [2, 3]),
+            (1, "ok", "read", [2, 3]),
+            (2, "invoke", "write", odd),
+            (2, "ok", "write", odd),
+        )
+        with pytest.raises(ValueError, match=r"op 4 has value .* not an independent"):
+            prepare(ops, m, independent=True)
+    parts, stats = prepare(h(*pairs), m, independent=True)
+    assert stats["keys"] == 1 and parts[0].key == 1
+    # the note needs a read invoked with [k nil] and no read invoked with a value
+    for reads, noted in (([2, None],), True), (([2, None], [3, 1]), False), (([3, 1],), False):
+        ops = h(*pairs, *((1, "invoke", "read", v) for v in reads))
+        assert ("note" in prepare(ops, m)[1]) is noted, reads
+
+
 def test_set_model() -> None:
     ok = h(
         (0, "invoke", "add", 1),
