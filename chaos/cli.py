@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 import click
 
 from chaos.checkers.cli import MODELS, ModelCheck, model_argv, model_options
-from chaos.core.spec import REFERENCE
+from chaos.core.solution import REFERENCE
 from chaos.deprecation import old_name, warn_renamed
 from chaos.exits import Exit, usage_status
 from chaos.histories.safe_text import clean

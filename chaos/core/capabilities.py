@@ -65,7 +65,7 @@ class Solutions(Protocol):
     user's folder with protocol.py (``--solution``).
 
     ``solutions()`` lists the built-in names (``--solution``'s help is made from them); the
-    correct one is named :data:`~chaos.core.spec.REFERENCE`, the default. It must only list
+    correct one is named :data:`~chaos.core.solution.REFERENCE`, the default. It must only list
     them, cheaply: ``--help`` asks."""
 
     def solutions(self) -> Sequence[str]: ...

@@ -6,6 +6,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from chaos.core.solution import REFERENCE
+
 # TestSpec field -> the `chaos run` option that sets it (the workload is the argument; nemesis,
 # triggers and options are written apart). The defaults are `chaos run`'s: a unit test compares
 # them (tests/unit/test_cli_validation.py). Only the framework's generic parameters are here: a
@@ -24,10 +26,6 @@ RUN_OPTIONS = {
     "fault_duration": "--fault-duration",
 }
 
-
-# The name a workload's correct built-in solution has (chaos.core.capabilities.Solutions), and the
-# solution a run takes when the command names none
-REFERENCE = "reference"
 
 # The takeover wait of a workload that declares none (chaos.core.capabilities.Takeover): the
 # default fault then lasts 5 s, as every run's did when AckWait (2 s) was a field of the spec.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from chaos.core.spec import REFERENCE
+from chaos.core.solution import REFERENCE
 from chaos.node.solution import SolutionError, missing_functions
 
 MOUNT = "/opt/solution"
