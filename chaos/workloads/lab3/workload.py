@@ -7,7 +7,6 @@ import json
 import socket
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -175,11 +174,13 @@ class Lab3:
 
     def deploy(self, ctx: RunContext) -> None:
         ctx.progress("starting etcd on every node and the JetStream broker")
-        # side by side: neither needs the other to start
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            broker_up = pool.submit(nats.deploy, ctx)
-            etcd.deploy(ctx, proxies_ready=False)
-            broker_up.result()
+        # side by side: none needs another to start; the services may connect to their own node
+        # and the broker, nothing else of the run
+        etcd.deploy(
+            ctx,
+            proxies_ready=False,
+            beside=[lambda: nats.deploy(ctx), lambda: egress.install(ctx.cluster, (nats.PORT,))],
+        )
         broker.ensure_stream(nats.url(ctx), ctx.spec.ack_wait)
         c = etcd.client(ctx)
         try:
@@ -191,8 +192,6 @@ class Lab3:
         finally:
             c.close()
         etcd_proxy.wait_listening(ctx.cluster)  # the services' only way to etcd
-        # the services may connect to their own node and the broker, nothing else of the run
-        egress.install(ctx.cluster, (nats.PORT,))
         ctx.progress("starting api, relay and worker on every node")
         for node in ctx.cluster.nodes:
             env = self.service_env(ctx, node)
