@@ -160,8 +160,8 @@ class Lab1:
             c.close()
         etcd_proxy.wait_listening(ctx.cluster)  # the services' only way to etcd
         ctx.progress("starting the orders service on every node")
-        for node in ctx.cluster.nodes:
-            ctx.supervisor.start_process(
+        ctx.supervisor.start_processes(
+            [
                 ProcessSpec(
                     node=node,
                     name=COMPONENT,
@@ -170,7 +170,9 @@ class Lab1:
                     user="nobody",  # the code under test never runs as root
                     env=self.service_env(ctx, node),
                 )
-            )
+                for node in ctx.cluster.nodes
+            ]
+        )
 
     def pause_target(self, ctx: RunContext) -> Target | None:
         """The replica that holds the lock: the latest grant not followed by its release."""

@@ -193,19 +193,21 @@ class Lab3:
             c.close()
         etcd_proxy.wait_listening(ctx.cluster)  # the services' only way to etcd
         ctx.progress("starting api, relay and worker on every node")
-        for node in ctx.cluster.nodes:
-            env = self.service_env(ctx, node)
-            for role in ROLES:
-                ctx.supervisor.start_process(
-                    ProcessSpec(
-                        node=node,
-                        name=role,
-                        role=role,
-                        argv=["python3", "-m", "chaos.workloads.lab3.service", role],
-                        user="nobody",  # the code under test never runs as root
-                        env=env,
-                    )
+        envs = {node: self.service_env(ctx, node) for node in ctx.cluster.nodes}
+        ctx.supervisor.start_processes(
+            [
+                ProcessSpec(
+                    node=node,
+                    name=role,
+                    role=role,
+                    argv=["python3", "-m", "chaos.workloads.lab3.service", role],
+                    user="nobody",  # the code under test never runs as root
+                    env=envs[node],
                 )
+                for node in ctx.cluster.nodes
+                for role in ROLES
+            ]
+        )
         self._wait_api(ctx)
 
     def _wait_api(self, ctx: RunContext, wait: float = 20.0) -> None:
