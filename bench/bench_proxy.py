@@ -51,10 +51,14 @@ def one(checkout: Path, lab: str, seed: int, store: Path) -> dict[str, float]:
          "--store", str(store), "--no-html"],
         capture_output=True, text=True, cwd=checkout, env=env,
     )  # fmt: skip
-    if p.returncode != 0:
+    # a verdict that is not valid (1, 2: a pause that missed the holder on a loaded machine) still
+    # timed its bring-up; anything else is a failure of the run itself
+    if p.returncode not in (0, 1, 2):
         raise SystemExit(
             f"{checkout}: chaos run {lab} exited {p.returncode}:\n{p.stdout}{p.stderr}"
         )
+    if p.returncode != 0:
+        print(f"  ({checkout.name}: {lab} seed {seed}: verdict exit {p.returncode}, timed anyway)")
     spec = json.loads(((store / lab / "latest").resolve() / "spec.json").read_text())
     out = {k: float(v) for k, v in spec["timings"].items()}
     marks = {
