@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from etcd3 import etcdrpc
 
 # methods that change nothing: forwarded, not journaled (everything else is journaled, so a
 # method this list forgets is journaled too, never hidden)
@@ -69,6 +68,15 @@ STREAMS = {
 UPSTREAM_TIMEOUT = 30.0
 MAX_VALUE = 4096
 INJECT_FILE = "txn-error"
+
+
+def _pb() -> Any:
+    """etcd's generated messages, imported by the first call that decodes one, not at the start:
+    they are a third of the proxy's imports, and the proxy starts on the node's one CPU beside
+    its etcd member, while bring-up waits for both (the first write pays it, once)."""
+    from etcd3 import etcdrpc
+
+    return etcdrpc
 
 
 def _text(raw: bytes) -> str:
@@ -113,6 +121,7 @@ def describe(method: str, request: bytes, response: bytes | None) -> dict[str, A
     """What a write call did, from its raw request and (when it answered) raw response."""
     name = method.lstrip("/").removeprefix("etcdserverpb.")
     rec: dict[str, Any] = {"method": name}
+    etcdrpc = _pb()
     if name == "KV/Txn":
         req = etcdrpc.TxnRequest.FromString(request)
         if response is None:
@@ -178,7 +187,7 @@ class Journal:
 
 
 def _txn_keys(request: bytes) -> list[str]:
-    req = etcdrpc.TxnRequest.FromString(request)
+    req = _pb().TxnRequest.FromString(request)
     puts, deletes = _ops(req.success, None)
     p2, d2 = _ops(req.failure, None)
     return [x["key"] for x in (*puts, *deletes, *p2, *d2)]
@@ -318,7 +327,7 @@ class Forwarder(grpc.GenericRpcHandler):
             try:
                 for response in responses:
                     if keepalive:
-                        ka = etcdrpc.LeaseKeepAliveResponse.FromString(response)
+                        ka = _pb().LeaseKeepAliveResponse.FromString(response)
                         self._journal.write({"method": "Lease/LeaseKeepAlive", "outcome": "ok",
                                              "lease": int(ka.ID), "ttl": int(ka.TTL),
                                              "revision": int(ka.header.revision),

@@ -9,9 +9,12 @@ import signal
 import threading
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from chaos.checkers.faults import fault_intervals
-from chaos.cluster.base import Cluster, control_channel
+from chaos.cluster.base import Cluster, ClusterError, control_channel
 from chaos.cluster.fake import FakeCluster
 from chaos.core.context import RunContext
 from chaos.core.ledger import FaultLedger
@@ -72,6 +75,46 @@ def test_supervisor_restarts_a_crashed_process_but_not_a_held_one(tmp_path: Path
         assert cluster.pid("n2", "worker") is not None
     finally:
         sup.stop()
+
+
+class _BarrierCluster(FakeCluster):
+    """Each node's first start waits until every node's first start began: starts made one
+    after another break the barrier (its timeout) instead of passing."""
+
+    def __init__(self, nodes: int, fail: tuple[str, str] | None = None) -> None:
+        super().__init__()
+        self.barrier = threading.Barrier(nodes, timeout=5)
+        self.fail = fail
+        self.order: list[tuple[str, str]] = []
+
+    def spawn(self, node: str, name: str, argv: list[str], **kw: Any) -> int:
+        if name == "api":
+            self.barrier.wait()
+        if (node, name) == self.fail:
+            raise ClusterError(f"{name} did not start on {node}")
+        self.order.append((node, name))
+        return super().spawn(node, name, argv, **kw)
+
+
+def test_start_processes_starts_the_nodes_side_by_side_each_in_its_order() -> None:
+    nodes = ["n1", "n2", "n3"]
+    cluster = _BarrierCluster(len(nodes))
+    sup = Supervisor(cluster)
+    specs = [ProcessSpec(node=n, name=r, argv=[r]) for n in nodes for r in ("api", "worker")]
+    sup.start_processes(specs)
+    assert not cluster.barrier.broken
+    for n in nodes:
+        assert [x for x in cluster.order if x[0] == n] == [(n, "api"), (n, "worker")]
+    assert {(s.node, s.name) for s in sup.processes()} == {(s.node, s.name) for s in specs}
+
+
+def test_start_processes_raises_a_failed_start_after_the_other_nodes_started() -> None:
+    cluster = _BarrierCluster(2, fail=("n2", "api"))
+    sup = Supervisor(cluster)
+    specs = [ProcessSpec(node=n, name=r, argv=[r]) for n in ("n1", "n2") for r in ("api", "worker")]
+    with pytest.raises(ClusterError, match="api did not start on n2"):
+        sup.start_processes(specs)
+    assert cluster.order == [("n1", "api"), ("n1", "worker")]
 
 
 def test_pause_stops_then_resumes_and_records_a_jepsen_shaped_pair(tmp_path: Path) -> None:

@@ -150,7 +150,9 @@ class Lab1:
 
     def deploy(self, ctx: RunContext) -> None:
         ctx.progress("starting etcd on every node")
-        etcd.deploy(ctx)
+        # the services may connect to their own node only (its etcd proxy): nothing else of the
+        # run; the chain needs nothing of etcd, so it is installed while etcd starts
+        etcd.deploy(ctx, proxies_ready=False, beside=[lambda: egress.install(ctx.cluster)])
         c = etcd.client(ctx)
         try:
             # etcd's record of the run starts after this write (outside the lab's prefix): every
@@ -160,11 +162,10 @@ class Lab1:
             ctx.state["etcd_from_revision"] = int(meta.mod_revision) + 1
         finally:
             c.close()
-        # the services may connect to their own node only (its etcd proxy): nothing else of the run
-        egress.install(ctx.cluster)
+        etcd_proxy.wait_listening(ctx.cluster)  # the services' only way to etcd
         ctx.progress("starting the orders service on every node")
-        for node in ctx.cluster.nodes:
-            ctx.supervisor.start_process(
+        ctx.supervisor.start_processes(
+            [
                 ProcessSpec(
                     node=node,
                     name=COMPONENT,
@@ -173,7 +174,9 @@ class Lab1:
                     user="nobody",  # the code under test never runs as root
                     env=self.service_env(ctx, node),
                 )
-            )
+                for node in ctx.cluster.nodes
+            ]
+        )
 
     def pause_target(self, ctx: RunContext) -> Target | None:
         """The replica that holds the lock: the latest grant not followed by its release."""

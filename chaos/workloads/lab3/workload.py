@@ -7,7 +7,6 @@ import json
 import socket
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -192,11 +191,13 @@ class Lab3:
 
     def deploy(self, ctx: RunContext) -> None:
         ctx.progress("starting etcd on every node and the JetStream broker")
-        # side by side: neither needs the other to start
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            broker_up = pool.submit(nats.deploy, ctx)
-            etcd.deploy(ctx, proxies_ready=False)
-            broker_up.result()
+        # side by side: none needs another to start; the services may connect to their own node
+        # and the broker, nothing else of the run
+        etcd.deploy(
+            ctx,
+            proxies_ready=False,
+            beside=[lambda: nats.deploy(ctx), lambda: egress.install(ctx.cluster, (nats.PORT,))],
+        )
         broker.ensure_stream(nats.url(ctx), nats.ack_wait(option_values(self, ctx.spec)))
         c = etcd.client(ctx)
         try:
@@ -208,22 +209,22 @@ class Lab3:
         finally:
             c.close()
         etcd_proxy.wait_listening(ctx.cluster)  # the services' only way to etcd
-        # the services may connect to their own node and the broker, nothing else of the run
-        egress.install(ctx.cluster, (nats.PORT,))
         ctx.progress("starting api, relay and worker on every node")
-        for node in ctx.cluster.nodes:
-            env = self.service_env(ctx, node)
-            for role in ROLES:
-                ctx.supervisor.start_process(
-                    ProcessSpec(
-                        node=node,
-                        name=role,
-                        role=role,
-                        argv=["python3", "-m", "chaos.workloads.lab3.service", role],
-                        user="nobody",  # the code under test never runs as root
-                        env=env,
-                    )
+        envs = {node: self.service_env(ctx, node) for node in ctx.cluster.nodes}
+        ctx.supervisor.start_processes(
+            [
+                ProcessSpec(
+                    node=node,
+                    name=role,
+                    role=role,
+                    argv=["python3", "-m", "chaos.workloads.lab3.service", role],
+                    user="nobody",  # the code under test never runs as root
+                    env=envs[node],
                 )
+                for node in ctx.cluster.nodes
+                for role in ROLES
+            ]
+        )
         self._wait_api(ctx)
 
     def _wait_api(self, ctx: RunContext, wait: float = 20.0) -> None:

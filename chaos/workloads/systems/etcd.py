@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import etcd3
@@ -68,30 +69,38 @@ def member_client(ctx: RunContext, node: str, timeout: float = 2.0) -> Any:
     return etcd3.client(ctx.cluster.address(node), CLIENT_PORT, timeout=timeout)
 
 
-def deploy(ctx: RunContext, wait: float = 30.0, *, proxies_ready: bool = True) -> None:
+def deploy(
+    ctx: RunContext,
+    wait: float = 30.0,
+    *,
+    proxies_ready: bool = True,
+    beside: Sequence[Callable[[], object]] = (),
+) -> None:
     """Start the members, and in front of each its node's author-journal proxy (the only way
     the node's services reach etcd, see chaos.workloads.systems.etcd_proxy); return when the
     cluster answers and every proxy listens.
 
     Everything starts side by side — the firewall rules, the proxies, the members (each start
-    waits for its pid file) — and the two waits overlap: bring-up pays for the slowest, not for
-    the sum. The rules only have to be in place before the services start, after this returns.
-    ``proxies_ready=False``: return once etcd answers; the caller has other things to start and
-    calls ``etcd_proxy.wait_listening`` before its services."""
+    waits for its pid file), and ``beside``: the caller's other starts that need nothing of
+    etcd (the broker, the services' egress chain), awaited before this returns — and the waits
+    overlap: bring-up pays for the slowest, not for the sum. The rules only have to be in place
+    before the services start, after this returns. ``proxies_ready=False``: return once etcd
+    answers; the caller has other things to do first and calls ``etcd_proxy.wait_listening``
+    just before its services (a proxy is a Python process starting on its node's one CPU)."""
     etcd_proxy.prepare(ctx)
-    starts = [etcd_proxy.process(ctx, n, CLIENT_PORT) for n in ctx.cluster.nodes]
-    starts += [process(ctx, n) for n in ctx.cluster.nodes]
-    with ThreadPoolExecutor(max_workers=len(starts) + 1) as pool:
-        guard = pool.submit(etcd_proxy.install_guard, ctx.cluster)
+    # the members first: their election is bring-up's longest wait
+    starts = [process(ctx, n) for n in ctx.cluster.nodes]
+    starts += [etcd_proxy.process(ctx, n, CLIENT_PORT) for n in ctx.cluster.nodes]
+    with ThreadPoolExecutor(max_workers=len(starts) + len(beside) + 1) as pool:
+        pending: list[Future[Any]] = [pool.submit(etcd_proxy.install_guard, ctx.cluster)]
+        pending += [pool.submit(f) for f in beside]
         for f in [pool.submit(ctx.supervisor.start_process, s) for s in starts]:
             f.result()
-        guard.result()
-        if not proxies_ready:
-            _wait_healthy(ctx, wait)
-            return
-        listening = pool.submit(etcd_proxy.wait_listening, ctx.cluster, wait)
+        if proxies_ready:
+            pending.append(pool.submit(etcd_proxy.wait_listening, ctx.cluster, wait))
         _wait_healthy(ctx, wait)
-        listening.result()
+        for f in pending:
+            f.result()
 
 
 def _wait_healthy(ctx: RunContext, wait: float) -> None:
