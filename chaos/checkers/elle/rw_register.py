@@ -213,17 +213,18 @@ def _internal(t: Txn, k: Any, v: Any, before: Any, wrote: bool) -> dict[str, Any
 def _read_edges(txns: Sequence[Txn], s: _Scan, graph: DepGraph, found: Findings) -> None:
     """``wr`` from the writer of each external read's value; a value nobody wrote is G1a or
     garbage, one its writer overwrote is G1b."""
+    writer, dup, failed = s.writer, s.dup, s.failed
     for tid, k, x in s.external:
         if x is None:
             continue
         wk = (k, x)
-        w = s.writer.get(wk)
+        w = writer.get(wk)
         if w is None:
-            aborted = txns[s.failed[wk]] if wk in s.failed else None
+            aborted = txns[failed[wk]] if wk in failed else None
             unwritten_read(found, txns[tid], aborted, k, x,
                            read=f"read key {show(k)} = {show(x)}", done=("written", "wrote"))  # fmt: skip
             continue
-        if wk in s.dup or w == tid:
+        if wk in dup or w == tid:
             continue
         graph.add(w, tid, WR)
         if wk in s.intermediate:
