@@ -408,47 +408,48 @@ def _setup(part: Partition, model: Model) -> _Search:
 
 def _walk(s: _Search, part: Partition, model: Model) -> Generator[int, None, _Outcome]:
     """The search loop of :func:`_search`, with all it touches in locals: it runs once per
-    candidate tried. It calls out only when blocked: once per blocking return, or dead end."""
+    candidate tried. Only trying indeterminate candidates is a call, once per blocking return."""
     nxt, prv, rank, det, slot = s.nxt, s.prv, s.rank, s.det, s.slot
     inputs, outputs, pure, step = s.inputs, s.outputs, part.pure, model.step
-    cache, stack, head, tail = s.cache, s.stack, s.head, s.head + 1
-    add, push, cut = cache.add, stack.append, s.failed if s.counts[0] else None
-    state: Any = model.init
-    low, window, imask, limit, blocking, blocked = 0, 0, 0, 0, -1, -1
+    cache, stack, head, tail, optional = s.cache, s.stack, s.head, s.head + 1, _optional(s)
+    add, push, pop, cut = cache.add, stack.append, stack.pop, s.failed if s.counts[0] else None
+    state, low, window, imask, limit, blocking, blocked = model.init, 0, 0, 0, 0, -1, -1
     longest: list[int] = []
-    entry, optional_phase, blocked_state, budget = nxt[head], False, state, _SLICE
+    entry, optional_phase, at_block, budget = nxt[head], False, state, _SLICE
     while True:
         if optional_phase or entry & 1:
             if not optional_phase:  # the first pending return: its op goes before it; first
                 limit, blocking, entry = rank[entry], entry, nxt[head + 2]  # the optional ops
             if rank[entry] < limit and (
-                moved := _optional(s, entry, limit, blocking, state, low, window, imask)
+                moved := optional(entry, limit, blocking, state, low, window, imask)
             ):
-                state, imask = moved
-                optional_phase, entry = False, nxt[head]
+                state, imask, optional_phase, entry = moved[0], moved[1], False, nxt[head]
             else:  # a dead end: back up, past forced moves, to the last free choice
                 if len(stack) > len(longest) or blocked < 0:
-                    longest, blocked = [e[0] >> 1 for e in stack], blocking >> 1
-                    blocked_state = state
-                frame = _backtrack(stack, nxt, prv, det, cut, low, window, imask, state)
-                if frame is None:
-                    return _Outcome(False, len(cache), longest, blocked, blocked_state)
-                entry, state, low, window, imask, _, limit, blocking = frame
+                    longest, blocked, at_block = [e[0] >> 1 for e in stack], blocking >> 1, state
+                while stack:
+                    if cut is not None:  # a configuration left has failed (dominance)
+                        cut.add((low, window, imask, state))
+                    entry, state, low, window, imask, forced, limit, blocking = pop()
+                    if det[entry >> 1]:
+                        nxt[prv[entry | 1]] = prv[nxt[entry | 1]] = entry | 1
+                    nxt[prv[entry]] = prv[nxt[entry]] = entry
+                    if not forced:
+                        break
+                else:
+                    return _Outcome(False, len(cache), longest, blocked, at_block)
                 optional_phase, entry = not det[entry >> 1], nxt[entry]
         else:
-            op = entry >> 1
-            ok, new = step(state, inputs[op], outputs[op])
-            if not ok:
-                entry = nxt[entry]
-                continue
-            b = slot[op] - low
-            new_window = window | (1 << b)
-            new_low = low
-            if not b:  # the lowest pending op: slide the window past the done ones
-                shift = (~new_window & (new_window + 1)).bit_length() - 1
-                new_window, new_low = new_window >> shift, low + shift
-            key = (new_low, new_window, imask, new)
-            if key in cache:
+            ok, new = step(state, inputs[op := entry >> 1], outputs[op])
+            if ok:
+                b = slot[op] - low
+                new_low, new_window = low, window | (1 << b)
+                if not b:  # the lowest pending op: slide the window past the done ones
+                    shift = (~new_window & (new_window + 1)).bit_length() - 1
+                    new_window, new_low = new_window >> shift, low + shift
+                key = (new_low, new_window, imask, new)
+                ok = key not in cache
+            if not ok:  # not a legal step, or a configuration seen before
                 entry = nxt[entry]
                 continue
             add(key)
@@ -467,78 +468,47 @@ def _walk(s: _Search, part: Partition, model: Model) -> Generator[int, None, _Ou
             yield len(cache)
 
 
-def _backtrack(
-    stack: list[_Frame],
-    nxt: list[int],
-    prv: list[int],
-    det: list[bool],
-    cut: set[tuple[int, int, int, Hashable]] | None,
-    low: int,
-    window: int,
-    imask: int,
-    state: Any,
-) -> _Frame | None:
-    """Undo moves, relinking their nodes, back to the last free choice (past forced moves):
-    its frame, or None when none is left. Each configuration left counts as failed for the
-    dominance cut (``cut``; None without indeterminate ops). A call per dead end, not per op."""
-    while stack:
-        if cut is not None:
-            cut.add((low, window, imask, state))
-        frame = stack.pop()
-        entry, state, low, window, imask, forced, _, _ = frame
-        if det[entry >> 1]:
-            r = entry | 1
-            nxt[prv[r]] = r
-            prv[nxt[r]] = r
-        nxt[prv[entry]] = entry
-        prv[nxt[entry]] = entry
-        if not forced:
-            return frame
-    return None
+def _optional(s: _Search) -> Callable[[int, int, int, Any, int, int, int], tuple[Any, int] | None]:
+    """The step that tries indeterminate candidates, as a closure over the search's tables:
+    called once per blocking return, it finds them in cells rather than attributes."""
+    nxt, prv, slot, cache, failed = s.nxt, s.prv, s.slot, s.cache, s.failed
+    rank, inputs, outputs, step, push = s.rank, s.inputs, s.outputs, s.step, s.stack.append
 
+    def linearize(
+        entry: int, limit: int, blocking: int, state: Any, low: int, window: int, imask: int
+    ) -> tuple[Any, int] | None:
+        """Linearize the first indeterminate op from ``entry`` on, invoked before the blocking
+        return's ``limit``, that changes the state, is new and is not dominated (see
+        :func:`_search`); its state and imask after, or None if there is none."""
+        while rank[entry] < limit:
+            op = entry >> 1
+            ok, new = step(state, inputs[op], outputs[op])
+            if not ok or new is state or new == state:
+                entry = nxt[entry]
+                continue
+            new_imask = imask | (1 << slot[op])
+            key = (low, window, new_imask, new)
+            if key in cache:
+                entry = nxt[entry]
+                continue
+            cache.add(key)
+            rest = new_imask
+            while rest:
+                bit = rest & -rest
+                if (low, window, new_imask ^ bit, new) in failed:
+                    break
+                rest ^= bit
+            if rest:
+                failed.add(key)
+                entry = nxt[entry]
+                continue
+            push((entry, state, low, window, imask, False, limit, blocking))
+            a, b = prv[entry], nxt[entry]
+            nxt[a], prv[b] = b, a
+            return new, new_imask
+        return None
 
-def _optional(
-    s: _Search, entry: int, limit: int, blocking: int, state: Any, low: int, window: int, imask: int
-) -> tuple[Any, int] | None:
-    """Linearize the first indeterminate op from ``entry`` on, invoked before the blocking
-    return's ``limit``, that changes the state, is new and is not dominated (see
-    :func:`_search`); its state and imask after, or None if there is none."""
-    nxt = s.nxt
-    prv = s.prv
-    slot = s.slot
-    cache = s.cache
-    failed = s.failed
-    rank = s.rank
-    inputs = s.inputs
-    outputs = s.outputs
-    step = s.step
-    while rank[entry] < limit:
-        op = entry >> 1
-        ok, new = step(state, inputs[op], outputs[op])
-        if not ok or new is state or new == state:
-            entry = nxt[entry]
-            continue
-        new_imask = imask | (1 << slot[op])
-        key = (low, window, new_imask, new)
-        if key in cache:
-            entry = nxt[entry]
-            continue
-        cache.add(key)
-        rest = new_imask
-        while rest:
-            bit = rest & -rest
-            if (low, window, new_imask ^ bit, new) in failed:
-                break
-            rest ^= bit
-        if rest:
-            failed.add(key)
-            entry = nxt[entry]
-            continue
-        s.stack.append((entry, state, low, window, imask, False, limit, blocking))
-        a, b = prv[entry], nxt[entry]
-        nxt[a], prv[b] = b, a
-        return new, new_imask
-    return None
+    return linearize
 
 
 @dataclass(slots=True, kw_only=True)
