@@ -157,7 +157,7 @@ def _scan(txns: Sequence[Txn], found: Findings, writes_follow_reads: bool) -> _S
     with its tables in locals: the hot part at 100k transactions."""
     s = _Scan()
     writer, dup, intermediate, readers = s.writer, s.dup, s.intermediate, s.readers
-    external = s.external
+    external, lost, after, has_pred = s.external, s.lost, s.after, s.has_pred
     for t in txns:
         tid = t.id
         if t.type == "fail":
@@ -192,11 +192,11 @@ def _scan(txns: Sequence[Txn], found: Findings, writes_follow_reads: bool) -> _S
         if ok:
             for k, x in ext.items():
                 if k in written:
-                    s.lost.setdefault((k, x), []).append(tid)
-                    if writes_follow_reads and x != written[k]:
-                        s.after.setdefault(k, {}).setdefault(x, set()).add(written[k])
+                    lost.setdefault((k, x), []).append(tid)
+                    if writes_follow_reads and x != (y := written[k]):
+                        after.setdefault(k, {}).setdefault(x, set()).add(y)
                         if x is not None:
-                            s.has_pred.add((k, written[k]))
+                            has_pred.add((k, y))
     return s
 
 
