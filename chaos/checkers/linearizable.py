@@ -222,14 +222,12 @@ def _records(
     paired: _Pairs, model: Model, independent: bool
 ) -> tuple[dict[Any, list[tuple[Any, ...]]], int]:
     """Each op the search must place as a record in its key's list (the ops a model drops, a
-    refused op, an indeterminate read counted apart as dropped)."""
-    # One pass over the pairs, with everything it touches in locals: at 100k ops every
-    # attribute lookup and call in this loop is a measurable share of the whole check. Each
-    # op becomes one record in its key's list; the columns are cut from the records at the end
-    # (in C: zip, slices, a sort with a C key).
-    encode = model.encode
-    is_read_only = model.read_only
-    partition = model.partition
+    refused op, an indeterminate read counted apart as dropped).
+
+    One pass over the pairs, with everything it touches in locals: at 100k ops every attribute
+    lookup and call in this loop is a measurable share of the whole check. The columns are cut
+    from the records at the end (:func:`_partitions`: in C, zip, slices, a sort with a C key)."""
+    encode, is_read_only, partition = model.encode, model.read_only, model.partition
     info, fail, unknown = OpType.INFO, OpType.FAIL, UNKNOWN
     records: dict[Any, list[tuple[Any, ...]]] = {}
     dropped = 0
@@ -257,12 +255,8 @@ def _records(
             key = inv.extra.get("key", _NO_KEY) if inv.extra else _NO_KEY
         try:
             enc = encode(inv.f, v_in, v_out, typ)
-        except UnknownOp:
-            raise ValueError(
-                f"op {inv.index} has f={inv.f!r}, which the {model.name} model does not know"
-            ) from None
-        except (ValueError, TypeError) as e:
-            raise ValueError(f"op {inv.index}: {e}") from None
+        except (ValueError, TypeError) as e:  # UnknownOp is a ValueError
+            raise _unencodable(inv, model, e) from None
         if enc is None:
             dropped += 1
             continue
@@ -284,6 +278,16 @@ def _records(
             (inp, out, determinate, read_only, inv, comp, ipos, cpos if determinate else _NEVER)
         )
     return records, dropped
+
+
+def _unencodable(inv: Op, model: Model, e: ValueError | TypeError) -> ValueError:
+    """The error for an op ``model`` cannot encode, naming the op (apart from the loop of
+    :func:`_records`: only a bad history gets here)."""
+    if isinstance(e, UnknownOp):
+        return ValueError(
+            f"op {inv.index} has f={inv.f!r}, which the {model.name} model does not know"
+        )
+    return ValueError(f"op {inv.index}: {e}")
 
 
 def _partitions(
@@ -341,6 +345,39 @@ def _search(part: Partition, model: Model) -> Generator[int, None, _Outcome]:
       available to the failed one. Cut configurations count as failed, so whole chains of
       supersets go; trying indeterminate ops last makes the smaller sets fail first.
     """
+    s = _setup(part, model)
+    if s.counts[1] == 0:
+        return _Outcome(True, 0, [])
+    return (yield from _walk(s, part, model))
+
+
+# a search frame: (call node, state, low, window, imask before it; forced; limit and blocking
+# return in force when an indeterminate op was chosen)
+_Frame = tuple[int, Any, int, int, int, bool, int, int]
+
+
+@dataclass(slots=True)
+class _Search:
+    """One partition's search tables (see :func:`_setup`), built once per partition; the hot
+    loop copies what it touches into locals."""
+
+    head: int  # the determinate chain's head node; the indeterminate chain's is head + 2
+    nxt: list[int]
+    prv: list[int]
+    rank: list[int]
+    slot: list[int]
+    det: list[bool]
+    counts: list[int]  # [indeterminate ops, determinate ops]
+    inputs: list[Any]
+    outputs: list[Any]
+    step: Callable[[Any, Any, Any], tuple[bool, Any]]
+    cache: set[tuple[int, int, int, Hashable]] = field(default_factory=set)
+    failed: set[tuple[int, int, int, Hashable]] = field(default_factory=set)
+    stack: list[_Frame] = field(default_factory=list)
+
+
+def _setup(part: Partition, model: Model) -> _Search:
+    """The linked lists, ranks and slots of one partition, built once before its search."""
     n = len(part.inputs)
     head, tail, ihead, itail = 2 * n, 2 * n + 1, 2 * n + 2, 2 * n + 3
     nxt = [0] * (2 * n + 4)
@@ -359,10 +396,6 @@ def _search(part: Partition, model: Model) -> Generator[int, None, _Outcome]:
         for a, b in pairwise(chain):
             nxt[a] = b
             prv[b] = a
-    inputs = part.inputs
-    outputs = part.outputs
-    pure = part.pure
-    step = model.step
     # Determinate and indeterminate ops are numbered apart (slot), each in invocation order.
     # Every determinate op below ``low`` is linearized, so the determinate set is kept as
     # ``(low, mask >> low)``: a window of the ops in flight rather than a bitmask as long as
@@ -373,80 +406,84 @@ def _search(part: Partition, model: Model) -> Generator[int, None, _Outcome]:
     for op in range(n):
         slot[op] = counts[det[op]]
         counts[det[op]] += 1
-    remaining = counts[1]
-    dominance = counts[0] > 0
-    cache: set[tuple[int, int, int, Hashable]] = set()
-    add = cache.add
-    failed: set[tuple[int, int, int, Hashable]] = set()
-    # frames: (call node, state, low, window, imask before it; forced; limit and blocking
-    # return in force when an indeterminate op was chosen)
-    stack: list[tuple[int, Any, int, int, int, bool, int, int]] = []
-    push = stack.append
-    pop = stack.pop
-    state: Any = model.init
-    low = 0
-    window = 0
-    imask = 0
+    return _Search(head, nxt, prv, rank, slot, det, counts, part.inputs, part.outputs, model.step)
+
+
+def _walk(s: _Search, part: Partition, model: Model) -> Generator[int, None, _Outcome]:
+    """The search loop of :func:`_search`, with all it touches in locals: it runs once per
+    candidate tried. Only trying indeterminate candidates is a call, once per blocking return."""
+    nxt, prv, rank, det, slot = s.nxt, s.prv, s.rank, s.det, s.slot
+    inputs, outputs, pure, step = s.inputs, s.outputs, part.pure, model.step
+    cache, stack, head, tail, optional = s.cache, s.stack, s.head, s.head + 1, _optional(s)
+    add, push, pop, cut = cache.add, stack.append, stack.pop, s.failed if s.counts[0] else None
+    state, low, window, imask, limit, blocking, blocked = model.init, 0, 0, 0, 0, -1, -1
     longest: list[int] = []
-    blocked = -1
-    blocked_state: Any = state
-    budget = _SLICE
-    if remaining == 0:
-        return _Outcome(True, 0, [])
-    entry = nxt[head]
-    optional_phase = False
-    limit = 0
-    blocking = -1
+    entry, optional_phase, at_block, budget = nxt[head], False, state, _SLICE
     while True:
-        if not optional_phase:
-            if entry & 1:
-                # The first pending return: its op must be linearized before it. Now the
-                # indeterminate ops invoked before it.
-                optional_phase = True
-                limit = rank[entry]
-                blocking = entry
-                entry = nxt[ihead]
-                continue
-            op = entry >> 1
-            ok, new = step(state, inputs[op], outputs[op])
-            if not ok:
-                entry = nxt[entry]
-                continue
-            b = slot[op] - low
-            new_window = window | (1 << b)
-            new_low = low
-            if not b:  # the lowest pending op: slide the window past the done ones
-                shift = (~new_window & (new_window + 1)).bit_length() - 1
-                new_window >>= shift
-                new_low += shift
-            key = (new_low, new_window, imask, new)
-            if key in cache:
+        if optional_phase or entry & 1:
+            if not optional_phase:  # the first pending return: its op goes before it; first
+                limit, blocking, entry = rank[entry], entry, nxt[head + 2]  # the optional ops
+            if rank[entry] < limit and (
+                moved := optional(entry, limit, blocking, state, low, window, imask)
+            ):
+                state, imask, optional_phase, entry = moved[0], moved[1], False, nxt[head]
+            else:  # a dead end: back up, past forced moves, to the last free choice
+                if len(stack) > len(longest) or blocked < 0:
+                    longest, blocked, at_block = [e[0] >> 1 for e in stack], blocking >> 1, state
+                while stack:
+                    if cut is not None:  # a configuration left has failed (dominance)
+                        cut.add((low, window, imask, state))
+                    entry, state, low, window, imask, forced, limit, blocking = pop()
+                    if det[entry >> 1]:
+                        nxt[prv[entry | 1]] = prv[nxt[entry | 1]] = entry | 1
+                    nxt[prv[entry]] = prv[nxt[entry]] = entry
+                    if not forced:
+                        break
+                else:
+                    return _Outcome(False, len(cache), longest, blocked, at_block)
+                optional_phase, entry = not det[entry >> 1], nxt[entry]
+        else:
+            ok, new = step(state, inputs[op := entry >> 1], outputs[op])
+            if ok:
+                b = slot[op] - low
+                new_low, new_window = low, window | (1 << b)
+                if not b:  # the lowest pending op: slide the window past the done ones
+                    shift = (~new_window & (new_window + 1)).bit_length() - 1
+                    new_window, new_low = new_window >> shift, low + shift
+                key = (new_low, new_window, imask, new)
+                ok = key not in cache
+            if not ok:  # not a legal step, or a configuration seen before
                 entry = nxt[entry]
                 continue
             add(key)
             push((entry, state, low, window, imask, pure[op], 0, -1))
-            state = new
-            low = new_low
-            window = new_window
-            a = prv[entry]
-            b = nxt[entry]
-            nxt[a] = b
-            prv[b] = a
-            r = entry | 1
-            a = prv[r]
-            b = nxt[r]
-            nxt[a] = b
-            prv[b] = a
-            remaining -= 1
-            if not remaining:
-                return _Outcome(True, len(cache), [e[0] >> 1 for e in stack])
+            state, low, window = new, new_low, new_window
+            a, b = prv[entry], nxt[entry]
+            nxt[a], prv[b] = b, a
+            a, b = prv[entry | 1], nxt[entry | 1]
+            nxt[a], prv[b] = b, a
             entry = nxt[head]
-            budget -= 1
-            if not budget:
-                budget = _SLICE
-                yield len(cache)
-            continue
-        if rank[entry] < limit:  # an indeterminate op invoked before the blocking return
+            if entry == tail:  # every determinate op is linearized
+                return _Outcome(True, len(cache), [e[0] >> 1 for e in stack])
+        budget -= 1
+        if not budget:
+            budget = _SLICE
+            yield len(cache)
+
+
+def _optional(s: _Search) -> Callable[[int, int, int, Any, int, int, int], tuple[Any, int] | None]:
+    """The step that tries indeterminate candidates, as a closure over the search's tables:
+    called once per blocking return, it finds them in cells rather than attributes."""
+    nxt, prv, slot, cache, failed = s.nxt, s.prv, s.slot, s.cache, s.failed
+    rank, inputs, outputs, step, push = s.rank, s.inputs, s.outputs, s.step, s.stack.append
+
+    def linearize(
+        entry: int, limit: int, blocking: int, state: Any, low: int, window: int, imask: int
+    ) -> tuple[Any, int] | None:
+        """Linearize the first indeterminate op from ``entry`` on, invoked before the blocking
+        return's ``limit``, that changes the state, is new and is not dominated (see
+        :func:`_search`); its state and imask after, or None if there is none."""
+        while rank[entry] < limit:
             op = entry >> 1
             ok, new = step(state, inputs[op], outputs[op])
             if not ok or new is state or new == state:
@@ -457,7 +494,7 @@ def _search(part: Partition, model: Model) -> Generator[int, None, _Outcome]:
             if key in cache:
                 entry = nxt[entry]
                 continue
-            add(key)
+            cache.add(key)
             rest = new_imask
             while rest:
                 bit = rest & -rest
@@ -469,46 +506,12 @@ def _search(part: Partition, model: Model) -> Generator[int, None, _Outcome]:
                 entry = nxt[entry]
                 continue
             push((entry, state, low, window, imask, False, limit, blocking))
-            state = new
-            imask = new_imask
-            a = prv[entry]
-            b = nxt[entry]
-            nxt[a] = b
-            prv[b] = a
-            optional_phase = False
-            entry = nxt[head]
-            budget -= 1
-            if not budget:
-                budget = _SLICE
-                yield len(cache)
-            continue
-        # No candidate left: the blocking return's op cannot be linearized from here.
-        # Backtrack, past any forced moves, to the last free choice; try its next candidate.
-        if len(stack) > len(longest) or blocked < 0:
-            longest = [e[0] >> 1 for e in stack]
-            blocked = blocking >> 1
-            blocked_state = state
-        while True:
-            if not stack:
-                return _Outcome(False, len(cache), longest, blocked, blocked_state)
-            if dominance:
-                failed.add((low, window, imask, state))
-            entry, state, low, window, imask, forced, limit, blocking = pop()
-            if det[entry >> 1]:
-                r = entry | 1
-                nxt[prv[r]] = r
-                prv[nxt[r]] = r
-                remaining += 1
-            nxt[prv[entry]] = entry
-            prv[nxt[entry]] = entry
-            if not forced:
-                break
-        optional_phase = not det[entry >> 1]
-        entry = nxt[entry]
-        budget -= 1
-        if not budget:
-            budget = _SLICE
-            yield len(cache)
+            a, b = prv[entry], nxt[entry]
+            nxt[a], prv[b] = b, a
+            return new, new_imask
+        return None
+
+    return linearize
 
 
 @dataclass(slots=True, kw_only=True)

@@ -17,13 +17,6 @@ LIMIT = 60
 
 # "path::qualified name": its length in lines (from its ``def`` line to its last line) today
 ALLOWED: dict[str, int] = {
-    "chaos/checkers/elle/list_append.py::infer": 185,
-    "chaos/checkers/elle/rw_register.py::infer": 161,
-    # the hot loop of prepare (128 lines before), kept whole: a call per op costs at 100k ops
-    "chaos/checkers/linearizable.py::_records": 66,
-    "chaos/checkers/linearizable.py::_search": 186,
-    "chaos/cluster/docker/cluster.py::DockerCluster.start": 68,
-    "chaos/cluster/sandbox/machines.py::up": 68,
     "chaos/histories/edn.py::_Stream._general": 75,
     "chaos/histories/edn_reader.py::read_form": 101,
 }

@@ -23,6 +23,7 @@ holds them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.checkers.elle.graph import RW, WR, WW, DepGraph
@@ -130,26 +131,67 @@ def _external_reads(t: Txn) -> list[tuple[Any, tuple[Any, ...]]]:
     return out
 
 
-def infer(txns: Sequence[Txn]) -> Inference:
-    """Infer the dependency graph and the non-cycle anomalies of a list-append history."""
-    writer: dict[tuple[Any, Any], int] = {}
-    dup_appends: set[tuple[Any, Any]] = set()
-    failed: dict[tuple[Any, Any], int] = {}
-    intermediate: set[tuple[Any, Any]] = set()
-    reads_of: dict[Any, dict[tuple[Any, ...], int]] = {}  # key -> distinct read -> a reader
-    external: list[tuple[int, Any, tuple[Any, ...]]] = []
-    lost: dict[tuple[Any, tuple[Any, ...]], list[int]] = {}
-    found = Findings()
+@dataclass(slots=True)
+class _Scan:
+    """What one pass over the transactions leaves for the steps after it."""
 
+    writer: dict[tuple[Any, Any], int] = field(default_factory=dict)  # (key, element) -> txn
+    dup_appends: set[tuple[Any, Any]] = field(default_factory=set)
+    failed: dict[tuple[Any, Any], int] = field(default_factory=dict)  # appended by a failed txn
+    intermediate: set[tuple[Any, Any]] = field(default_factory=set)  # a txn appended after it
+    reads_of: dict[Any, dict[tuple[Any, ...], int]] = field(default_factory=dict)  # a reader each
+    external: list[tuple[int, Any, tuple[Any, ...]]] = field(default_factory=list)
+    lost: dict[tuple[Any, tuple[Any, ...]], list[int]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Versions:
+    """Each key's version order (its longest read), the reads that are prefixes of it, and every
+    element some read shows."""
+
+    orders: dict[Any, tuple[Any, ...]] = field(default_factory=dict)
+    compatible: dict[Any, set[tuple[Any, ...]]] = field(default_factory=dict)
+    shown: dict[Any, set[Any]] = field(default_factory=dict)
+
+
+def infer(txns: Sequence[Txn]) -> Inference:
+    """Infer the dependency graph and the non-cycle anomalies of a list-append history.
+
+    The steps run in this order because each needs the one before: the writers and reads of
+    the whole history, then the version orders they give, then the edges from reads against
+    those orders. (The order also fixes the order of the anomalies found.)"""
+    found = Findings()
+    s = _scan(txns, found)
+    graph = DepGraph(len(txns))
+    versions = _version_orders(txns, s, graph, found)
+    last_readers = _read_edges(txns, s, versions, graph, found)
+    _unread_appends(txns, s, versions, last_readers, graph)
+    _lost_updates(txns, s.lost, found)
+    stats = {
+        "keys": len(versions.orders),
+        "appends": len(s.writer),
+        "duplicate_appends": len(s.dup_appends),
+    }
+    explainer = _Explainer(s.writer, versions.orders, versions.shown)
+    return Inference(graph=graph, explainer=explainer, anomalies=found.listed(), stats=stats)
+
+
+def _scan(txns: Sequence[Txn], found: Findings) -> _Scan:
+    """One pass over the transactions: who appended each element, every distinct read of each
+    key, the external reads, and the anomalies one transaction shows alone (duplicates in a
+    read, internal). One loop with its tables in locals: the hot part at 100k transactions."""
+    s = _Scan()
+    writer, dup_appends, intermediate = s.writer, s.dup_appends, s.intermediate
+    reads_of, external, lost = s.reads_of, s.external, s.lost
     for t in txns:
         tid = t.id
         if t.type == "fail":
             for f, k, v in t.mops:
                 if f == APPEND:
-                    failed[(k, v)] = tid
+                    s.failed[(k, v)] = tid
             continue
         ok = t.type == "ok"
-        last_append: dict[Any, Any] = {}
+        last_append: dict[Any, Any] = {}  # a txn's last append of a key is final, not intermediate
         known: dict[Any, tuple[Any, ...]] = {}  # key -> what a read now must return
         suffix: dict[Any, list[Any]] = {}  # key -> own appends, no read yet
         ext_keys: dict[Any, tuple[Any, ...]] = {}
@@ -160,9 +202,8 @@ def infer(txns: Sequence[Txn]) -> Inference:
                     dup_appends.add(wk)
                 else:
                     writer[wk] = tid
-                prev = last_append.get(k)
-                if prev is not None or k in last_append:
-                    intermediate.add((k, prev))
+                if k in last_append:
+                    intermediate.add((k, last_append[k]))
                 last_append[k] = v
                 if k in known:
                     known[k] = (*known[k], v)
@@ -171,25 +212,14 @@ def infer(txns: Sequence[Txn]) -> Inference:
             elif f == READ and ok:
                 r: tuple[Any, ...] = () if v is None else v
                 if not isinstance(r, tuple):
-                    raise TxnInputError(
-                        f"op {t.index}: a list-append read of key {show(k)} returned "
-                        f"{show(r)}, not a list"
-                    )
+                    raise _not_a_list(t, k, r)
                 seen = reads_of.get(k)
                 if seen is None:
                     reads_of[k] = {r: tid}
                 elif r not in seen:
                     seen[r] = tid
                 if len(set(r)) != len(r):
-                    found(
-                        "duplicate-elements",
-                        {
-                            "txn": t.index,
-                            "key": k,
-                            "read": list(r),
-                            "explanation": f"op {t.index} read key {show(k)} = {show(r)}: an element twice",
-                        },
-                    )
+                    found("duplicate-elements", _duplicates(t, k, r))
                 if k in known:
                     if r != known[k]:
                         found("internal", _internal(t, k, r, known[k], None))
@@ -205,39 +235,48 @@ def infer(txns: Sequence[Txn]) -> Inference:
             for k, r in ext_keys.items():
                 if k in last_append:
                     lost.setdefault((k, r), []).append(tid)
-        # a txn's last append of a key is final: only the earlier ones are intermediate
-    graph = DepGraph(len(txns))
-    orders: dict[Any, tuple[Any, ...]] = {}
-    compatible: dict[Any, set[tuple[Any, ...]]] = {}
-    shown: dict[Any, set[Any]] = {}  # key -> every element some read shows
-    for k, reads in reads_of.items():
+    return s
+
+
+def _not_a_list(t: Txn, k: Any, r: Any) -> TxnInputError:
+    return TxnInputError(
+        f"op {t.index}: a list-append read of key {show(k)} returned {show(r)}, not a list"
+    )
+
+
+def _duplicates(t: Txn, k: Any, r: tuple[Any, ...]) -> dict[str, Any]:
+    return {
+        "txn": t.index,
+        "key": k,
+        "read": list(r),
+        "explanation": f"op {t.index} read key {show(k)} = {show(r)}: an element twice",
+    }
+
+
+def _version_orders(txns: Sequence[Txn], s: _Scan, graph: DepGraph, found: Findings) -> _Versions:
+    """Each key's version order is its longest read; a read that is not a prefix of it is an
+    incompatible order. Consecutive elements of the order give ``ww`` edges, and an element
+    in the order that nobody appended is G1a or garbage."""
+    out = _Versions()
+    writer, dup_appends = s.writer, s.dup_appends
+    for k, reads in s.reads_of.items():
         longest = max(reads, key=len)
-        orders[k] = longest
+        out.orders[k] = longest
         elems = set(longest)
         good = set()
         for r, reader in reads.items():
             if longest[: len(r)] == r:
                 good.add(r)
-            else:
-                found(
-                    "incompatible-order",
-                    {
-                        "key": k,
-                        "reads": [list(r), list(longest)],
-                        "txns": [txns[reader].index, txns[reads[longest]].index],
-                        "explanation": f"key {show(k)} was read as {show(r)} by op "
-                        f"{txns[reader].index} and as {show(longest)} by op "
-                        f"{txns[reads[longest]].index}: neither is a prefix of the other",
-                    },
-                )
-                # the version order below checks the longest read's elements; these are the
-                # only others that can name an element nobody (or a failed txn) appended
-                for i, e in enumerate(r):
-                    if (k, e) not in writer and e not in longest:
-                        _unwritten(found, txns, failed, reads, k, i, e)
-                elems.update(r)
-        compatible[k] = good
-        shown[k] = elems
+                continue
+            found("incompatible-order", _incompatible(txns, k, r, reader, longest, reads[longest]))
+            # the version order below checks the longest read's elements; these are the only
+            # others that can name an element nobody (or a failed txn) appended
+            for i, e in enumerate(r):
+                if (k, e) not in writer and e not in longest:
+                    _unwritten(found, txns, s.failed, reads, k, i, e)
+            elems.update(r)
+        out.compatible[k] = good
+        out.shown[k] = elems
         prev_w: int | None = None
         for i, e in enumerate(longest):
             wk = (k, e)
@@ -245,30 +284,43 @@ def infer(txns: Sequence[Txn]) -> Inference:
             if w is None or wk in dup_appends:
                 prev_w = None
                 if w is None:
-                    _unwritten(found, txns, failed, reads, k, i, e)
+                    _unwritten(found, txns, s.failed, reads, k, i, e)
                 continue
             if prev_w is not None and prev_w != w:
                 graph.add(prev_w, w, WW)
             prev_w = w
-    last_readers: dict[Any, list[int]] = {}  # key -> external readers of its whole order
-    for tid, k, r in external:
+    return out
+
+
+def _incompatible(
+    txns: Sequence[Txn], k: Any, r: tuple[Any, ...], reader: int, longest: tuple[Any, ...], by: int
+) -> dict[str, Any]:
+    return {
+        "key": k,
+        "reads": [list(r), list(longest)],
+        "txns": [txns[reader].index, txns[by].index],
+        "explanation": f"key {show(k)} was read as {show(r)} by op {txns[reader].index} and as "
+        f"{show(longest)} by op {txns[by].index}: neither is a prefix of the other",
+    }
+
+
+def _read_edges(
+    txns: Sequence[Txn], s: _Scan, versions: _Versions, graph: DepGraph, found: Findings
+) -> dict[Any, list[int]]:
+    """``wr`` from the writer of an external read's last element (G1b if that was not its
+    writer's final append) and ``rw`` to the writer of the first element the read lacks.
+    Returns, per key, the external readers of its whole version order (for the next step)."""
+    writer, dup_appends = s.writer, s.dup_appends
+    orders, compatible = versions.orders, versions.compatible
+    last_readers: dict[Any, list[int]] = {}
+    for tid, k, r in s.external:
         if r:
             wk = (k, r[-1])
             w = writer.get(wk)
             if w is not None and w != tid and wk not in dup_appends:
                 graph.add(w, tid, WR)
-                if wk in intermediate:
-                    found(
-                        "G1b",
-                        {
-                            "txns": [txns[w].index, txns[tid].index],
-                            "key": k,
-                            "value": r[-1],
-                            "explanation": f"op {txns[tid].index} read key {show(k)} = "
-                            f"{show(r)}, ending in {show(r[-1])}, which op {txns[w].index} "
-                            f"appended and then appended to again (intermediate read)",
-                        },
-                    )
+                if wk in s.intermediate:
+                    found("G1b", _intermediate(txns, k, r, w, tid))
         vo = orders[k]
         if len(r) < len(vo) and r in compatible[k]:
             wk = (k, vo[len(r)])
@@ -277,9 +329,33 @@ def infer(txns: Sequence[Txn]) -> Inference:
                 graph.add(tid, w, RW)
         elif r == vo:
             last_readers.setdefault(k, []).append(tid)
-    # An append no read shows, by a committed transaction, still came after every element a read
-    # shows (were it before one, every read showing that one would show it too): after the last
-    # version read, and after its readers (Elle does the same).
+    return last_readers
+
+
+def _intermediate(
+    txns: Sequence[Txn], k: Any, r: tuple[Any, ...], w: int, tid: int
+) -> dict[str, Any]:
+    return {
+        "txns": [txns[w].index, txns[tid].index],
+        "key": k,
+        "value": r[-1],
+        "explanation": f"op {txns[tid].index} read key {show(k)} = {show(r)}, ending in "
+        f"{show(r[-1])}, which op {txns[w].index} appended and then appended to again "
+        "(intermediate read)",
+    }
+
+
+def _unread_appends(
+    txns: Sequence[Txn],
+    s: _Scan,
+    versions: _Versions,
+    last_readers: dict[Any, list[int]],
+    graph: DepGraph,
+) -> None:
+    """An append no read shows, by a committed transaction, still came after every element a
+    read shows (were it before one, every read showing that one would show it too): after the
+    last version read, and after its readers (Elle does the same)."""
+    writer, dup_appends, orders, shown = s.writer, s.dup_appends, versions.orders, versions.shown
     for t in txns:
         if t.type != "ok":
             continue
@@ -293,6 +369,12 @@ def infer(txns: Sequence[Txn]) -> Inference:
                     graph.add(w, t.id, WW)
             for r_tid in last_readers.get(k, ()):
                 graph.add(r_tid, t.id, RW)
+
+
+def _lost_updates(
+    txns: Sequence[Txn], lost: dict[tuple[Any, tuple[Any, ...]], list[int]], found: Findings
+) -> None:
+    """Two committed transactions that read the same version of a key and both appended to it."""
     for (k, r), ts in lost.items():
         if len(ts) > 1:
             ops = [txns[t].index for t in ts]
@@ -306,15 +388,6 @@ def infer(txns: Sequence[Txn]) -> Inference:
                     f"{show(r)} and appended to it: each update was made without the others",
                 },
             )
-    out = found.listed()
-    stats = {
-        "keys": len(orders),
-        "appends": len(writer),
-        "duplicate_appends": len(dup_appends),
-    }
-    return Inference(
-        graph=graph, explainer=_Explainer(writer, orders, shown), anomalies=out, stats=stats
-    )
 
 
 def _internal(

@@ -19,6 +19,7 @@ key's version order (cyclic versions).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
@@ -101,25 +102,68 @@ def _final_writes(t: Txn) -> list[tuple[Any, Any]]:
     return list(last.items())
 
 
-def infer(txns: Sequence[Txn], *, writes_follow_reads: bool = True) -> Inference:
-    """Infer the dependency graph and the non-cycle anomalies of an rw-register history."""
-    writer: dict[tuple[Any, Any], int] = {}
-    dup: set[tuple[Any, Any]] = set()
-    failed: dict[tuple[Any, Any], int] = {}
-    intermediate: set[tuple[Any, Any]] = set()
-    readers: dict[tuple[Any, Any], list[int]] = {}
-    after: dict[Any, dict[Any, set[Any]]] = {}
-    has_pred: set[tuple[Any, Any]] = set()
-    lost: dict[tuple[Any, Any], list[int]] = {}
-    external: list[tuple[int, Any, Any]] = []
-    found = Findings()
+@dataclass(slots=True)
+class _Scan:
+    """What one pass over the transactions leaves for the steps after it."""
 
+    writer: dict[tuple[Any, Any], int] = field(default_factory=dict)  # (key, value) -> txn
+    dup: set[tuple[Any, Any]] = field(default_factory=set)
+    failed: dict[tuple[Any, Any], int] = field(default_factory=dict)  # written by a failed txn
+    intermediate: set[tuple[Any, Any]] = field(default_factory=set)  # its writer overwrote it
+    readers: dict[tuple[Any, Any], list[int]] = field(default_factory=dict)  # external readers
+    # key -> version -> versions known to follow it directly
+    after: dict[Any, dict[Any, set[Any]]] = field(default_factory=dict)
+    has_pred: set[tuple[Any, Any]] = field(default_factory=set)  # follows a non-nil version
+    lost: dict[tuple[Any, Any], list[int]] = field(default_factory=dict)
+    external: list[tuple[int, Any, Any]] = field(default_factory=list)
+
+
+def infer(txns: Sequence[Txn], *, writes_follow_reads: bool = True) -> Inference:
+    """Infer the dependency graph and the non-cycle anomalies of an rw-register history.
+
+    The steps run in this order because each needs the one before: the writers, reads and
+    known version pairs of the whole history, then the edges from them. (The order also fixes
+    the order of the anomalies found.)"""
+    found = Findings()
+    s = _scan(txns, found, writes_follow_reads)
+    # the initial nil precedes every version not already known to follow another
+    for k, v in s.writer:
+        if (k, v) not in s.has_pred:
+            s.after.setdefault(k, {}).setdefault(_NIL, set()).add(v)
+    graph = DepGraph(len(txns))
+    _read_edges(txns, s, graph, found)
+    skipped_rw = _version_edges(s, graph)
+    _cyclic_versions(s.after, found)
+    _lost_updates(txns, s.lost, found)
+    stats = {
+        "keys": len({k for k, _ in s.writer}),
+        "writes": len(s.writer),
+        "duplicate_writes": len(s.dup),
+        "writes_follow_reads": writes_follow_reads,
+    }
+    explainer = _Explainer(s.writer, s.after)
+    inf = Inference(graph=graph, explainer=explainer, anomalies=found.listed(), stats=stats)
+    if skipped_rw:
+        inf.incomplete.append(
+            f"{skipped_rw} anti-dependency (rw) edges were not inferred (more than "
+            f"{MAX_RW_EDGES} readers x later versions)"
+        )
+    return inf
+
+
+def _scan(txns: Sequence[Txn], found: Findings, writes_follow_reads: bool) -> _Scan:
+    """One pass over the transactions: who wrote each value, the external reads and their
+    readers, the version pairs a read-then-write proves, and the internal anomalies. One loop
+    with its tables in locals: the hot part at 100k transactions."""
+    s = _Scan()
+    writer, dup, intermediate, readers = s.writer, s.dup, s.intermediate, s.readers
+    external, lost, after, has_pred = s.external, s.lost, s.after, s.has_pred
     for t in txns:
         tid = t.id
         if t.type == "fail":
             for f, k, v in t.mops:
                 if f == WRITE:
-                    failed[(k, v)] = tid
+                    s.failed[(k, v)] = tid
             continue
         ok = t.type == "ok"
         state: dict[Any, Any] = {}
@@ -139,17 +183,7 @@ def infer(txns: Sequence[Txn], *, writes_follow_reads: bool = True) -> Inference
             elif f == READ and ok:
                 if k in state:
                     if state[k] != v:
-                        src = "wrote" if k in written else "read"
-                        found(
-                            "internal",
-                            {
-                                "txn": t.index,
-                                "key": k,
-                                "read": v,
-                                "explanation": f"op {t.index} read key {show(k)} = {show(v)} "
-                                f"after it {src} {show(state[k])}",
-                            },
-                        )
+                        found("internal", _internal(t, k, v, state[k], k in written))
                 else:
                     ext[k] = v
                     external.append((tid, k, v))
@@ -159,18 +193,28 @@ def infer(txns: Sequence[Txn], *, writes_follow_reads: bool = True) -> Inference
             for k, x in ext.items():
                 if k in written:
                     lost.setdefault((k, x), []).append(tid)
-                    if writes_follow_reads:
-                        y = written[k]
-                        if x != y:
-                            after.setdefault(k, {}).setdefault(x, set()).add(y)
-                            if x is not None:
-                                has_pred.add((k, y))
-    # the initial nil precedes every version not already known to follow another
-    for k, v in writer:
-        if (k, v) not in has_pred:
-            after.setdefault(k, {}).setdefault(_NIL, set()).add(v)
-    graph = DepGraph(len(txns))
-    for tid, k, x in external:
+                    if writes_follow_reads and x != (y := written[k]):
+                        after.setdefault(k, {}).setdefault(x, set()).add(y)
+                        if x is not None:
+                            has_pred.add((k, y))
+    return s
+
+
+def _internal(t: Txn, k: Any, v: Any, before: Any, wrote: bool) -> dict[str, Any]:
+    src = "wrote" if wrote else "read"
+    return {
+        "txn": t.index,
+        "key": k,
+        "read": v,
+        "explanation": f"op {t.index} read key {show(k)} = {show(v)} after it {src} {show(before)}",
+    }
+
+
+def _read_edges(txns: Sequence[Txn], s: _Scan, graph: DepGraph, found: Findings) -> None:
+    """``wr`` from the writer of each external read's value; a value nobody wrote is G1a or
+    garbage, one its writer overwrote is G1b."""
+    writer, dup, failed = s.writer, s.dup, s.failed
+    for tid, k, x in s.external:
         if x is None:
             continue
         wk = (k, x)
@@ -183,7 +227,7 @@ def infer(txns: Sequence[Txn], *, writes_follow_reads: bool = True) -> Inference
         if wk in dup or w == tid:
             continue
         graph.add(w, tid, WR)
-        if wk in intermediate:
+        if wk in s.intermediate:
             found(
                 "G1b",
                 {
@@ -194,12 +238,18 @@ def infer(txns: Sequence[Txn], *, writes_follow_reads: bool = True) -> Inference
                     f"op {txns[w].index} wrote and then overwrote (intermediate read)",
                 },
             )
+
+
+def _version_edges(s: _Scan, graph: DepGraph) -> int:
+    """``ww`` and ``rw`` from each known version pair ``x < y``; returns how many ``rw`` edges
+    were left out for the bound :data:`MAX_RW_EDGES`."""
+    writer, dup = s.writer, s.dup
     budget = MAX_RW_EDGES
     skipped_rw = 0
-    for k, succ in after.items():
+    for k, succ in s.after.items():
         for x, ys in succ.items():
             wx = writer.get((k, x)) if x is not None and (k, x) not in dup else None
-            rs = readers.get((k, x), ())
+            rs = s.readers.get((k, x), ())
             if len(rs) * len(ys) > budget:
                 # Every reader of a version against every version known to follow it: on one
                 # key read as nil by thousands and blindly written by thousands, that product
@@ -217,6 +267,11 @@ def infer(txns: Sequence[Txn], *, writes_follow_reads: bool = True) -> Inference
                     graph.add(wx, wy, WW)
                 for r in rs:
                     graph.add(r, wy, RW)
+    return skipped_rw
+
+
+def _cyclic_versions(after: dict[Any, dict[Any, set[Any]]], found: Findings) -> None:
+    """A key whose read-then-write pairs order its versions in a cycle."""
     for k, succ in after.items():
         edges = [(x, y) for x, ys in succ.items() if x is not None for y in ys]
         if not edges:
@@ -235,6 +290,12 @@ def infer(txns: Sequence[Txn], *, writes_follow_reads: bool = True) -> Inference
                 f"versions in a cycle: {order}",
             },
         )
+
+
+def _lost_updates(
+    txns: Sequence[Txn], lost: dict[tuple[Any, Any], list[int]], found: Findings
+) -> None:
+    """Two committed transactions that read the same version of a key and both wrote it."""
     for (k, x), ts in lost.items():
         if len(ts) > 1:
             ops = [txns[t].index for t in ts]
@@ -248,17 +309,3 @@ def infer(txns: Sequence[Txn], *, writes_follow_reads: bool = True) -> Inference
                     f"{show(x)} and wrote it: each update was made without the others",
                 },
             )
-    out = found.listed()
-    stats = {
-        "keys": len({k for k, _ in writer}),
-        "writes": len(writer),
-        "duplicate_writes": len(dup),
-        "writes_follow_reads": writes_follow_reads,
-    }
-    inf = Inference(graph=graph, explainer=_Explainer(writer, after), anomalies=out, stats=stats)
-    if skipped_rw:
-        inf.incomplete.append(
-            f"{skipped_rw} anti-dependency (rw) edges were not inferred (more than "
-            f"{MAX_RW_EDGES} readers x later versions)"
-        )
-    return inf

@@ -123,6 +123,20 @@ class DockerCluster:
 
     def start(self) -> None:
         name = f"chaos-{self.run_id}"
+        self._isolated_network(name)
+        self._confine_live()
+        volumes = self._volumes()
+        for node in self.nodes:
+            self._containers[node] = self._create_node(node, name, volumes)
+        for c in self._containers.values():
+            c.start()
+        for node, c in self._containers.items():
+            c.reload()
+            self._init_pid[node] = int(c.attrs["State"]["Pid"])
+            self._addr[node] = c.attrs["NetworkSettings"]["Networks"][name]["IPAddress"]
+
+    def _isolated_network(self, name: str) -> None:
+        """The run's bridge, closed off before any node exists on it."""
         # internal: the nodes reach each other and the host reaches them, nothing else is routed
         self._network = self._client.networks.create(
             name, driver="bridge", labels=self.labels, check_duplicate=True, internal=True
@@ -134,13 +148,19 @@ class DockerCluster:
                 run_id=self.run_id, bridge=bridge_of(self._network), owner=self.labels[LABEL_OWNER]
             )
         )
-        # sized tmpfs mounts where the services write in the live folder, before any node sees it
+
+    def _confine_live(self) -> None:
+        """Sized tmpfs mounts where the services write in the live folder, before any node
+        sees it."""
         try:
             self._live_mounts = mount_live(self._live, self._quotas)
         except OSError as e:  # not root, or no tmpfs: the run cannot be confined
             msg = f"{e} (the Docker backend mounts sized tmpfs folders as root)"
             raise ClusterError(msg) from None
-        # only chaos's own package, never the checkout around it (other runs' stores live there)
+
+    def _volumes(self) -> dict[str, dict[str, str]]:
+        """What every node mounts: only chaos's own package, never the checkout around it
+        (other runs' stores live there), the live folder, and the extra read-only mounts."""
         volumes = {
             str(self._src / "chaos"): {"bind": f"{SRC_MOUNT}/chaos", "mode": "ro"},
             str(self._live): {"bind": LIVE_MOUNT, "mode": "rw"},
@@ -148,47 +168,43 @@ class DockerCluster:
         for host, inside in self._mounts.items():
             # a relative path would be taken for a named volume
             volumes[str(Path(host).resolve())] = {"bind": inside, "mode": "ro"}
+        return volumes
+
+    def _create_node(self, node: str, network: str, volumes: dict[str, dict[str, str]]) -> Any:
+        """One node's container (created, not started) and its sized log volume, both labelled
+        with the run: removed with it, and by the reaper."""
         log_path, log_size = self._quotas.logs
-        for node in self.nodes:
-            # labelled with the run: removed with it, and by the reaper
-            logs = self._client.volumes.create(
-                name=f"chaos-{self.run_id}-{node}-logs",
-                driver="local",
-                driver_opts={"type": "tmpfs", "device": "tmpfs", "o": f"size={log_size},mode=755"},
-                labels=self.labels,
-            )
-            c = self._client.containers.create(
-                self._image,
-                command=["sleep", "infinity"],
-                name=f"chaos-{self.run_id}-{node}",
-                hostname=node,
-                labels={**self.labels, "chaos.node": node},
-                init=True,
-                volumes=volumes,
-                network=name,
-                environment={"CHAOS_NODE": node},
-                detach=True,
-                mem_limit=self._limits.memory,
-                memswap_limit=self._limits.memory,
-                pids_limit=self._limits.pids,
-                nano_cpus=int(self._limits.cpus * 1e9),
-                cap_drop=["ALL"],
-                cap_add=list(self._limits.capabilities),
-                security_opt=["no-new-privileges:true"],
-                # nothing lands in the container layer (it has no size): every writable path is
-                # a sized tmpfs (see chaos.cluster.docker.quota)
-                read_only=True,
-                tmpfs=self._quotas.node_tmpfs(),
-                mounts=[docker.types.Mount(log_path, logs.name, type="volume")],
-                shm_size=self._quotas.shm,
-            )
-            self._containers[node] = c
-        for c in self._containers.values():
-            c.start()
-        for node, c in self._containers.items():
-            c.reload()
-            self._init_pid[node] = int(c.attrs["State"]["Pid"])
-            self._addr[node] = c.attrs["NetworkSettings"]["Networks"][name]["IPAddress"]
+        logs = self._client.volumes.create(
+            name=f"chaos-{self.run_id}-{node}-logs",
+            driver="local",
+            driver_opts={"type": "tmpfs", "device": "tmpfs", "o": f"size={log_size},mode=755"},
+            labels=self.labels,
+        )
+        return self._client.containers.create(
+            self._image,
+            command=["sleep", "infinity"],
+            name=f"chaos-{self.run_id}-{node}",
+            hostname=node,
+            labels={**self.labels, "chaos.node": node},
+            init=True,
+            volumes=volumes,
+            network=network,
+            environment={"CHAOS_NODE": node},
+            detach=True,
+            mem_limit=self._limits.memory,
+            memswap_limit=self._limits.memory,
+            pids_limit=self._limits.pids,
+            nano_cpus=int(self._limits.cpus * 1e9),
+            cap_drop=["ALL"],
+            cap_add=list(self._limits.capabilities),
+            security_opt=["no-new-privileges:true"],
+            # nothing lands in the container layer (it has no size): every writable path is
+            # a sized tmpfs (see chaos.cluster.docker.quota)
+            read_only=True,
+            tmpfs=self._quotas.node_tmpfs(),
+            mounts=[docker.types.Mount(log_path, logs.name, type="volume")],
+            shm_size=self._quotas.shm,
+        )
 
     def teardown(self) -> None:
         try:

@@ -103,32 +103,9 @@ def up(
     pub.chmod(0o644)
     labels = {LABEL: name}
     net = client.networks.create(f"chaos-{name}", driver="bridge", labels=labels)
-    containers = []
     try:
-        for i in range(1, n + 1):
-            containers.append(
-                client.containers.run(
-                    tag,
-                    ["sh", "-c", "ssh-keygen -A -q && exec /usr/sbin/sshd -D -e"],
-                    name=f"chaos-{name}-{node_name(i)}",
-                    hostname=node_name(i),
-                    labels=labels,
-                    init=True,
-                    cap_add=["NET_ADMIN"],
-                    network=net.name,
-                    volumes={
-                        str(pub): {"bind": sandbox_image.AUTHORIZED_KEYS, "mode": "ro"},
-                    },
-                    detach=True,
-                )
-            )
-        addrs = []
-        deadline = time.monotonic() + 30
-        for c in containers:
-            c.reload()
-            addr = c.attrs["NetworkSettings"]["Networks"][net.name]["IPAddress"]
-            _wait_ssh(addr, deadline)
-            addrs.append(addr)
+        containers = [_run_node(client, tag, name, i, net.name, pub) for i in range(1, n + 1)]
+        addrs = _reachable(containers, net.name)
         known = folder / "known_hosts"
         known.write_text(
             "".join(
@@ -139,8 +116,50 @@ def up(
         down(name=name)
         raise
     nodes_file = (out or folder / "nodes.yaml").resolve()
-    nodes_file.parent.mkdir(parents=True, exist_ok=True)
-    nodes_file.write_text(
+    _write_nodes_file(nodes_file, name, n, known, key, user, addrs)
+    return Sandbox(name=name, nodes_file=nodes_file, addresses=addrs, seconds=time.monotonic() - t0)
+
+
+def _run_node(
+    client: docker.DockerClient, tag: str, name: str, i: int, network: str, pub: Path
+) -> Any:
+    """Node ``i``: sshd with fresh host keys, labelled with the sandbox (so `down` finds it),
+    the user's public key its only way in."""
+    return client.containers.run(
+        tag,
+        ["sh", "-c", "ssh-keygen -A -q && exec /usr/sbin/sshd -D -e"],
+        name=f"chaos-{name}-{node_name(i)}",
+        hostname=node_name(i),
+        labels={LABEL: name},
+        init=True,
+        cap_add=["NET_ADMIN"],
+        network=network,
+        volumes={
+            str(pub): {"bind": sandbox_image.AUTHORIZED_KEYS, "mode": "ro"},
+        },
+        detach=True,
+    )
+
+
+def _reachable(containers: list[Any], network: str) -> list[str]:
+    """Each container's address once its sshd answers there (30 s for them all)."""
+    addrs = []
+    deadline = time.monotonic() + 30
+    for c in containers:
+        c.reload()
+        addr = c.attrs["NetworkSettings"]["Networks"][network]["IPAddress"]
+        _wait_ssh(addr, deadline)
+        addrs.append(addr)
+    return addrs
+
+
+def _write_nodes_file(
+    path: Path, name: str, n: int, known: Path, key: Path, user: str, addrs: list[str]
+) -> None:
+    """The nodes file `chaos run --nodes-file` reads: the sandbox's hosts, how to log in, and the
+    known_hosts that pins their keys."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
         f"# chaos sandbox {name}: {n} local containers running sshd (`chaos sandbox down` removes)\n"
         f"known_hosts: {known}\n"
         f"key: {key}\n"
@@ -148,7 +167,6 @@ def up(
         "sudo: true\n"
         "nodes:\n" + "".join(f"  - host: {a}\n" for a in addrs)
     )
-    return Sandbox(name=name, nodes_file=nodes_file, addresses=addrs, seconds=time.monotonic() - t0)
 
 
 def _containers(client: docker.DockerClient, name: str) -> list[Any]:
