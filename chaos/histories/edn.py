@@ -22,7 +22,7 @@ import json
 import math
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
@@ -498,53 +498,22 @@ class _Stream:
             pos = skip_space(text, pos)
             if pos >= n:
                 return
-            c = text[pos]
+            moved = self._bracket(text, pos, line)
+            if moved is not None:
+                pos = moved
+                continue
             start = pos
-            if self.phase == "head" and not text.startswith("#_", pos):
-                self.phase = "body"
-                if c in "[(":
-                    self.closer = "]" if c == "[" else ")"
-                    self.closer_no = line(pos)
-                    pos += 1
+            try:
+                form, pos = self._form(text, pos)
+            except EOFError:
+                return  # only discarded forms were left
+            except EdnError as e:
+                if e.incomplete and not last:
+                    self.carry = text[start:]
+                    self.carry_no = line(start)
+                    return
+                pos = self._bad_form(e, text, start, last, line(start))
                 continue
-            if self.phase == "body" and c in "])" and self.closer:
-                if c != self.closer:
-                    self._problem(line(pos), f"the history opened with the other bracket: {c}")
-                self.phase = "after"
-                pos += 1
-                continue
-            form: Any = _DISCARDED
-            flat = _flat_map_at(text, pos) if c == "{" else None
-            if flat is not None:
-                form, pos = flat
-            else:
-                try:
-                    if self.phase == "head":  # a discarded form before the history
-                        _, pos = read_form(text, pos + 2)
-                    else:
-                        form, pos = read_form(text, pos)
-                except EOFError:
-                    return  # only discarded forms were left
-                except EdnError as e:
-                    if e.incomplete and not last:
-                        self.carry = text[start:]
-                        self.carry_no = line(start)
-                        return
-                    at = line(start)
-                    # The writer died mid-form: the text ends inside it, or it went wrong on
-                    # a last line that has no newline (a keyword cut to ":").
-                    truncated = (
-                        last
-                        and not text.endswith("\n")
-                        and (e.incomplete or text.find("\n", e.pos) < 0)
-                    )
-                    bad_no = at + text.count("\n", start, max(start, e.pos))
-                    where = f", at line {bad_no}" if e.pos > start else ""
-                    self._problem(at, f"not EDN ({e}{where})", truncated)
-                    self.last_no = at
-                    m = _OP_START.search(text, start)
-                    pos = m.start() + 1 if m else n
-                    continue
             if form is _DISCARDED:
                 continue
             self.last_no = line(start)
@@ -552,6 +521,49 @@ class _Stream:
                 self._problem(self.last_no, f"a form after the history's closing {self.closer}")
             else:
                 self._add(form, self.last_no)
+
+    def _bracket(self, text: str, pos: int, line: Callable[[int], int]) -> int | None:
+        """Where to read on when ``pos`` is the history's own opening or closing bracket (or the
+        end of its head: what came before it); None when a form starts there."""
+        c = text[pos]
+        if self.phase == "head" and not text.startswith("#_", pos):
+            self.phase = "body"
+            if c in "[(":
+                self.closer = "]" if c == "[" else ")"
+                self.closer_no = line(pos)
+                return pos + 1
+            return pos  # a file of top-level forms, no enclosing vector: read them as they are
+        if self.phase == "body" and c in "])" and self.closer:
+            if c != self.closer:
+                self._problem(line(pos), f"the history opened with the other bracket: {c}")
+            self.phase = "after"
+            return pos + 1
+        return None
+
+    def _form(self, text: str, pos: int) -> tuple[Any, int]:
+        """The form at ``pos`` and the offset after it (``_DISCARDED`` for a discarded one)."""
+        if text[pos] == "{":
+            flat = _flat_map_at(text, pos)
+            if flat is not None:
+                return flat
+        if self.phase == "head":  # a discarded form before the history
+            return _DISCARDED, read_form(text, pos + 2)[1]
+        return read_form(text, pos)
+
+    def _bad_form(self, e: EdnError, text: str, start: int, last: bool, at: int) -> int:
+        """Report the form at ``start`` (line ``at``) that is not EDN; where to read on: the
+        next line that starts like an op."""
+        # The writer died mid-form: the text ends inside it, or it went wrong on a last line
+        # that has no newline (a keyword cut to ":").
+        truncated = (
+            last and not text.endswith("\n") and (e.incomplete or text.find("\n", e.pos) < 0)
+        )
+        bad_no = at + text.count("\n", start, max(start, e.pos))
+        where = f", at line {bad_no}" if e.pos > start else ""
+        self._problem(at, f"not EDN ({e}{where})", truncated)
+        self.last_no = at
+        m = _OP_START.search(text, start)
+        return m.start() + 1 if m else len(text)
 
     def finish(self, ends_cleanly: bool) -> History:
         if self.closer and self.phase != "after":

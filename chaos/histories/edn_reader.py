@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from chaos.histories.edn_types import (
     Char,
@@ -290,90 +290,104 @@ def read_form(text: str, pos: int = 0, end: int | None = None) -> tuple[Any, int
     while True:
         m = match(text, pos, end)
         if m is None:
-            pos = _SPACE_ONLY.match(text, pos, end).end()  # type: ignore[union-attr]
-            if pos >= end:
-                if stack:
-                    raise EdnError("the text ends inside a form", end, incomplete=True)
-                raise EOFError
-            c = text[pos]
-            if c == '"':
-                raise EdnError("unterminated string", pos, incomplete=True)
-            if c == "\\":  # a backslash as the last character
-                raise EdnError("the text ends inside a character", pos, incomplete=True)
-            raise EdnError(f"unexpected character {c!r}", pos)
-        kind = m.lastgroup
-        tok = m.group(kind)  # type: ignore[arg-type]
-        start = m.start(kind)  # type: ignore[arg-type]
+            _no_form(text, pos, end, stack)
+        kind: str = m.lastgroup  # type: ignore[assignment]
+        tok = m.group(kind)
+        start = m.start(kind)
         pos = m.end()
-        if kind in ("open", "disc", "tag", "meta") and len(stack) >= MAX_DEPTH:
-            raise EdnError(f"values nest deeper than {MAX_DEPTH} levels", start)
-        if kind == "open":
-            stack.append([tok, [], start])
+        if kind in ("open", "disc", "tag", "meta"):
+            stack.append(_frame(kind, tok, start, len(stack)))
             continue
-        if kind == "disc":
-            stack.append(("#_",))
-            continue
-        if kind == "tag":
-            name = tok[1:]
-            if not name:
-                raise EdnError("# followed by nothing a tag or dispatch can be", start)
-            if name[0] == ":":
-                raise EdnError(f"namespaced map syntax {tok[:40]!r} is not EDN", start)
-            if _bad_name(name) or not _SYMBOL.fullmatch(name) or not name[0].isalpha():
-                raise EdnError(f"invalid tag {tok[:40]!r}", start)
-            stack.append(("#", name, start))
-            continue
-        if kind == "meta":
-            stack.append(("^", start))
-            continue
-        value: Any
-        if kind == "close":
-            if not stack or not isinstance(stack[-1], list):
-                raise EdnError(f"unmatched {tok!r}", start)
-            opener, items, ostart = stack.pop()
-            if _CLOSER[opener] != tok:
-                raise EdnError(f"{opener!r} closed by {tok!r}", start)
-            value = _build(opener, items, start)
-            start = ostart
-        elif kind == "atom":
-            value = _atom(tok, start)
-        elif kind == "str":
-            value = unescape(tok[1:-1], start)
-        elif kind == "char":
-            value = _char(tok[1:], start)
-        else:  # special: ##Inf ##-Inf ##NaN
-            name = tok[2:]
-            if name not in _SPECIALS:
-                raise EdnError(f"unknown symbolic value ##{name[:20]}", start)
-            value = _SPECIALS[name]
-        # A complete form: let pending prefixes consume it, then place it.
-        while True:
-            if not stack:
-                if value is _DISCARDED:
-                    break
-                return value, pos
-            top = stack[-1]
-            if isinstance(top, list):
-                if value is not _DISCARDED:
-                    top[1].append(value)
-                break
+        value = _complete(kind, tok, start, stack)
+        if _place(value, text, pos, stack):
+            return stack.pop(), pos
+
+
+def _no_form(text: str, pos: int, end: int, stack: list[Any]) -> NoReturn:
+    """No token starts at ``pos``: the text ended (EOFError between forms), or why it cannot go on."""
+    pos = _SPACE_ONLY.match(text, pos, end).end()  # type: ignore[union-attr]
+    if pos >= end:
+        if stack:
+            raise EdnError("the text ends inside a form", end, incomplete=True)
+        raise EOFError
+    c = text[pos]
+    if c == '"':
+        raise EdnError("unterminated string", pos, incomplete=True)
+    if c == "\\":  # a backslash as the last character
+        raise EdnError("the text ends inside a character", pos, incomplete=True)
+    raise EdnError(f"unexpected character {c!r}", pos)
+
+
+def _frame(kind: str, tok: str, start: int, depth: int) -> Any:
+    """The frame an opener or a prefix (``#_``, ``#tag``, ``^``) pushes (see read_form)."""
+    if depth >= MAX_DEPTH:
+        raise EdnError(f"values nest deeper than {MAX_DEPTH} levels", start)
+    if kind == "open":
+        return [tok, [], start]
+    if kind == "disc":
+        return ("#_",)
+    if kind == "meta":
+        return ("^", start)
+    name = tok[1:]
+    if not name:
+        raise EdnError("# followed by nothing a tag or dispatch can be", start)
+    if name[0] == ":":
+        raise EdnError(f"namespaced map syntax {tok[:40]!r} is not EDN", start)
+    if _bad_name(name) or not _SYMBOL.fullmatch(name) or not name[0].isalpha():
+        raise EdnError(f"invalid tag {tok[:40]!r}", start)
+    return ("#", name, start)
+
+
+def _complete(kind: str, tok: str, start: int, stack: list[Any]) -> Any:
+    """The value a closer (its collection, popped) or a scalar token completes."""
+    if kind == "close":
+        if not stack or not isinstance(stack[-1], list):
+            raise EdnError(f"unmatched {tok!r}", start)
+        opener, items, _ = stack.pop()
+        if _CLOSER[opener] != tok:
+            raise EdnError(f"{opener!r} closed by {tok!r}", start)
+        return _build(opener, items, start)
+    if kind == "atom":
+        return _atom(tok, start)
+    if kind == "str":
+        return unescape(tok[1:-1], start)
+    if kind == "char":
+        return _char(tok[1:], start)
+    name = tok[2:]  # special: ##Inf ##-Inf ##NaN
+    if name not in _SPECIALS:
+        raise EdnError(f"unknown symbolic value ##{name[:20]}", start)
+    return _SPECIALS[name]
+
+
+def _place(value: Any, text: str, pos: int, stack: list[Any]) -> bool:
+    """Let the pending prefixes consume a complete form, then place it in its collection. True
+    when that makes the whole top-level form, left as ``stack``'s one item."""
+    while True:
+        if not stack:
             if value is _DISCARDED:
-                break  # "#tag #_ x y", "^ #_ x m y": the discard left nothing yet; keep waiting
-            stack.pop()
-            what = top[0]
-            if what == "#_":
-                value = _DISCARDED
-            elif what == "#":
-                value = Tagged(text[top[2] : pos], top[1], value)
-                start = top[2]
-            elif what == "^":
-                if not isinstance(value, (dict, Keyword, Symbol, str)):
-                    raise EdnError("metadata must be a map, keyword, symbol or string", top[1])
-                stack.append(("^^", top[1]))
-                break
-            else:  # "^^": the form the metadata was for
-                if not isinstance(value, (list, dict, frozenset, Symbol)):
-                    raise EdnError("metadata can only be put on collections and symbols", top[1])
+                return False
+            stack.append(value)
+            return True
+        top = stack[-1]
+        if isinstance(top, list):
+            if value is not _DISCARDED:
+                top[1].append(value)
+            return False
+        if value is _DISCARDED:
+            return False  # "#tag #_ x y", "^ #_ x m y": the discard left nothing yet; keep waiting
+        stack.pop()
+        what = top[0]
+        if what == "#_":
+            value = _DISCARDED
+        elif what == "#":
+            value = Tagged(text[top[2] : pos], top[1], value)
+        elif what == "^":
+            if not isinstance(value, (dict, Keyword, Symbol, str)):
+                raise EdnError("metadata must be a map, keyword, symbol or string", top[1])
+            stack.append(("^^", top[1]))
+            return False
+        elif not isinstance(value, (list, dict, frozenset, Symbol)):  # "^^": the form it was for
+            raise EdnError("metadata can only be put on collections and symbols", top[1])
 
 
 def skip_space(text: str, pos: int, end: int | None = None) -> int:
