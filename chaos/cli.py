@@ -249,30 +249,31 @@ def _backend_help() -> str:
     return f"Where the nodes come from: {', '.join(backends.names())}."
 
 
-def _fault_points_help() -> str:
-    """Every shipped workload's fault points, for ``--nemesis`` help (derived, never listed here)."""
-    from chaos.core.capabilities import FaultPoints
+def _shipped() -> list[tuple[str, object]]:
+    """The shipped workloads by name: the help texts below are derived from their capabilities,
+    never listed here."""
     from chaos.workloads import registry
 
-    found = []
-    for name in sorted(registry.BUILTIN):
-        wl = registry.BUILTIN[name]()
-        if isinstance(wl, FaultPoints):
-            found.append(f"{name}: {', '.join(wl.fault_points)}")
-    return "; ".join(found)
+    return [(n, registry.BUILTIN[n]()) for n in sorted(registry.BUILTIN)]
+
+
+def _fault_points_help() -> str:
+    """Every shipped workload's fault points, for ``--nemesis`` help."""
+    from chaos.core.capabilities import FaultPoints
+
+    return "; ".join(
+        f"{n}: {', '.join(wl.fault_points)}" for n, wl in _shipped() if isinstance(wl, FaultPoints)
+    )
 
 
 def _solution_help() -> str:
     """The shipped workloads' built-in solutions, from their own declarations (never listed
     here)."""
     from chaos.core.capabilities import Solutions
-    from chaos.workloads import registry
 
-    found = []
-    for name in sorted(registry.BUILTIN):
-        wl = registry.BUILTIN[name]()
-        if isinstance(wl, Solutions):
-            found.append(f"{name}: {', '.join(wl.solutions())}")
+    found = [
+        f"{n}: {', '.join(wl.solutions())}" for n, wl in _shipped() if isinstance(wl, Solutions)
+    ]
     return (
         "A built-in solution (" + "; ".join(found) + ") or a path to a folder with protocol.py "
         "(default: the workload's reference solution)."
@@ -282,22 +283,16 @@ def _solution_help() -> str:
 def _gradable_help() -> str:
     """``grade --workload``'s help, naming the workloads that can be graded (derived)."""
     from chaos.core.capabilities import Gradable
-    from chaos.workloads import registry
 
-    names = [n for n in sorted(registry.BUILTIN) if isinstance(registry.BUILTIN[n](), Gradable)]
+    names = [n for n, wl in _shipped() if isinstance(wl, Gradable)]
     return f"The workload graded ({', '.join(names)})."
 
 
 def _scenarios_help() -> str:
     """``--scenarios``'s help, naming the workloads that have seed scenarios (derived)."""
     from chaos.core.capabilities import Scenarios
-    from chaos.workloads import registry
 
-    have = []
-    for name in sorted(registry.BUILTIN):
-        wl = registry.BUILTIN[name]()
-        if isinstance(wl, Scenarios):
-            have.append(f"{name} has {len(wl.scenarios)}")
+    have = [f"{n} has {len(wl.scenarios)}" for n, wl in _shipped() if isinstance(wl, Scenarios)]
     return (
         f"Run the workload's seed scenarios ({', '.join(have)}), one run each with the scenario "
         "as its fault, and write its lab report JSON. Refused with --nemesis (each scenario is "
