@@ -102,10 +102,11 @@ def test_each_bug_is_caught_where_it_lives_and_the_reference_is_not(tmp_path: Pa
         res = _results(run)[checker]
         assert res["verdict"] == "invalid", (solution, res)
         assert words in res["summary"], (solution, res["summary"])
-        # the sentence names a task of the run, and the anomaly carries it
+        # the sentence names a task of the run, and the anomaly carries it (a bug that hit two
+        # tasks may be told as the first and "and 1 more": seen with swallow-errors, 2 of 3 runs)
         tasks = {a.get("task_id") for a in res.get("anomalies") or [] if isinstance(a, dict)}
         if checker != "counter":
-            assert tasks and all(f"task {t}" in res["summary"] for t in tasks if t), res
+            assert tasks and any(f"task {t}" in res["summary"] for t in tasks if t), res
     for args, (code, run, out) in zip(REFERENCE, outcomes[len(CASES) :], strict=True):
         assert _applied(run, args), f"reference: the fault was never applied\n{out}"
         assert code == 0, f"reference {args}: exit {code}\n{out}"
