@@ -652,7 +652,6 @@ def check(
     **model_opts: Any,
 ) -> None:
     """Re-run the checkers on a stored run (offline, no Docker), or check a history file."""
-    forwarded = model_argv(**model_opts)
     is_dir, is_file = _path_kind(path)
     if model is not None or is_file:
         if model is None:
@@ -666,6 +665,7 @@ def check(
             as_json=as_json,
         )
         _check_history(path, asked, [path] if is_file else sorted(path.iterdir()) if is_dir else [])
+    forwarded = model_argv(**model_opts)  # a stored run's check takes none of them
     if consistency is not None:
         forwarded.append(f"--consistency={consistency}")
     if forwarded:
