@@ -128,8 +128,11 @@ class DockerCluster:
         volumes = self._volumes()
         for node in self.nodes:
             self._containers[node] = self._create_node(node, name, volumes)
-        for c in self._containers.values():
-            c.start()
+        # side by side: a start is the engine's network and mount set-up, mostly waiting, and
+        # three in a row were most of bring-up's first second
+        with ThreadPoolExecutor(max_workers=len(self._containers) or 1) as pool:
+            for f in [pool.submit(c.start) for c in self._containers.values()]:
+                f.result()
         for node, c in self._containers.items():
             c.reload()
             self._init_pid[node] = int(c.attrs["State"]["Pid"])
