@@ -88,18 +88,28 @@ def deploy(
     answers; the caller has other things to do first and calls ``etcd_proxy.wait_listening``
     just before its services (a proxy is a Python process starting on its node's one CPU)."""
     etcd_proxy.prepare(ctx)
-    # the members first: their election is bring-up's longest wait
-    starts = [process(ctx, n) for n in ctx.cluster.nodes]
-    starts += [etcd_proxy.process(ctx, n, CLIENT_PORT) for n in ctx.cluster.nodes]
-    with ThreadPoolExecutor(max_workers=len(starts) + len(beside) + 1) as pool:
+    members = [process(ctx, n) for n in ctx.cluster.nodes]
+    proxies = [etcd_proxy.process(ctx, n, CLIENT_PORT) for n in ctx.cluster.nodes]
+    with ThreadPoolExecutor(max_workers=len(members) + len(proxies) + len(beside) + 2) as pool:
+        # the members first, alone: their election is bring-up's longest wait, and a start is a
+        # round trip through the engine that slows the others; the proxies start (and are ready)
+        # while the members elect
+        started = [pool.submit(ctx.supervisor.start_process, s) for s in members]
         pending: list[Future[Any]] = [pool.submit(etcd_proxy.install_guard, ctx.cluster)]
         pending += [pool.submit(f) for f in beside]
-        for f in [pool.submit(ctx.supervisor.start_process, s) for s in starts]:
+        for f in started:
             f.result()
+        proxied = [pool.submit(ctx.supervisor.start_process, s) for s in proxies]
         if proxies_ready:
-            pending.append(pool.submit(etcd_proxy.wait_listening, ctx.cluster, wait))
+
+            def listening() -> None:
+                for f in proxied:
+                    f.result()  # a proxy that did not start fails here, not after the wait
+                etcd_proxy.wait_listening(ctx.cluster, wait)
+
+            pending.append(pool.submit(listening))
         _wait_healthy(ctx, wait)
-        for f in pending:
+        for f in [*proxied, *pending]:
             f.result()
 
 
