@@ -26,6 +26,7 @@ class FakeProcess:
     state: str = "S"  # S running (sleeping), T stopped, None once dead
     user: str | None = None
     signals: list[int] = field(default_factory=list)
+    pending_stop: bool = False  # a SIGSTOP sent while its node was frozen
 
 
 class FakeCluster:
@@ -81,7 +82,12 @@ class FakeCluster:
         if p is None or p.state in ("X", "Z"):
             return None
         p.signals.append(signum)
-        if signum == sig.SIGSTOP:
+        if node in self.frozen and signum in (sig.SIGSTOP, sig.SIGCONT):
+            # as the kernel does: a frozen process takes the signal at the thaw
+            p.pending_stop = signum == sig.SIGSTOP
+            if signum == sig.SIGCONT and p.state == "T":
+                p.state = "S"
+        elif signum == sig.SIGSTOP:
             p.state = "T"
         elif signum == sig.SIGCONT:
             p.state = "S"
@@ -91,7 +97,9 @@ class FakeCluster:
 
     def process_state(self, node: str, name: str) -> str | None:
         p = self.procs.get((node, name))
-        return None if p is None or p.state == "X" else p.state
+        if p is None or p.state == "X":
+            return None
+        return "D" if node in self.frozen else p.state  # a frozen process shows D (cgroup v1)
 
     def net_exec(self, node: str, argv: list[str]) -> ExecResult:
         self.net_log.append((node, argv))
@@ -111,6 +119,9 @@ class FakeCluster:
 
     def thaw(self, node: str) -> None:
         self.frozen.discard(node)
+        for (n, _), p in self.procs.items():
+            if n == node and p.pending_stop:
+                p.state, p.pending_stop = "T", False
 
     def freezer_state(self, node: str) -> str | None:
         return "FROZEN" if node in self.frozen else "THAWED"

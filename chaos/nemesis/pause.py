@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from chaos.cluster.base import Freezable
 from chaos.core.context import RunContext
 from chaos.core.target import Resolved, Target
 from chaos.nemesis.targets import TargetedFault, processes_of, reap_handle
@@ -73,6 +74,14 @@ def _stop(ctx: RunContext, procs: list[Target], spec: str) -> list[dict[str, Any
         pid = ctx.cluster.signal(t.node, t.process or "", signal.SIGSTOP)
         if pid is None:
             continue  # not running right now (killed, restarting): nothing to stop
+        if _frozen(ctx, t.node):
+            # a frozen node's processes take no signal until the thaw: the SIGSTOP waits in the
+            # process (the kernel's pending set) and stops it the instant the node thaws, so
+            # the pause holds from here on; its heal's SIGCONT cancels it if the node is still
+            # frozen then. Reached when a late step lands inside another's freeze.
+            done.append({**t.to_json(), "pid": pid, "signal": "SIGSTOP", "state": "frozen",
+                         "pending": True})  # fmt: skip
+            continue
         state = _wait_state(ctx, t, lambda s: s == "T", 1.0)
         if state != "T":
             raise RuntimeError(f"{t.process} on {t.node} (pid {pid}) is in state {state}, not T")
@@ -80,6 +89,15 @@ def _stop(ctx: RunContext, procs: list[Target], spec: str) -> list[dict[str, Any
     if not done:
         raise RuntimeError(f"pause {spec}: none of the target processes is running")
     return done
+
+
+def _frozen(ctx: RunContext, node: str) -> bool:
+    """Whether the node's freezer holds it (``freeze``): its processes are in state D, a
+    signal sent to them pending until the thaw."""
+    return isinstance(ctx.cluster, Freezable) and ctx.cluster.freezer_state(node) in (
+        "FROZEN",
+        "FREEZING",
+    )
 
 
 def _resume(ctx: RunContext, procs: list[Target]) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import signal
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -120,6 +121,35 @@ def test_freeze_stops_every_process_of_the_container(
         assert wait_until(lambda: _answers(c), 5.0)
     finally:
         c.close()
+
+
+def test_a_pause_inside_a_freeze_is_pending_until_the_thaw(ctx: RunContext) -> None:
+    # the kernel's own record: the SIGSTOP waits in the frozen process (ShdPnd, bit 19) and
+    # stops it at the thaw; the pause's heal resumes it
+    freeze, pause = FreezeFault(_wl(ctx)), PauseFault(_wl(ctx))
+    worker = _host_pid(ctx, "n3", "worker")
+    frozen = freeze.start(ctx, freeze.resolve(ctx, "n3", random.Random(0)))
+    paused = None
+    try:
+        paused = pause.start(ctx, pause.resolve(ctx, "worker@n3", random.Random(0)))
+        try:
+            status = Path(f"/proc/{worker}/status").read_text()
+            pending = int(next(ln.split()[1] for ln in status.splitlines()
+                               if ln.startswith("ShdPnd:")), 16)  # fmt: skip
+            assert pending & (1 << (signal.SIGSTOP - 1)), status
+            assert proc_state(worker) == "D"
+        finally:
+            ctx.faults.heal(frozen)
+        assert wait_until(lambda: proc_state(worker) == "T", 2.0), proc_state(worker)
+    finally:
+        if paused is not None:
+            ctx.faults.heal(paused)
+        ctx.faults.heal(frozen)
+    assert wait_until(lambda: proc_state(worker) in ("S", "R"), 2.0), proc_state(worker)
+    assert paused is not None
+    _, done, _, healed = _nemesis_ops(ctx, paused)
+    assert done.value["state"] == "frozen" and done.value["pending"] is True
+    assert healed.value["signal"] == "SIGCONT"
 
 
 def _answers(c: Any) -> bool:

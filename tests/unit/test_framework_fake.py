@@ -21,9 +21,9 @@ from chaos.core.ledger import FaultLedger
 from chaos.core.live import EventTail
 from chaos.core.spec import TestSpec
 from chaos.core.supervisor import ProcessSpec, Supervisor
-from chaos.core.target import Target
+from chaos.core.target import Resolved, Target
 from chaos.histories.jsonl import HistoryRecorder, read_history
-from chaos.nemesis.pause import PauseNemesis, pause
+from chaos.nemesis.pause import PauseFault, PauseNemesis, pause
 
 
 def make_ctx(tmp_path: Path, cluster: FakeCluster) -> RunContext:
@@ -131,6 +131,34 @@ def test_pause_stops_then_resumes_and_records_a_jepsen_shaped_pair(tmp_path: Pat
     ]  # fmt: skip
     (band,) = fault_intervals(ops)
     assert band.fault == "pause" and band.end is not None and band.touches("n2", "worker")
+
+
+def test_a_pause_inside_a_freeze_holds_from_the_thaw_and_its_heal_resumes(tmp_path: Path) -> None:
+    # a late step can land inside another's freeze (seen under load with the seed test's four
+    # faults): the pause must hold, not fail on a state D that a frozen process shows
+    cluster = FakeCluster()
+    ctx = make_ctx(tmp_path, cluster)
+    ctx.supervisor.start_process(ProcessSpec(node="n3", name="worker", argv=["w"]))
+    cluster.freeze("n3")
+    assert cluster.process_state("n3", "worker") == "D"
+    fid = PauseFault().start(
+        ctx, Resolved(spec="worker@n3", targets=(Target(node="n3", process="worker"),))
+    )
+    (done,) = [o for o in ctx.history.ops if o.extra.get("phase") == "start" and "pid" in o.value]
+    assert done.value["signal"] == "SIGSTOP"
+    assert done.value["state"] == "frozen" and done.value["pending"] is True
+    cluster.thaw("n3")
+    assert cluster.process_state("n3", "worker") == "T", "stopped the instant the node thawed"
+    ctx.faults.heal(fid)
+    assert cluster.process_state("n3", "worker") == "S"
+    # and a pause healed while its node is still frozen leaves nothing stopped at the thaw
+    cluster.freeze("n3")
+    fid = PauseFault().start(
+        ctx, Resolved(spec="worker@n3", targets=(Target(node="n3", process="worker"),))
+    )
+    ctx.faults.heal(fid)
+    cluster.thaw("n3")
+    assert cluster.process_state("n3", "worker") == "S"
 
 
 def test_heal_all_undoes_what_a_stopped_nemesis_left_active(tmp_path: Path) -> None:
