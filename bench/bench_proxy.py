@@ -12,8 +12,11 @@ that the load of a shared machine hits both alike. Bring-up is the run's own ``b
 (spec.json → timings): containers, etcd, the proxies and their rules, the broker, the services.
 ``systems`` is the part of it the proxy is in: from the run's "starting etcd" line to the line
 that starts the lab's services (times the run prints), without the containers' creation, which
-is the same on both sides and the noisiest part on a shared machine. Each run's line gives the
-load average when it started; the summary, its range.
+is the same work on both sides and the noisiest part on a shared machine (though not the same
+code: the containers start side by side since 2e54aaa, which the code before does not). So the
+summary also gives ``systems``' difference as a share of the bring-up without the proxies: the
+most the proxies can add, whatever the rest of bring-up gained. Each run's line gives the load
+average when it started; the summary, its range.
 """
 
 from __future__ import annotations
@@ -114,6 +117,14 @@ def main() -> None:
             )
             print(f"  {lab} {phase:9}: with the proxy {w:.2f}, without {wo:.2f}, "
                   f"ratio {w / wo:.3f} (median of the rounds' ratios {paired:.3f})")  # fmt: skip
+        # what the proxies can cost at most: the whole of `systems`' difference (the proxies, their
+        # rules and everything else the deploy gained since), against the bring-up without them
+        wo_up = statistics.median(t["bring_up"] for t in rows[(lab, "without")])
+        extra = statistics.median(t.get("systems", float("nan")) for t in rows[(lab, "with")]) - (
+            statistics.median(t.get("systems", float("nan")) for t in rows[(lab, "without")])
+        )
+        print(f"  {lab} systems' difference {extra:+.2f} s = {extra / wo_up:+.1%} of the bring-up "
+              f"without the proxies")  # fmt: skip
 
 
 if __name__ == "__main__":
