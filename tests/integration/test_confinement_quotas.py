@@ -211,9 +211,11 @@ def test_filling_etcd_meets_etcds_own_quota_and_the_run_is_not_valid(
     tmp_path: Path, engine: docker.DockerClient
 ) -> None:
     # tests/fixtures/redteam/etcdfill: 1 MiB values into etcd until it refuses (1 GiB attempted)
-    # load mode for 20 s: the fill, through its node's proxy, gets the time to reach the quota
-    _, code, run, out, _, _ = _run("etcdfill", tmp_path, "--tasks", "150", "--rate", "8",
-                                   "--time-limit", "20")  # fmt: skip
+    # load mode for 12 s: the fill, through its node's proxy, reached the quota 5 s after the
+    # services started on a quiet machine; it keeps etcd's writes failing, so recovery never
+    # comes and is not waited for long (the last --recovery-timeout is the one taken)
+    _, code, run, out, _, _ = _run("etcdfill", tmp_path, "--tasks", "100", "--rate", "8",
+                                   "--time-limit", "20", "--recovery-timeout", "4")  # fmt: skip
     (report,) = [json.loads(p.read_text()) for p in (run / "live" / "claims").glob("redteam-*")]
     assert "database space exceeded" in report["why"], report
     assert report["written_mib"] <= QUOTA_BACKEND_BYTES >> 20, report
