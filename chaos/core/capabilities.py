@@ -144,6 +144,27 @@ def fault_seconds(workload: object, spec: TestSpec) -> float:
 
 
 @runtime_checkable
+class Quiescence(Protocol):
+    """The system can say, during recovery, that it has stopped moving although its work is not
+    done (a task that nothing will ever complete: its message gone, acknowledged before its
+    work), so that the run reads its final state then instead of waiting out
+    ``--recovery-timeout`` for what cannot come.
+
+    ``at_rest(ctx)`` is None while anything is still owed that could change the final state (a
+    message pending or unacknowledged in the broker, work waiting to be published); otherwise a
+    fingerprint that any later write changes (the store's raft index). It must only read. It may
+    read what the code under test wrote: a lie there can only end the wait sooner, on the state as
+    it is, never change what the checkers make of that state. ``rest_grace(values)`` is how long
+    a process may go on working unseen (no event, no write) before its write lands, from the
+    run's option values: the run reads the final state once the fingerprint and the events have
+    stayed the same that long (``final.json``'s ``at_rest``)."""
+
+    def at_rest(self, ctx: RunContext) -> object | None: ...
+
+    def rest_grace(self, values: OptionValues) -> float: ...
+
+
+@runtime_checkable
 class FaultPoints(Protocol):
     """The system has fault points (``--nemesis relay-crash-before-publish``).
 

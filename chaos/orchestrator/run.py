@@ -26,6 +26,7 @@ from chaos.checkers.results import write_results
 from chaos.checkers.verdict import CheckResult, Verdict, combine
 from chaos.cluster.base import Backend, Cluster, control_channel, node_names
 from chaos.core.capabilities import (
+    Quiescence,
     ReportSections,
     Scenarios,
     SolutionMounts,
@@ -255,6 +256,31 @@ def run_test(
     return run.finish(page=page, kept_at=kept_at)
 
 
+class _Rest:
+    """Whether a workload that can tell (:class:`Quiescence`) has been at rest, its fingerprint
+    and the events unchanged, for its grace: its unfinished work will not finish."""
+
+    def __init__(self, wl: Workload, spec: TestSpec) -> None:
+        self.wl = wl if isinstance(wl, Quiescence) else None
+        self.grace = (
+            self.wl.rest_grace(option_values(wl, spec)) if self.wl is not None else float("inf")
+        )
+        self.mark: object | None = None
+        self.since = 0.0
+
+    def still(self, ctx: RunContext, now: float, quiet_since: float) -> bool:
+        if self.wl is None:
+            return False
+        mark = self.wl.at_rest(ctx)
+        if mark is None or self.mark is None or mark != self.mark:
+            self.mark, self.since = mark, now  # something still owed, or it just moved
+            return False
+        return now - max(self.since, quiet_since) >= self.grace
+
+    def held(self, now: float) -> float:
+        return now - self.since
+
+
 class _Run:
     """One run's phases and what they share: the run folder, the history, the events tail, the
     phase timings, and what went wrong. :func:`run_test` calls the phases in order."""
@@ -278,6 +304,9 @@ class _Run:
         self.timings: dict[str, float] = {}
         self.mark = time.monotonic()
         self.watch: QuotaWatch | None = None
+        self.at_rest: float | None = (
+            None  # seconds the system stood still, when that ended recovery
+        )
 
     def record_spec(
         self,
@@ -432,7 +461,8 @@ class _Run:
 
     def recover(self, ctx: RunContext) -> bool:
         """Heal every fault, then wait until the system says it recovered *and* its events went
-        quiet (or the recovery timeout): whether it recovered."""
+        quiet, or it came to rest without finishing (:class:`Quiescence`), or the recovery
+        timeout: whether it recovered."""
         self.progress("healing every fault")
         healed = ctx.faults.shutdown()
         if healed:
@@ -440,6 +470,7 @@ class _Run:
         self.progress(f"waiting up to {self.spec.recovery_timeout:.0f} s for recovery")
         rec_deadline = time.monotonic() + self.spec.recovery_timeout
         recovered = False
+        rest = _Rest(self.wl, self.spec)
         # recovered *and quiet*: a process just resumed from a pause may be a few ms from
         # a commit; final reads taken before it lands would miss its effect. A system that
         # never goes quiet (a periodic job) is read SETTLE_MAX after it first recovered.
@@ -456,6 +487,13 @@ class _Run:
                     break
             else:
                 first_ok = None
+                if rest.still(ctx, now, quiet_since):
+                    self.at_rest = rest.held(now)
+                    self.progress(
+                        f"the system is at rest with its work unfinished ({self.at_rest:.1f} s "
+                        "without a change): reading the final state"
+                    )
+                    break
             time.sleep(0.1)
         self.phase("recovery")
         return recovered
@@ -473,6 +511,8 @@ class _Run:
             self.errors.append(f"final reads: {type(e).__name__}: {e}")
             final = {"error": f"{type(e).__name__}: {e}"}
         final["recovered"] = recovered
+        if self.at_rest is not None:
+            final["at_rest"] = round(self.at_rest, 3)
         self.over = self.watch.sample()
         if self.over:
             final["over_quota"] = self.over

@@ -133,11 +133,15 @@ def test_check_then_act_under_pause_is_invalid_with_double_apply_evidence(store:
 
 
 def test_ack_before_commit_with_worker_crash_loses_a_named_task(store: Path) -> None:
-    # a lost task never lets recovery go quiet: a short recovery bound ends the run sooner
+    # a lost task is never completed: the run reads the final state once the system is at rest
+    # (nothing in the broker, nothing written for the grace), not after the 40 s recovery bound
     p = chaos("run", "lab3", "--nemesis", "worker-crash-before-ack", "--solution",
-              "ack-before-commit", "--seed", "5", "--recovery-timeout", "15", store=store)  # fmt: skip
+              "ack-before-commit", "--seed", "5", store=store)  # fmt: skip
     assert p.returncode == 1, p.stdout + p.stderr
+    assert "the system is at rest with its work unfinished" in p.stdout + p.stderr
     run = run_dir_from(p)
+    final = json.loads((run / "final.json").read_text())
+    assert final["recovered"] is False and final["at_rest"] >= 3.5, final  # the grace: 0.5 + 3
     results = {r["checker"]: r for r in json.loads((run / "results.json").read_text())["results"]}
     lost = results["lost-tasks"]
     assert lost["verdict"] == "invalid"

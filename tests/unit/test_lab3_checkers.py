@@ -112,6 +112,20 @@ def test_accepted_task_not_completed_is_lost_with_its_chain() -> None:
     assert steps[-1]["data"] == {"fault": point, "pid": 10, "by": "the host"}
 
 
+def test_a_loss_read_early_at_rest_says_when_it_was_read() -> None:
+    done = {"t1": "completed", "t2": "pending", "t3": "completed"}
+    history = ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"}))
+    plain = checkers.lost_tasks(run(history, [], final_state(7, done)))
+    early = checkers.lost_tasks(run(history, [], {**final_state(7, done), "at_rest": 3.61}))
+    assert plain.verdict is early.verdict is Verdict.INVALID
+    assert "stood still" not in plain.summary
+    assert "stood still 3.6 s with no message left in the broker" in early.summary
+    # and a run whose every task completed says nothing of it
+    fine = checkers.lost_tasks(run(ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"})), [],
+                                   {**final_state(10, ALL_DONE), "at_rest": 3.61}))  # fmt: skip
+    assert fine.verdict is Verdict.VALID and "stood still" not in fine.summary
+
+
 def test_info_create_that_never_reached_the_system_is_not_lost() -> None:
     done = {"t1": "completed", "t3": "completed"}
     r = run(ops(*creates({"t1": "ok", "t2": "info", "t3": "ok"})), [], final_state(7, done))

@@ -134,10 +134,18 @@ def lost_tasks(run: StoredRun) -> CheckResult:
         )
     if anomalies:
         first = anomalies[0]
+        rest = (run.final or {}).get("at_rest")
+        # the final reads came early: nothing was owed any more, the broker held no message
+        when = (
+            f" (read once the system had stood still {float(rest):.1f} s with no message left "
+            "in the broker)"
+            if isinstance(rest, int | float)
+            else ""
+        )
         return CheckResult(
             checker=name,
             verdict=Verdict.INVALID,
-            summary=f"{len(anomalies)} task(s) lost: task {first['task_id']} {first['why']}",
+            summary=f"{len(anomalies)} task(s) lost: task {first['task_id']} {first['why']}{when}",
             anomalies=anomalies,
             stats={"accepted": len(accepted), "maybe": len(maybe), "lost": len(anomalies)},
         )

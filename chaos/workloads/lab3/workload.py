@@ -48,6 +48,8 @@ OPTIONS: tuple[WorkloadOption, ...] = (
 )
 SOLUTIONS_DIR = Path(__file__).parent / "solutions"
 ROLES = ("api", "relay", "worker")
+# beyond work_seconds, how long a worker may go unseen before its commit lands (see rest_grace)
+REST_MARGIN = 3.0
 
 
 def solution_path(solution: str) -> Path:
@@ -356,6 +358,34 @@ class Lab3:
         except Exception:
             return False
         return b["consumer"]["num_ack_pending"] == 0 and b["consumer"]["num_pending"] == 0
+
+    # Quiescence: a task whose message is gone (acknowledged before its work, or never
+    # published) is never completed; its run reads the final state once nothing moves
+    def at_rest(self, ctx: RunContext) -> object | None:
+        """None while the broker holds a message undelivered or unacknowledged, or the outbox an
+        entry not marked published; else the store's raft index and the consumer's counts."""
+        c = etcd.client(ctx, timeout=2.0)
+        try:
+            for value, _ in c.get_prefix(keys.OUTBOX_PREFIX):
+                if json.loads(value).get("status") != "published":
+                    return None
+            index = int(c.status().raft_index)
+        except Exception:
+            return None
+        finally:
+            c.close()
+        try:
+            consumer = broker.read_broker(nats.url(ctx))["consumer"]
+        except Exception:
+            return None
+        if consumer["num_ack_pending"] or consumer["num_pending"]:
+            return None
+        return (index, consumer["delivered_consumer_seq"], consumer["ack_floor_stream_seq"])
+
+    def rest_grace(self, values: OptionValues) -> float:
+        # a worker that acknowledged first may still be computing, then commit: its work
+        # (work_seconds) and the slowest commit seen on a loaded machine
+        return float(values["work_seconds"]) + REST_MARGIN
 
     def final_state(self, ctx: RunContext) -> dict[str, Any]:
         c = etcd.client(ctx, timeout=3.0)
