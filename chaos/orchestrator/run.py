@@ -51,6 +51,12 @@ from chaos.workloads import registry
 # seconds without a new event before the final reads (see the recovery wait)
 SETTLE = 0.5
 SETTLE_MAX = 3.0
+# final reads that failed are tried again this many times in all, this far apart
+FINAL_READ_ATTEMPTS = 3
+FINAL_READ_PAUSE = 2.0
+# a workload's at_rest is asked at most this often, and not in recovery's last second (each
+# answer is a round trip to the store and the broker, slow on a loaded machine)
+REST_EVERY = 0.5
 # how long the client waits for a nemesis that arms a point at its start (ArmsFirst)
 ARM_WAIT = 5.0
 
@@ -267,10 +273,12 @@ class _Rest:
         )
         self.mark: object | None = None
         self.since = 0.0
+        self.asked = -REST_EVERY
 
     def still(self, ctx: RunContext, now: float, quiet_since: float) -> bool:
-        if self.wl is None:
+        if self.wl is None or now - self.asked < REST_EVERY:
             return False
+        self.asked = now
         mark = self.wl.at_rest(ctx)
         if mark is None or self.mark is None or mark != self.mark:
             self.mark, self.since = mark, now  # something still owed, or it just moved
@@ -487,7 +495,7 @@ class _Run:
                     break
             else:
                 first_ok = None
-                if rest.still(ctx, now, quiet_since):
+                if rec_deadline - now > 1.0 and rest.still(ctx, now, quiet_since):
                     self.at_rest = rest.held(now)
                     self.progress(
                         f"the system is at rest with its work unfinished ({self.at_rest:.1f} s "
@@ -498,13 +506,27 @@ class _Run:
         self.phase("recovery")
         return recovered
 
+    def _final_state(self, ctx: RunContext) -> dict[str, Any]:
+        """The workload's final reads, tried again after a failure (a store that a loaded machine
+        left slow to answer just after its faults): FINAL_READ_ATTEMPTS in all, each recorded as
+        the workload records it; the last failure is raised."""
+        for attempt in range(1, FINAL_READ_ATTEMPTS + 1):
+            try:
+                return self.wl.final_state(ctx)
+            except Exception as e:
+                if attempt == FINAL_READ_ATTEMPTS:
+                    raise
+                self.progress(f"final reads failed ({type(e).__name__}: {e}); trying again")
+                time.sleep(FINAL_READ_PAUSE)
+        raise AssertionError("unreachable")
+
     def read_final(self, ctx: RunContext, recovered: bool) -> None:
         """The workload's final reads into ``final.json``, with whether the system recovered and
         which quotas the code under test filled."""
         assert self.watch is not None
         self.progress("reading the final state")
         try:
-            final = self.wl.final_state(ctx)
+            final = self._final_state(ctx)
         except Exception as e:
             # the final reads failed (the system is down, or the code under test left data
             # the reads cannot parse): checkers that need them answer "unknown", saying so

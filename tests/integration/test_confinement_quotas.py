@@ -40,7 +40,7 @@ pytestmark = pytest.mark.integration
 
 REDTEAM = REPO / "tests" / "fixtures" / "redteam"
 HOSTILE = REPO / "tests" / "fixtures" / "hostile"
-FAST = ["--seed", "5", "--recovery-timeout", "30", "--time-limit", "15", "-q", "--no-html"]
+FAST = ["--seed", "5", "--recovery-timeout", "10", "--time-limit", "15", "-q", "--no-html"]
 MiB = 1 << 20
 RSS_BOUND = 300 * MiB
 Q = Quotas()

@@ -3,10 +3,14 @@ stops waiting only once nothing is owed and nothing moved for the workload's gra
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from chaos.core.capabilities import OptionValues, Quiescence
 from chaos.core.spec import TestSpec
+from chaos.orchestrator import run as run_module
 from chaos.orchestrator.run import _Rest
 
 SPEC = TestSpec(workload="fake", seed=1)
@@ -65,3 +69,39 @@ def test_a_workload_that_cannot_tell_waits_for_the_timeout() -> None:
 
     rest = _Rest(Plain(), SPEC)  # type: ignore[arg-type]
     assert not any(_polls(rest, 20))
+
+
+def test_at_rest_is_asked_at_most_twice_a_second() -> None:
+    wl = _Still([(1,)] * 100)
+    rest = _Rest(wl, SPEC)  # type: ignore[arg-type]
+    _polls(rest, 30, step=0.1)  # three seconds of recovery's 0.1 s polls
+    assert 100 - len(wl.marks) == 6
+
+
+class _Flaky:
+    """A workload whose final reads fail ``fails`` times, then answer."""
+
+    name = "fake"
+
+    def __init__(self, fails: int) -> None:
+        self.fails, self.calls = fails, 0
+
+    def final_state(self, ctx: Any) -> dict[str, Any]:
+        self.calls += 1
+        if self.calls <= self.fails:
+            raise TimeoutError("etcd connection timeout")
+        return {"counter": 10}
+
+
+def test_final_reads_are_tried_three_times(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(run_module, "FINAL_READ_PAUSE", 0.0)
+    said: list[str] = []
+    ok = _Flaky(2)
+    run = run_module._Run(SPEC, ok, store=tmp_path, progress=said.append)  # type: ignore[arg-type]
+    assert run._final_state(None) == {"counter": 10}  # type: ignore[arg-type]
+    assert ok.calls == 3 and sum("trying again" in s for s in said) == 2
+    down = _Flaky(3)
+    run = run_module._Run(SPEC, down, store=tmp_path, progress=said.append)  # type: ignore[arg-type]
+    with pytest.raises(TimeoutError):
+        run._final_state(None)  # type: ignore[arg-type]
+    assert down.calls == 3
