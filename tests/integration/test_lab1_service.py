@@ -188,7 +188,10 @@ def test_no_fencing_paused_holder_applies_twice(etcd: EtcdServer, tmp_path: Path
             (out.taker, out.taker_token),
         }
         row = out.final["orders"][order]
-        assert row["balance"] > sum(
+        # the balance is not the sum of one change a night: over it when the stale write added
+        # its change again, under it when that read-modify-write crossed a later night's on the
+        # same order (seen in the suite at load ~7: 12 against 15), which no fencing stops either
+        assert row["balance"] != sum(
             a["amount"] for a in {a["night"]: a for a in row["applied"]}.values()
         )
     res = out.results()
