@@ -7,8 +7,6 @@ without them is ever touched.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import docker
@@ -103,53 +101,33 @@ def remove_run(client: docker.DockerClient, run_id: str | None) -> list[str]:
     if run_id is not None:
         flt.append(f"{LABEL_RUN}={run_id}")
     removed: list[str] = []
-    # each kind side by side (a removal is mostly the engine's waiting on a process or a mount),
-    # the kinds in order
-    removed += _each(list_containers(client, {"label": flt}), _remove_container)
+    for c in list_containers(client, {"label": flt}):
+        try:
+            if c.status == "paused":
+                c.unpause()
+            c.remove(force=True, v=True)
+            removed.append(f"container {c.name}")
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as e:
+            # another process (the run's own teardown, a second cleanup) is removing it already
+            if not _in_progress(e):
+                raise
     runs = firewall.all_runs() if run_id is None else {run_id}
     removed += firewall.remove_all(runs)
     for n in client.networks.list(filters={"label": flt}):
         if _remove_network(n):
             removed.append(f"network {n.name}")
-    removed += _each(client.volumes.list(filters={"label": flt}), _remove_volume)
+    for v in client.volumes.list(filters={"label": flt}):
+        try:
+            v.remove(force=True)
+            removed.append(f"volume {v.name}")
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as e:
+            if not _in_progress(e) and e.status_code != 409:  # 409: a container still uses it
+                raise
     return removed
-
-
-def _each(items: list[Any], remove: Callable[[Any], str | None]) -> list[str]:
-    """``remove`` on every item at once; what was removed, in the items' order. The first
-    failure is raised once every removal is over."""
-    if not items:
-        return []
-    with ThreadPoolExecutor(max_workers=min(len(items), 8)) as pool:
-        done = [f.result() for f in [pool.submit(remove, x) for x in items]]
-    return [d for d in done if d is not None]
-
-
-def _remove_container(c: Any) -> str | None:
-    try:
-        if c.status == "paused":
-            c.unpause()
-        c.remove(force=True, v=True)
-        return f"container {c.name}"
-    except docker.errors.NotFound:
-        return None
-    except docker.errors.APIError as e:
-        # another process (the run's own teardown, a second cleanup) is removing it already
-        if not _in_progress(e):
-            raise
-        return None
-
-
-def _remove_volume(v: Any) -> str | None:
-    try:
-        v.remove(force=True)
-        return f"volume {v.name}"
-    except docker.errors.NotFound:
-        return None
-    except docker.errors.APIError as e:
-        if not _in_progress(e) and e.status_code != 409:  # 409: a container still uses it
-            raise
-        return None
 
 
 def _remove_network(n: Any) -> bool:
