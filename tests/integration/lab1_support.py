@@ -273,9 +273,14 @@ class Replicas:
     def release_hold(self, node: str, kind: str) -> None:
         (self.live / "control" / node / f"hold-orders-{kind}.release").write_text("")
 
-    def _nemesis(self, phase: str, fid: int, node: str, sig: str) -> None:
+    def _nemesis(
+        self, phase: str, fid: int, node: str, sig: str, resumed_at: float | None = None
+    ) -> None:
         t = time.monotonic() - self.origin
-        value = {"node": node, "process": "orders", "pid": self.procs[node].pid, "signal": sig}
+        value: dict[str, Any] = {"node": node, "process": "orders", "pid": self.procs[node].pid,
+                                 "signal": sig}  # fmt: skip
+        if resumed_at is not None:
+            value["resumed_at"] = resumed_at
         for typ in (OpType.INVOKE, OpType.INFO):
             self.history.append(
                 Op(
@@ -294,8 +299,11 @@ class Replicas:
         self._nemesis("start", fid, node, "SIGSTOP")
 
     def resume(self, node: str, fid: int = 1) -> None:
+        # taken before the signal, as the pause nemesis does: the resumed process may write (a
+        # failed renewal) before the heal is recorded, and the checkers end the pause here
+        resumed_at = round(time.monotonic() - self.origin, 6)
         os.kill(self.procs[node].pid, signal.SIGCONT)
-        self._nemesis("heal", fid, node, "SIGCONT")
+        self._nemesis("heal", fid, node, "SIGCONT", resumed_at)
 
 
 def judged(results: dict[str, Any]) -> dict[str, Any]:
