@@ -312,9 +312,8 @@ class _Run:
         self.timings: dict[str, float] = {}
         self.mark = time.monotonic()
         self.watch: QuotaWatch | None = None
-        self.at_rest: float | None = (
-            None  # seconds the system stood still, when that ended recovery
-        )
+        # seconds the system stood still, when that ended recovery
+        self.at_rest: float | None = None
 
     def record_spec(
         self,
@@ -510,15 +509,13 @@ class _Run:
         """The workload's final reads, tried again after a failure (a store that a loaded machine
         left slow to answer just after its faults): FINAL_READ_ATTEMPTS in all, each recorded as
         the workload records it; the last failure is raised."""
-        for attempt in range(1, FINAL_READ_ATTEMPTS + 1):
+        for _ in range(FINAL_READ_ATTEMPTS - 1):
             try:
                 return self.wl.final_state(ctx)
             except Exception as e:
-                if attempt == FINAL_READ_ATTEMPTS:
-                    raise
                 self.progress(f"final reads failed ({type(e).__name__}: {e}); trying again")
                 time.sleep(FINAL_READ_PAUSE)
-        raise AssertionError("unreachable")
+        return self.wl.final_state(ctx)
 
     def read_final(self, ctx: RunContext, recovered: bool) -> None:
         """The workload's final reads into ``final.json``, with whether the system recovered and

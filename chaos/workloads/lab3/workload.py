@@ -52,6 +52,22 @@ ROLES = ("api", "relay", "worker")
 REST_MARGIN = 3.0
 
 
+def _all_status(c: Any, prefix: str, status: str) -> bool:
+    """Whether every record under ``prefix`` has ``status`` (a value that is not a JSON object
+    raises: the caller counts it as not done)."""
+    return all(json.loads(value).get("status") == status for value, _ in c.get_prefix(prefix))
+
+
+def _idle_consumer(ctx: RunContext) -> dict[str, Any] | None:
+    """The broker's consumer counts when it holds no message undelivered or unacknowledged;
+    None while it does, or when the broker does not answer."""
+    try:
+        consumer: dict[str, Any] = broker.read_broker(nats.url(ctx))["consumer"]
+    except Exception:
+        return None
+    return None if consumer["num_ack_pending"] or consumer["num_pending"] else consumer
+
+
 def solution_path(solution: str) -> Path:
     return solutions.resolve(SOLUTIONS_DIR, solution)
 
@@ -343,21 +359,16 @@ class Lab3:
     def recovered(self, ctx: RunContext) -> bool:
         c = etcd.client(ctx, timeout=2.0)
         try:
-            for value, _ in c.get_prefix(keys.TASKS_PREFIX):
-                if json.loads(value).get("status") != "completed":
-                    return False
-            for value, _ in c.get_prefix(keys.OUTBOX_PREFIX):
-                if json.loads(value).get("status") != "published":
-                    return False
+            if not (
+                _all_status(c, keys.TASKS_PREFIX, "completed")
+                and _all_status(c, keys.OUTBOX_PREFIX, "published")
+            ):
+                return False
         except Exception:
             return False
         finally:
             c.close()
-        try:
-            b = broker.read_broker(nats.url(ctx))
-        except Exception:
-            return False
-        return b["consumer"]["num_ack_pending"] == 0 and b["consumer"]["num_pending"] == 0
+        return _idle_consumer(ctx) is not None
 
     # Quiescence: a task whose message is gone (acknowledged before its work, or never
     # published) is never completed; its run reads the final state once nothing moves
@@ -366,19 +377,15 @@ class Lab3:
         entry not marked published; else the store's raft index and the consumer's counts."""
         c = etcd.client(ctx, timeout=2.0)
         try:
-            for value, _ in c.get_prefix(keys.OUTBOX_PREFIX):
-                if json.loads(value).get("status") != "published":
-                    return None
+            if not _all_status(c, keys.OUTBOX_PREFIX, "published"):
+                return None
             index = int(c.status().raft_index)
         except Exception:
             return None
         finally:
             c.close()
-        try:
-            consumer = broker.read_broker(nats.url(ctx))["consumer"]
-        except Exception:
-            return None
-        if consumer["num_ack_pending"] or consumer["num_pending"]:
+        consumer = _idle_consumer(ctx)
+        if consumer is None:
             return None
         return (index, consumer["delivered_consumer_seq"], consumer["ack_floor_stream_seq"])
 
