@@ -15,15 +15,10 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from chaos.grade import ledger, matrix
 from chaos.grade.session import GradeRequest, grade
 from tests.fixtures.grade_class import CHAOS, REPO, make_class
 from tests.fixtures.grade_cli import MATRIX, GradedMemoryLab3
-
-# fake-lab verdicts depend on timing that a busy CPU shifts (scripts/test runs these alone)
-pytestmark = pytest.mark.alone
 
 
 def _wait_scheduler(path: Path, proc: subprocess.Popen[bytes], log: Path) -> str:

@@ -25,9 +25,6 @@ from chaos.grade import certs, dispatch, ledger
 from tests.fixtures.grade_class import CHAOS, REPO, make_class
 from tests.unit.test_grade_dask import _start, _stop, _wait_scheduler, _wait_workers
 
-# fake-lab verdicts depend on timing that a busy CPU shifts (scripts/test runs these alone)
-pytestmark = pytest.mark.alone
-
 
 def _certs(folder: Path) -> Path:
     r = CliRunner().invoke(main, ["grade-certs", str(folder), "--scheduler-host", "127.0.0.1"])
