@@ -36,22 +36,70 @@ LONGEST_FIRST = (
     "test_confinement_quotas.py",
     "test_lab3.py",
     "test_detection.py",
-    "test_trusted_verdicts.py",
-    "test_report_rerender.py",
     "test_hostile.py",
     "test_grade.py",
     "test_etcd_txn.py",
-    "test_redteam_record.py",
+    "test_lab1_detection.py",
 )
+
+# The modules scripts/test runs in its second stream, after the unit tests and beside the first
+# stream (every other module, LONGEST_FIRST first). None of them runs more than one cluster at a
+# time, so the two streams together never run more than one module of several clusters at once:
+# the load stays that of the heaviest module beside the unit tests. `CHAOS_INTEGRATION_PART`
+# (`second`, or `first` for the rest) selects one stream; unset, every module runs.
+SECOND_STREAM = (
+    "test_report_rerender.py",
+    "test_confinement_network.py",
+    "test_nemesis_crash.py",
+    "test_register.py",
+    "test_nemesis_seed.py",
+    "test_redteam_record.py",
+    "test_explore_command.py",
+    "test_clock_loss.py",
+    "test_redteam_faults.py",
+    "test_redteam_authors.py",
+    "test_trusted_verdicts.py",
+    "test_docs_samples.py",
+    "test_lab1_service.py",
+    "test_redteam_txn_error.py",
+    "test_page_kinds_browser.py",
+    "test_nemesis_faults.py",
+    "test_report_browser.py",
+    "test_confinement_egress.py",
+    "test_lab1_protocol.py",
+)
+PARTS = ("first", "second")
+
+
+def _in_part(item: pytest.Item, part: str) -> bool:
+    return (item.path.name in SECOND_STREAM) == (part == "second")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    part = os.environ.get("CHAOS_INTEGRATION_PART")
+    if part is not None:
+        if part not in PARTS:
+            raise pytest.UsageError(
+                f"CHAOS_INTEGRATION_PART={part!r}: expected one of {', '.join(PARTS)} (or unset "
+                "for every integration module)"
+            )
+        other = [it for it in items if HERE in it.path.parents and not _in_part(it, part)]
+        if other:
+            config.hook.pytest_deselected(items=other)
+            left = set(map(id, other))
+            items[:] = [it for it in items if id(it) not in left]
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     ours = [i for i, item in enumerate(items) if HERE in item.path.parents]
     # a stable sort: each module's tests stay together and in their order
     ordered = sorted((items[i] for i in ours), key=lambda it: rank.get(it.path.name, len(rank)))
     for i, item in zip(ours, ordered, strict=True):
         items[i] = item
+
+
+def _turns_uid() -> str | None:
+    """The id the tests that take turns share: scripts/test's two streams' (``CHAOS_TEST_TURNS``)
+    or pytest-xdist's workers'. None: this process runs alone, nothing to take turns with."""
+    return os.environ.get("CHAOS_TEST_TURNS") or os.environ.get("PYTEST_XDIST_TESTRUNUID")
 
 
 def _lock_files(run_uid: str) -> tuple[Path, Path]:
@@ -61,13 +109,13 @@ def _lock_files(run_uid: str) -> tuple[Path, Path]:
 
 @contextlib.contextmanager
 def _turn(run_uid: str, exclusive: bool) -> Iterator[None]:
-    """Under pytest-xdist (scripts/test runs these tests in two workers), a test marked
-    ``exclusive`` runs while no other test of the session does; the others run side by side.
+    """Under scripts/test's two streams (or pytest-xdist's workers), a test marked ``exclusive``
+    runs while no other integration test does; the others run side by side.
 
     Readers and writers over two lock files: every test takes the turnstile for a moment and then
     the shared lock (shared); an exclusive test keeps the turnstile (so no new test starts behind
-    it) and waits for the shared lock outright, that is for the other worker's test in flight.
-    The locks are the kernel's (flock): a worker that dies releases them."""
+    it) and waits for the shared lock outright, that is for the other stream's test in flight.
+    The locks are the kernel's (flock): a process that dies releases them."""
     turnstile, shared = _lock_files(run_uid)
     with open(turnstile, "a") as gate, open(shared, "a") as lock:
         fcntl.flock(gate, fcntl.LOCK_EX)
@@ -85,7 +133,7 @@ def pytest_runtest_protocol(
 ) -> Generator[None, object, object]:
     # around the whole protocol, so that the module fixtures a test sets up (runs of their own)
     # and tears down are inside its turn too
-    uid = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    uid = _turns_uid()
     if uid is None or HERE not in item.path.parents:
         return (yield)
     with _turn(uid, exclusive=item.get_closest_marker("exclusive") is not None):
@@ -93,9 +141,9 @@ def pytest_runtest_protocol(
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    # a worker that has finished runs no test that could need the files; a worker still running
+    # a stream that has finished runs no test that could need the files; one still running
     # tests has no other test to take turns with (a new file is as good as the old one)
-    uid = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    uid = _turns_uid()
     if uid is not None:
         for path in _lock_files(uid):
             path.unlink(missing_ok=True)
