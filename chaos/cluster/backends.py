@@ -9,17 +9,33 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 from chaos.cluster.base import Backend
-from chaos.cluster.docker.backend import DockerBackend
-from chaos.cluster.ssh.backend import SSHBackend
 
 DEFAULT = "docker"
 
+# A backend's module is imported when it is asked for: the Docker SDK (with paramiko) is a third
+# of a second that a run on another backend, or a command that starts none, need not pay.
+
+
+# Each takes the options its backend's constructor takes (``get`` refuses the others by them).
+def _docker() -> Backend:
+    from chaos.cluster.docker.backend import DockerBackend
+
+    return DockerBackend()
+
+
+def _ssh(nodes_file: Path | None = None) -> Backend:
+    from chaos.cluster.ssh.backend import SSHBackend
+
+    return SSHBackend(nodes_file)
+
+
 BUILTIN: dict[str, Callable[..., Backend]] = {
-    "docker": DockerBackend,
-    "ssh": SSHBackend,
+    "docker": _docker,
+    "ssh": _ssh,
 }
 
 
