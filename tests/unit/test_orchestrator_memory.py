@@ -21,16 +21,19 @@ from chaos.histories.store import load_run
 from chaos.orchestrator.run import RunOutcome, run_test
 from tests.fixtures.memory_lab3 import MemoryLab3
 
-# the api of n3 after the client's creates: a kill and its restart, independent of which worker
-# the workload's own pause finds busy (a kill racing that pause would make the test depend on load)
-KILL = {"at": 1.0, "fault": "kill", "target": "api@n3", "duration": 0.3, "index": 0}
+# the api of n3 after the client's creates (the last at 1.35 s): a kill and its restart,
+# independent of which worker the workload's own pause finds busy (a kill racing that pause would
+# make the test depend on load)
+KILL = {"at": 2.0, "fault": "kill", "target": "api@n3", "duration": 0.3, "index": 0}
 
 
 def _run(
     store: Path, *, dedup: bool, page: bool = True
 ) -> tuple[RunOutcome, FakeBackend, MemoryLab3]:
     backend = FakeBackend()
-    wl = MemoryLab3(dedup=dedup, work_seconds=0.4)
+    # creates 0.15 s apart keep a worker busy until about 1.7 s: the pause, which looks for one
+    # from 1 s on, always finds one, however fast the work went
+    wl = MemoryLab3(dedup=dedup, work_seconds=0.4, create_every=0.15)
     spec = TestSpec(
         workload=wl.name,
         seed=7,
