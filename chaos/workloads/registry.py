@@ -3,6 +3,7 @@ group: a name and a zero-argument factory returning a :class:`~chaos.core.worklo
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from importlib.metadata import entry_points
 
@@ -13,49 +14,22 @@ from chaos.core.workload import Workload
 # nats-py), which was half of `chaos check`'s start.
 
 
-def _lab1() -> Workload:
-    from chaos.workloads.lab1.workload import Lab1
+def _lazy(module: str, name: str) -> Callable[[], Workload]:
+    def make() -> Workload:
+        wl: Workload = getattr(importlib.import_module(module), name)()
+        return wl
 
-    return Lab1()
-
-
-def _lab3() -> Workload:
-    from chaos.workloads.lab3.workload import Lab3
-
-    return Lab3()
-
-
-def _etcd_register() -> Workload:
-    from chaos.workloads.etcd_register import EtcdRegister
-
-    return EtcdRegister()
-
-
-def _etcd_append() -> Workload:
-    from chaos.workloads.etcd_append import EtcdAppend
-
-    return EtcdAppend()
-
-
-def _etcd_rw_register() -> Workload:
-    from chaos.workloads.etcd_rw_register import EtcdRwRegister
-
-    return EtcdRwRegister()
-
-
-def _jetstream_queue() -> Workload:
-    from chaos.workloads.jetstream_queue import JetStreamQueue
-
-    return JetStreamQueue()
+    make.__qualname__ = name  # what a traceback or a repr of BUILTIN shows
+    return make
 
 
 BUILTIN: dict[str, Callable[[], Workload]] = {
-    "lab1": _lab1,
-    "lab3": _lab3,
-    "etcd-register": _etcd_register,
-    "etcd-append": _etcd_append,
-    "etcd-rw-register": _etcd_rw_register,
-    "jetstream-queue": _jetstream_queue,
+    "lab1": _lazy("chaos.workloads.lab1.workload", "Lab1"),
+    "lab3": _lazy("chaos.workloads.lab3.workload", "Lab3"),
+    "etcd-register": _lazy("chaos.workloads.etcd_register", "EtcdRegister"),
+    "etcd-append": _lazy("chaos.workloads.etcd_append", "EtcdAppend"),
+    "etcd-rw-register": _lazy("chaos.workloads.etcd_rw_register", "EtcdRwRegister"),
+    "jetstream-queue": _lazy("chaos.workloads.jetstream_queue", "JetStreamQueue"),
 }
 
 
