@@ -27,6 +27,7 @@ from chaos.core.capabilities import (
     PauseTarget,
     fault_seconds,
 )
+from chaos.core.rest import RestWatch
 from chaos.core.spec import TestSpec
 from chaos.core.workload import Workload
 from chaos.nemesis.base import Nemesis
@@ -169,7 +170,13 @@ def make_nemeses(wl: Workload, spec: TestSpec) -> list[Nemesis]:
     for phrase in triggers:
         tr = bind(parse_trigger(phrase), wl, spec.workload)
         out.append(
-            TriggerNemesis(tr, faults[tr.fault], default_duration=duration, wait=spec.time_limit)
+            TriggerNemesis(
+                tr,
+                faults[tr.fault],
+                default_duration=duration,
+                wait=spec.time_limit,
+                rest=lambda: RestWatch(wl, spec),
+            )
         )
     return out
 

@@ -24,11 +24,13 @@ import re
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from chaos.core.capabilities import HoldPoint, HoldPoints, Names, TxnPoints, txn_point
 from chaos.core.context import RunContext
+from chaos.core.rest import REST_EVERY, RestWatch
 from chaos.core.target import Resolved, Target
 from chaos.core.workload import Workload
 from chaos.histories.ops import Event
@@ -171,8 +173,15 @@ def _bind_txn(trigger: Trigger, m: re.Match[str], workload: Workload, name: str)
     return txn_point(component, trigger.moment, n, fn)
 
 
-def _wait_event(ctx: RunContext, pred: Any, since: int, timeout: float) -> tuple[Event | None, int]:
-    """Wait for an event matching ``pred`` among those seen after index ``since``.
+def _wait_event(
+    ctx: RunContext,
+    pred: Any,
+    since: int,
+    timeout: float,
+    give_up: threading.Event | None = None,
+) -> tuple[Event | None, int]:
+    """Wait for an event matching ``pred`` among those seen after index ``since``, at most
+    ``timeout`` seconds, or until ``give_up`` is set.
 
     Counting from an index taken *before* arming means an event another thread polled in the
     meantime is not missed.
@@ -185,23 +194,64 @@ def _wait_event(ctx: RunContext, pred: Any, since: int, timeout: float) -> tuple
             if pred(evs[i]):
                 return evs[i], i + 1
         since = len(evs)
-        if time.monotonic() >= deadline:
+        if time.monotonic() >= deadline or (give_up is not None and give_up.is_set()):
             break
         time.sleep(0.005)
     return None, since
+
+
+class _RestLookout:
+    """Sets ``rested`` once the system is at rest (:class:`RestWatch`) while a later firing is
+    awaited. Its own thread: the system's answer is a round trip to the store and the broker,
+    which must not slow the wait from seeing a process reach the point (it is held there)."""
+
+    def __init__(self, ctx: RunContext, watch: RestWatch) -> None:
+        self.ctx, self.watch = ctx, watch
+        self.rested = threading.Event()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._look, name="trigger-rest", daemon=True)
+
+    def __enter__(self) -> _RestLookout:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join(5)
+
+    def _look(self) -> None:
+        seen, quiet_since = -1, time.monotonic()
+        while not self._done.wait(REST_EVERY / 5):
+            now = time.monotonic()
+            count = len(self.ctx.events.events)
+            if count != seen:  # a new event: a service still at work
+                seen, quiet_since = count, now
+            if self.watch.still(self.ctx, now, quiet_since):
+                self.rested.set()
+                return
 
 
 class TriggerNemesis:
     """Arms a hold point and applies a fault to whichever process reaches it."""
 
     def __init__(
-        self, trigger: Trigger, fault: Fault, *, default_duration: float, wait: float
+        self,
+        trigger: Trigger,
+        fault: Fault,
+        *,
+        default_duration: float,
+        wait: float,
+        rest: Callable[[], RestWatch] | None = None,
     ) -> None:
         self.trigger = trigger
         self.fault = fault
         self.name = f"trigger:{trigger.phrase}"
         self.duration = trigger.duration if trigger.duration is not None else default_duration
         self.wait = wait
+        # a later firing (``N times``) is awaited until the system is at rest, if it can tell:
+        # nothing left in it can reach the point again (ack-before-commit's first kill loses the
+        # task, and the second would be awaited for the whole time limit)
+        self.rest = rest
         self.armed = threading.Event()  # ArmsFirst: the client starts once the hold is armed
 
     def run(self, ctx: RunContext) -> None:
@@ -229,22 +279,17 @@ class TriggerNemesis:
         )
         self.armed.set()
         ctx.progress(f"armed {name} for '{tr.phrase}'")
-        ev, since = _wait_event(
-            ctx,
-            lambda e: (
-                e.kind == "fault-point"
-                and e.data.get("hold")
-                and e.data.get("point") == name
-                # the event is the service's word; the claim, made with O_EXCL for this arming,
-                # is what shows a process really stopped at the point
-                and ctx.claimed(name, gen)
-            ),
-            since,
-            self.wait,
-        )
+
+        ev, since, rested = self._await(ctx, name, gen, since, n)
         ctx.remove_control(name)  # one arming, one firing: disarm either way
         if ev is None:
-            ctx.progress(f"'{tr.phrase}': {name} was never reached")
+            if rested:
+                ctx.progress(
+                    f"'{tr.phrase}': the system came to rest after {n} firing(s) without "
+                    f"reaching {name} again; no more are awaited"
+                )
+            else:
+                ctx.progress(f"'{tr.phrase}': {name} was never reached")
             return False
         running = ctx.cluster.pid(ev.node, ev.component)
         if ev.component != tr.point.component or running is None or running != ev.pid:
@@ -276,6 +321,32 @@ class TriggerNemesis:
                 time.sleep(0.01)
         ctx.remove_control(release)
         return True
+
+    def _await(
+        self, ctx: RunContext, name: str, gen: str, since: int, n: int
+    ) -> tuple[Event | None, int, bool]:
+        """The event of a process holding at the armed point, or None after the wait (the time
+        limit, or for a later firing the system at rest: the third value says which)."""
+
+        def reached(e: Event) -> bool:
+            return bool(
+                e.kind == "fault-point"
+                and e.data.get("hold")
+                and e.data.get("point") == name
+                # the event is the service's word; the claim, made with O_EXCL for this arming,
+                # is what shows a process really stopped at the point
+                and ctx.claimed(name, gen)
+            )
+
+        # the first firing waits the whole time: before the client's first request the system
+        # is at rest too
+        watch = self.rest() if self.rest is not None and n > 0 else None
+        if watch is None or not watch.can_tell:
+            ev, since = _wait_event(ctx, reached, since, self.wait)
+            return ev, since, False
+        with _RestLookout(ctx, watch) as lookout:
+            ev, since = _wait_event(ctx, reached, since, self.wait, lookout.rested)
+        return ev, since, lookout.rested.is_set()
 
     def _aimed(
         self, ctx: RunContext, ev: Event, name: str, n: int

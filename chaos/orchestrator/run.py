@@ -26,7 +26,6 @@ from chaos.checkers.results import write_results
 from chaos.checkers.verdict import CheckResult, Verdict, combine
 from chaos.cluster.base import Backend, Cluster, control_channel, node_names
 from chaos.core.capabilities import (
-    Quiescence,
     ReportSections,
     Scenarios,
     SolutionMounts,
@@ -37,6 +36,7 @@ from chaos.core.context import RunContext
 from chaos.core.ledger import FaultLedger
 from chaos.core.live import EventTail
 from chaos.core.quota import QuotaWatch
+from chaos.core.rest import RestWatch
 from chaos.core.spec import TestSpec
 from chaos.core.supervisor import Supervisor
 from chaos.core.workload import Workload
@@ -54,9 +54,6 @@ SETTLE_MAX = 3.0
 # final reads that failed are tried again this many times in all, this far apart
 FINAL_READ_ATTEMPTS = 3
 FINAL_READ_PAUSE = 2.0
-# a workload's at_rest is asked at most this often, and not in recovery's last second (each
-# answer is a round trip to the store and the broker, slow on a loaded machine)
-REST_EVERY = 0.5
 # how long the client waits for a nemesis that arms a point at its start (ArmsFirst)
 ARM_WAIT = 5.0
 
@@ -262,33 +259,6 @@ def run_test(
     return run.finish(page=page, kept_at=kept_at)
 
 
-class _Rest:
-    """Whether a workload that can tell (:class:`Quiescence`) has been at rest, its fingerprint
-    and the events unchanged, for its grace: its unfinished work will not finish."""
-
-    def __init__(self, wl: Workload, spec: TestSpec) -> None:
-        self.wl = wl if isinstance(wl, Quiescence) else None
-        self.grace = (
-            self.wl.rest_grace(option_values(wl, spec)) if self.wl is not None else float("inf")
-        )
-        self.mark: object | None = None
-        self.since = 0.0
-        self.asked = -REST_EVERY
-
-    def still(self, ctx: RunContext, now: float, quiet_since: float) -> bool:
-        if self.wl is None or now - self.asked < REST_EVERY:
-            return False
-        self.asked = now
-        mark = self.wl.at_rest(ctx)
-        if mark is None or self.mark is None or mark != self.mark:
-            self.mark, self.since = mark, now  # something still owed, or it just moved
-            return False
-        return now - max(self.since, quiet_since) >= self.grace
-
-    def held(self, now: float) -> float:
-        return now - self.since
-
-
 class _Run:
     """One run's phases and what they share: the run folder, the history, the events tail, the
     phase timings, and what went wrong. :func:`run_test` calls the phases in order."""
@@ -477,7 +447,7 @@ class _Run:
         self.progress(f"waiting up to {self.spec.recovery_timeout:.0f} s for recovery")
         rec_deadline = time.monotonic() + self.spec.recovery_timeout
         recovered = False
-        rest = _Rest(self.wl, self.spec)
+        rest = RestWatch(self.wl, self.spec)
         # recovered *and quiet*: a process just resumed from a pause may be a few ms from
         # a commit; final reads taken before it lands would miss its effect. A system that
         # never goes quiet (a periodic job) is read SETTLE_MAX after it first recovered.

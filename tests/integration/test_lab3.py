@@ -151,6 +151,31 @@ def test_ack_before_commit_with_worker_crash_loses_a_named_task(store: Path) -> 
     assert "ack" in steps and "commit" not in steps and "crash" in steps
 
 
+def test_a_second_firing_is_not_awaited_once_the_first_lost_the_task(store: Path) -> None:
+    # the grade's double-kill configuration: ack-before-commit's first kill loses the one task, so
+    # nothing can reach the point again; the trigger stops waiting once the system is at rest,
+    # not after the 30 s time limit
+    p = chaos("run", "lab3", "--solution", "ack-before-commit", "-o", "set_size=1",
+              "-o", "ack_wait=2", "--trigger",
+              "kill worker before txn 1 of complete for 0.2s 2 times", "--seed", "3",
+              store=store)  # fmt: skip
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out
+    assert "the system came to rest after 1 firing(s)" in out, out
+    run = run_dir_from(p)
+    spec = json.loads((run / "spec.json").read_text())
+    assert spec["timings"]["workload"] < spec["time_limit"] / 2, spec["timings"]
+    kills = [
+        o for o in read_jsonl(run / "history.jsonl")
+        if o.get("f") == "kill" and o.get("phase") == "start" and o.get("trigger")
+    ]  # fmt: skip
+    assert [o["trigger"]["firing"] for o in kills] == [1, 1], kills  # one kill: invoke, completion
+    results = {r["checker"]: r for r in json.loads((run / "results.json").read_text())["results"]}
+    lost = results["lost-tasks"]
+    assert lost["verdict"] == "invalid" and "t1" in lost["summary"]
+    assert "ACKed by" in lost["summary"] and "no commit followed" in lost["summary"]
+
+
 def test_starter_solution_names_the_missing_function_without_traceback(store: Path) -> None:
     p = chaos("run", "lab3", "--solution", "starter", store=store)
     assert p.returncode == 3
