@@ -253,6 +253,27 @@ def test_redeliveries_are_the_brokers_count_not_the_services() -> None:
 # ------------------------------------------------------------------ triggers
 
 
+def hold_reached(ctx: RunContext, hold: str, pid: int | None) -> threading.Thread:
+    """A thread standing for n1's worker: it claims the first arming of ``hold`` as ``pid`` and
+    reports the fault-point event, once; it never reaches the point again."""
+
+    def run() -> None:
+        arm = ctx.live / "control" / "any" / hold
+        deadline = time.monotonic() + 5
+        while not arm.exists() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        gen = json.loads(arm.read_text())["gen"]
+        claim = {"node": "n1", "component": "worker", "pid": pid}
+        (ctx.live / "claims" / f"any-{hold}.{gen}").write_text(json.dumps(claim))
+        ev = {"mono": time.monotonic(), "node": "n1", "component": "worker",
+              "kind": "fault-point", "pid": pid, "data": {"point": hold, "hold": True}}  # fmt: skip
+        (ctx.live / "events" / "n1-worker.jsonl").write_text(json.dumps(ev) + "\n")
+
+    t = threading.Thread(target=run)
+    t.start()
+    return t
+
+
 def test_a_trigger_does_not_fault_a_pid_the_host_does_not_run(tmp_path: Path) -> None:
     from chaos.nemesis.kill import KillFault
     from chaos.nemesis.trigger import TriggerNemesis, bind, parse_trigger
@@ -263,21 +284,8 @@ def test_a_trigger_does_not_fault_a_pid_the_host_does_not_run(tmp_path: Path) ->
     assert tr.point is not None
     hold = tr.point.file
 
-    def forge() -> None:
-        # a thread claims the hold the moment it is armed, and names an invented pid
-        arm = ctx.live / "control" / "any" / hold
-        deadline = time.monotonic() + 5
-        while not arm.exists() and time.monotonic() < deadline:
-            time.sleep(0.005)
-        gen = json.loads(arm.read_text())["gen"]
-        claim = {"node": "n1", "component": "worker", "pid": 4000000}
-        (ctx.live / "claims" / f"any-{hold}.{gen}").write_text(json.dumps(claim))
-        ev = {"mono": time.monotonic(), "node": "n1", "component": "worker",
-              "kind": "fault-point", "pid": 4000000, "data": {"point": hold, "hold": True}}  # fmt: skip
-        (ctx.live / "events" / "n1-worker.jsonl").write_text(json.dumps(ev) + "\n")
-
-    t = threading.Thread(target=forge)
-    t.start()
+    # a thread claims the hold the moment it is armed, and names an invented pid
+    t = hold_reached(ctx, hold, 4000000)
     TriggerNemesis(tr, KillFault(), default_duration=0.1, wait=3.0).run(ctx)
     t.join()
     assert all(not p.signals for p in cluster.procs.values())

@@ -6,23 +6,18 @@ request the system is at rest too."""
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from pathlib import Path
 
-from chaos.cluster.fake import FakeCluster
 from chaos.core.capabilities import OptionValues
 from chaos.core.context import RunContext
 from chaos.core.rest import RestWatch
 from chaos.core.spec import TestSpec
-from chaos.core.supervisor import ProcessSpec
 from chaos.histories.jsonl import read_history
 from chaos.nemesis.kill import KillFault
 from chaos.nemesis.trigger import TriggerNemesis, bind, parse_trigger
-from chaos.orchestrator.run import make_live
 from chaos.workloads.lab3.workload import Lab3
-from tests.unit.test_framework_fake import make_ctx
+from tests.unit.test_fault_confirmation import _ctx, hold_reached
 
 SPEC = TestSpec(workload="fake", seed=1)
 WAIT = 4.0  # the time limit a later firing would otherwise be awaited for
@@ -44,43 +39,13 @@ class _System:
         return self.grace
 
 
-def _ctx(tmp_path: Path) -> tuple[RunContext, FakeCluster]:
-    cluster = FakeCluster()
-    ctx = make_ctx(tmp_path, cluster)
-    make_live(ctx.live, 3)
-    for node in cluster.nodes:
-        ctx.supervisor.start_process(ProcessSpec(node=node, name="worker", argv=["w"]))
-    return ctx, cluster
-
-
-def _reach_once(ctx: RunContext, hold: str) -> threading.Thread:
-    """n1's worker reaches the point at the first arming, and never again."""
-
-    def run() -> None:
-        arm = ctx.live / "control" / "any" / hold
-        deadline = time.monotonic() + 5
-        while not arm.exists() and time.monotonic() < deadline:
-            time.sleep(0.005)
-        gen = json.loads(arm.read_text())["gen"]
-        pid = ctx.cluster.pid("n1", "worker")
-        claim = {"node": "n1", "component": "worker", "pid": pid}
-        (ctx.live / "claims" / f"any-{hold}.{gen}").write_text(json.dumps(claim))
-        ev = {"mono": time.monotonic(), "node": "n1", "component": "worker",
-              "kind": "fault-point", "pid": pid, "data": {"point": hold, "hold": True}}  # fmt: skip
-        (ctx.live / "events" / "n1-worker.jsonl").write_text(json.dumps(ev) + "\n")
-
-    t = threading.Thread(target=run)
-    t.start()
-    return t
-
-
 def _trigger(ctx: RunContext, phrase: str, system: _System | None) -> tuple[float, int, list[str]]:
     """Run the trigger; (seconds it took, kills applied, what it said)."""
     tr = bind(parse_trigger(phrase), Lab3(), "lab3")
     assert tr.point is not None
     said: list[str] = []
     ctx.progress = said.append  # type: ignore[method-assign]
-    reacher = _reach_once(ctx, tr.point.file)
+    reacher = hold_reached(ctx, tr.point.file, ctx.cluster.pid("n1", "worker"))
     rest = None if system is None else (lambda: RestWatch(system, SPEC))  # type: ignore[arg-type]
     t0 = time.monotonic()
     TriggerNemesis(tr, KillFault(), default_duration=0.1, wait=WAIT, rest=rest).run(ctx)
