@@ -9,7 +9,6 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from importlib.metadata import entry_points
-from pathlib import Path
 from typing import Any
 
 from chaos.cluster.base import Backend
@@ -17,23 +16,23 @@ from chaos.cluster.base import Backend
 DEFAULT = "docker"
 
 # A backend's module is imported when it is asked for: the Docker SDK (with paramiko) is a third
-# of a second that a run on another backend, or a command that starts none, need not pay.
+# of a second that a run on another backend, or a command that starts none, need not pay. Each
+# entry loads its backend's class; ``get`` reads the options it takes from that class itself.
 
 
-# Each takes the options its backend's constructor takes (``get`` refuses the others by them).
-def _docker() -> Backend:
+def _docker() -> Callable[..., Backend]:
     from chaos.cluster.docker.backend import DockerBackend
 
-    return DockerBackend()
+    return DockerBackend
 
 
-def _ssh(nodes_file: Path | None = None) -> Backend:
+def _ssh() -> Callable[..., Backend]:
     from chaos.cluster.ssh.backend import SSHBackend
 
-    return SSHBackend(nodes_file)
+    return SSHBackend
 
 
-BUILTIN: dict[str, Callable[..., Backend]] = {
+BUILTIN: dict[str, Callable[[], Callable[..., Backend]]] = {
     "docker": _docker,
     "ssh": _ssh,
 }
@@ -57,7 +56,7 @@ def get(name: str, **options: Any) -> Backend:
     """A fresh backend of that name with its ``options`` (None: not given); ValueError naming the
     known ones otherwise, or an option the backend does not take."""
     if name in BUILTIN:
-        return _make(name, BUILTIN[name], options)
+        return _make(name, BUILTIN[name](), options)
     for ep in entry_points(group="chaos.backends"):
         if ep.name == name:
             return _make(name, ep.load(), options)

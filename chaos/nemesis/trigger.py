@@ -279,7 +279,6 @@ class TriggerNemesis:
         )
         self.armed.set()
         ctx.progress(f"armed {name} for '{tr.phrase}'")
-
         ev, since, rested = self._await(ctx, name, gen, since, n)
         ctx.remove_control(name)  # one arming, one firing: disarm either way
         if ev is None:

@@ -464,6 +464,7 @@ class _Run:
                     break
             else:
                 first_ok = None
+                # not in the bound's last second: an answer from a slow store would overshoot it
                 if rec_deadline - now > 1.0 and rest.still(ctx, now, quiet_since):
                     self.at_rest = rest.held(now)
                     self.progress(

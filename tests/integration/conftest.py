@@ -27,8 +27,8 @@ HERE = Path(__file__).resolve().parent
 
 
 # The modules that took longest, longest first (docs/benchmarks.md, "The suite's length"). They
-# run first, so that the two pytest-xdist workers of scripts/test (one module each at a time) do
-# not end on one of them while the other worker waits idle.
+# run first, so that a stream (or one of the two pytest-xdist workers of CHAOS_TEST_WORKERS=2)
+# does not end on one of them while the other waits idle.
 LONGEST_FIRST = (
     "test_ssh.py",
     "test_nemesis_trigger.py",
