@@ -16,7 +16,7 @@ import docker
 import pytest
 
 from chaos.workloads.systems import egress
-from tests.integration.test_confinement_network import LISTEN, PROBE, cluster
+from tests.integration.test_confinement_network import PROBE, cluster, listen
 
 pytestmark = pytest.mark.integration
 
@@ -37,8 +37,8 @@ def test_a_service_reaches_its_node_and_the_labs_port_and_nothing_else_of_its_ru
     engine: docker.DockerClient,
 ) -> None:
     with cluster(engine) as c:
-        assert c.spawn("n2", "listen", ["python3", "-c", LISTEN, str(LAB_PORT), str(OTHER_PORT)])
-        assert c.spawn("n1", "listen", ["python3", "-c", LISTEN, str(OTHER_PORT)])
+        listen(c, "n2", (LAB_PORT, OTHER_PORT))
+        listen(c, "n1", (OTHER_PORT,))
         peer = c.address("n2")
         targets = [(peer, LAB_PORT), (peer, OTHER_PORT), ("127.0.0.1", OTHER_PORT)]
         n1 = c.container_name("n1")

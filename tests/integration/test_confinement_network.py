@@ -65,15 +65,36 @@ with ThreadPoolExecutor(len(targets)) as pool:
 print(json.dumps({"uid": os.getuid(), "outcomes": out}))
 """
 
-# runs inside a node as the service user: listen on the lab's ports until killed
+# runs inside a node: listen on the given ports until killed; a file says once they all listen
 LISTEN = """
 import socket, sys, time
 socks = []
 for p in sys.argv[1:]:
     s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("0.0.0.0", int(p))); s.listen(16); socks.append(s)
+open("/tmp/listening-" + "-".join(sys.argv[1:]), "w").close()
 time.sleep(600)
 """
+
+
+def listen(c: DockerCluster, node: str, ports: tuple[int, ...], user: str | None = None) -> None:
+    """Start LISTEN in ``node`` and return once every port listens: a probe sent before that
+    meets a refusal that says nothing about the chains (a loaded engine can take seconds)."""
+    args = [str(p) for p in ports]
+    assert c.spawn(node, "listen-" + "-".join(args), ["python3", "-c", LISTEN, *args], user=user)
+    # /tmp is the node's own tmpfs, which the engine's archive reader does not see: ask the node
+    seen = [
+        "docker",
+        "exec",
+        c.container_name(node),
+        "test",
+        "-e",
+        "/tmp/listening-" + "-".join(args),
+    ]
+    deadline = time.monotonic() + 60
+    while subprocess.run(seen, capture_output=True, timeout=60).returncode != 0:
+        assert time.monotonic() < deadline, f"the listener on {node} never listened on {ports}"
+        time.sleep(0.1)
 
 
 def probe(
@@ -246,8 +267,7 @@ def test_a_node_reaches_its_own_members_but_no_host_address_and_no_other_run(
         udp = UdpListener()
         try:
             for c in (a, b):
-                assert c.spawn("n2", "listen", ["python3", "-c", LISTEN, *map(str, LAB_PORTS)],
-                               user="nobody") is not None  # fmt: skip
+                listen(c, "n2", LAB_PORTS, user="nobody")
             addresses = host_addresses()
             assert gw in addresses
             host_targets = [(h, everywhere6.port if ":" in h else everywhere.port)
