@@ -24,6 +24,7 @@ times out in both directions and every pair left up connects or is refused.
 from __future__ import annotations
 
 import json
+import secrets
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
@@ -304,7 +305,7 @@ def remove_loss(
 # marker arrives three times in a row (the markers are sent repeatedly, and may be dropped too)
 _LOSS_RECV = r"""
 import json, socket, sys, time
-port, wait = int(sys.argv[1]), float(sys.argv[2])
+port, wait, token, src, n = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", port)); s.settimeout(0.3)
 print("ready", flush=True)
 # the sender's "end" ends it; were every "end" lost, 3 s without a datagram does. A shorter gap
@@ -312,27 +313,33 @@ print("ready", flush=True)
 got, deadline, last = set(), time.monotonic() + wait, time.monotonic()
 while time.monotonic() < deadline:
     try:
-        data, _ = s.recvfrom(64)
+        data, (addr, _) = s.recvfrom(64)
     except socket.timeout:
         if got and time.monotonic() - last > 3.0:
             break
         continue
+    # only the probe's own datagrams count: the node's code can send to this port too, but it
+    # does not know the token (a host argument), and no service can send from the source's address
+    head, _, tail = data.decode("ascii", "replace").partition(" ")
+    if addr != src or head != token:
+        continue
     last = time.monotonic()
-    if data.startswith(b"end"):
+    if tail == "end":
         break
-    got.add(int(data))
+    if tail.isdigit() and int(tail) < n:
+        got.add(int(tail))
 print(json.dumps({"received": len(got)}))
 """
 
 _LOSS_SEND = r"""
 import socket, sys, time
-addr, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+addr, port, n, token = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 for i in range(n):
-    s.sendto(str(i).encode(), (addr, port)); time.sleep(0.001)
+    s.sendto(f"{token} {i}".encode(), (addr, port)); time.sleep(0.001)
 time.sleep(0.2)
 for _ in range(20):
-    s.sendto(b"end", (addr, port)); time.sleep(0.01)
+    s.sendto(f"{token} end".encode(), (addr, port)); time.sleep(0.01)
 """
 
 LOSS_PROBE_PORT = 39_871
@@ -363,18 +370,21 @@ def probe_loss(
     run at once into one node need a ``port`` each."""
     if not isinstance(cluster, NsCommand):
         raise PartitionError("this backend cannot run a loss probe")
+    token = secrets.token_hex(8)
     # the receiver runs while the sender sends, so it is a process of its own
     recv = subprocess.Popen(
-        [*cluster.ns_command(dst), sys.executable, "-c", _LOSS_RECV, str(port), "20"],
+        [*cluster.ns_command(dst), sys.executable, "-c", _LOSS_RECV,
+         str(port), "20", token, cluster.address(src), str(packets)],
         stdout=subprocess.PIPE,
         text=True,
-    )
+    )  # fmt: skip
     try:
         assert recv.stdout is not None
         recv.stdout.readline()  # "ready": bound before the first datagram leaves
         cluster.net_exec(
             src,
-            [sys.executable, "-c", _LOSS_SEND, cluster.address(dst), str(port), str(packets)],
+            [sys.executable, "-c", _LOSS_SEND, cluster.address(dst), str(port), str(packets),
+             token],
         )  # fmt: skip
         out, _ = recv.communicate(timeout=30)
     finally:
