@@ -21,6 +21,7 @@ The file holds one libfaketime spec: ``+0`` (no offset) or ``+4.000000`` / ``-0.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 # Debian's libfaketime package (checked in the node image by `chaos doctor`/the clock fault)
@@ -108,3 +109,16 @@ def preload_argv(mount: str, node: str, process: str, argv: list[str]) -> list[s
     semaphore a root shell created cannot be opened by ``nobody`` (the service would not start)."""
     pairs = [f"{k}={v}" for k, v in process_env(mount, node, process).items()]
     return ["env", *pairs, *argv]
+
+
+def wall_minus_monotonic(tries: int = 20) -> float:
+    """This host's wall clock less its monotonic clock, read so that a preemption between the two
+    reads does not count (the tightest of ``tries`` bracketed reads)."""
+    best = (float("inf"), 0.0)
+    for _ in range(tries):
+        m1 = time.monotonic()
+        w = time.time()
+        m2 = time.monotonic()
+        if m2 - m1 < best[0]:
+            best = (m2 - m1, w - (m1 + m2) / 2)
+    return best[1]

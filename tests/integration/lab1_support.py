@@ -64,6 +64,8 @@ class EtcdServer:
     def __init__(self, data_dir: Path) -> None:
         self.port = free_port()
         peer = free_port()
+        while peer == self.port:
+            peer = free_port()
         self.endpoint = f"127.0.0.1:{self.port}"
         self.log = open(data_dir.parent / "etcd.log", "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
@@ -230,7 +232,10 @@ class Replicas:
             for line in path.read_text().splitlines():
                 if not line.strip():
                     continue
-                raw = json.loads(line)
+                try:
+                    raw = json.loads(line)
+                except ValueError:
+                    continue  # a line its service is still writing
                 out.append(
                     Event(
                         time=float(raw["mono"]) - self.origin,

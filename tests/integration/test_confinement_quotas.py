@@ -66,7 +66,7 @@ def _run(name: str, store: Path, *extra: str) -> tuple[str, int, Path, str, int,
         p = subprocess.run(
             ["/usr/bin/time", "-f", "%M", "-o", rss.name, sys.executable, "-m", "chaos.cli",
              "run", "lab3", "--solution", str(solution), *FAST, *extra, "--store", str(store)],
-            capture_output=True, text=True, timeout=300, cwd=REPO,
+            capture_output=True, text=True, timeout=600, cwd=REPO,
         )  # fmt: skip
         peak_kb = int(Path(rss.name).read_text().split()[-1])
     out = p.stdout + p.stderr
@@ -80,7 +80,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, Path,
         done = list(pool.map(lambda n: _run(n, store), ["fill", "storm", "memory"]))
     out = {}
     for name, code, run, text, peak, took in done:
-        assert took < 240, f"{name} took {took:.0f} s"
+        # ended by its own limits, with room for an engine stalled by the other stream
+        assert took < 400, f"{name} took {took:.0f} s"
         out[name] = (code, run, text, peak)
     return out
 

@@ -45,12 +45,13 @@ CASES: list[tuple[str, list[str], str, str]] = [
     ),
     (
         "ack-on-redelivery",
-        # AckWait outlasts the first kill's restart, so the second kill is armed in time
+        # AckWait outlasts the first kill's restart, so the second kill is armed in time (2 s
+        # would do on a quiet machine; a restart under load takes longer)
         [
             "-o",
             "set_size=1",
             "-o",
-            "ack_wait=2",
+            "ack_wait=4",
             "--trigger",
             "kill worker before txn 1 of complete for 0.2s 2 times",
         ],
@@ -59,7 +60,9 @@ CASES: list[tuple[str, list[str], str, str]] = [
     ),
     (
         "lost-update",
-        ["--trigger", "pause worker before txn 1 of complete for 0.6s"],
+        # held 2 s between its read and its transaction (under the AckWait), so that the other
+        # workers commit meanwhile even on a loaded machine (0.6 s missed once in 10 at load 20)
+        ["-o", "ack_wait=3", "--trigger", "pause worker before txn 1 of complete for 2s"],
         "counter",
         "a lost update",
     ),

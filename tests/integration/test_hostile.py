@@ -70,7 +70,7 @@ def _run(name: str, store: Path) -> tuple[str, int, Path, str, float]:
     t0 = time.monotonic()
     # the page is drawn where hostile text reaches it (event data, forged events)
     p = chaos("run", "lab3", "--solution", str(HOSTILE / name), "--seed", "5", *extra, *FAST,
-              store=store, timeout=240, page=name in {"escape", "forge"})  # fmt: skip
+              store=store, timeout=600, page=name in {"escape", "forge"})  # fmt: skip
     return name, p.returncode, run_dir_from(p), p.stdout + p.stderr, time.monotonic() - t0
 
 
@@ -87,7 +87,9 @@ def _all(names: tuple[str, ...], store: Path) -> dict[str, tuple[int, Path, str]
     assert sorted(p.name for p in other.iterdir()) == ["canary.txt"]
     out = {}
     for name, code, run, text, took in done:
-        assert took < 200, f"{name} took {took:.0f} s"
+        # ended by its own limits, not by the timeout: a bound far past the run's ~30 s, as an
+        # engine stalled by the other stream once made one take 173 s
+        assert took < 400, f"{name} took {took:.0f} s"
         out[name] = (code, run, text)
     return out
 

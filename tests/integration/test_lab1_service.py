@@ -82,7 +82,6 @@ def paused_holder(etcd: EtcdServer, live: Path, solution: str, hold: str, **env:
         r.pause(holder)
         r.disarm_hold(hold)  # only the first holder is stopped
         r.release_hold(holder, hold)  # it continues from the hold once resumed
-        paused_at = time.monotonic()
         grant = kinds(r.events(), "lock-acquired", holder)[-1]
         token, night = int(grant.data["token"]), int(grant.data["night"])
 
@@ -100,9 +99,14 @@ def paused_holder(etcd: EtcdServer, live: Path, solution: str, hold: str, **env:
             )
 
         done = r.wait_for(taker_done, what=f"another replica to finish night {night}")
-        assert time.monotonic() - paused_at >= AT_MOST_S * 0.9  # the lease had to expire first
         taker = done.node
         taker_token = int(done.data["token"])
+        # the lease had to expire first: the taker's grant is at or after the holder's lease end
+        # (both stamped by the services, so the test's own delays do not count)
+        (took,) = [e for e in kinds(r.events(), "lock-acquired", taker)
+                   if int(e.data["token"]) == taker_token]  # fmt: skip
+        assert float(took.data["locked_at"]) >= float(grant.data["until"]) - 1e-6, (grant, took)
+        assert float(grant.data["until"]) - float(grant.data["locked_at"]) >= AT_MOST_S * 0.99
         r.resume(holder)
         resumed = time.monotonic() - r.origin
         r.wait_for(
@@ -261,6 +265,11 @@ def test_three_replicas_run_each_night_once_without_faults(
         r.wait_for(
             lambda evs: len([e for e in evs if e.kind == "job-end"]) >= 4, what="four nights"
         )
+        # the release follows the job's end (a get, a transaction, a get): waited for, not slept
+        r.wait_for(
+            lambda evs: len([e for e in evs if e.kind == "lock-released"]) >= 4,
+            what="four releases",
+        )
         time.sleep(0.3)  # give an extra (wrong) run the chance to show up
     finally:
         r.stop()
@@ -290,16 +299,20 @@ def test_lock_at_most_for_bounds_a_dead_holder(etcd: EtcdServer, tmp_path: Path)
         )
         r.disarm_hold("write")
         os.kill(r.procs[point.node].pid, signal.SIGKILL)
-        killed_at = time.monotonic() - r.origin
         r.wait_for(
             lambda evs: len([e for e in evs if e.kind == "job-end"]) >= 2, what="both nights"
         )
     finally:
         r.stop()
     events = r.events()
-    taker = next(e for e in kinds(events, "lock-acquired") if e.time > killed_at)
+    # the dead holder's grant, and the next grant after it: another replica's, once the lease
+    # ended (times the services stamped, so the test's own delays do not count)
+    grants = kinds(events, "lock-acquired")
+    grant = [e for e in grants if e.node == point.node and e.time <= point.time][-1]
+    taker = next(e for e in grants if int(e.data["token"]) > int(grant.data["token"]))
     assert taker.node != point.node
-    assert taker.time - killed_at >= AT_MOST_S * 0.8
+    assert float(taker.data["locked_at"]) >= float(grant.data["until"]) - 1e-6, (grant, taker)
+    assert float(grant.data["until"]) - float(grant.data["locked_at"]) >= AT_MOST_S * 0.99
     res = judged({x.checker: x for x in checkers.check([], events, r.final())})
     assert all(x.verdict is Verdict.VALID for x in res.values()), res
 

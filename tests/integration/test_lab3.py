@@ -164,7 +164,8 @@ def test_a_second_firing_is_not_awaited_once_the_first_lost_the_task(store: Path
     assert "the system came to rest after 1 firing(s)" in out, out
     run = run_dir_from(p)
     spec = json.loads((run / "spec.json").read_text())
-    assert spec["timings"]["workload"] < spec["time_limit"] / 2, spec["timings"]
+    # well before the time limit (a loaded machine slows the rest too, hence not a tighter bound)
+    assert spec["timings"]["workload"] < spec["time_limit"] * 0.75, spec["timings"]
     kills = [
         o for o in read_jsonl(run / "history.jsonl")
         if o.get("f") == "kill" and o.get("phase") == "start" and o.get("trigger")

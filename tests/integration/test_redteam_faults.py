@@ -60,7 +60,7 @@ NEIGHBOURS: dict[str, tuple[list[str], str]] = {
 def _run(name: str, config: list[str], store: Path) -> tuple[int, Path, str, float]:
     t0 = time.monotonic()
     p = chaos("run", "lab3", "--solution", str(REDTEAM / name), *config, "--seed", "7",
-              *DEFAULTS, store=store, timeout=300)  # fmt: skip
+              *DEFAULTS, store=store, timeout=600)  # fmt: skip
     return p.returncode, run_dir_from(p), p.stdout + p.stderr, time.monotonic() - t0
 
 
@@ -104,7 +104,8 @@ def _not_valid(
     assert code in (1, 2), f"{name}: exit {code}\n{out}"
     assert "verdict: valid" not in out
     assert any(s in out for s in says.split("|")), out
-    assert took < 250, f"{name} took {took:.0f} s"
+    # ended by its own limits, with room for an engine stalled by the other stream
+    assert took < 400, f"{name} took {took:.0f} s"
     spec = json.loads((run / "spec.json").read_text())
     assert leftovers(engine, spec["run_id"]) == []
     return run

@@ -9,6 +9,7 @@ import os
 import random
 import stat
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,22 @@ def test_a_clock_fault_is_described_with_its_offsets() -> None:
     assert f.describe() == (
         "n2's orders clock +4.000 s, n3's orders clock at 1.5x at 1.00 s for 3.0 s"
     )
+
+
+def test_the_hosts_pair_keeps_the_read_no_preemption_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wall less monotonic, from the tightest bracketed read: a read whose two monotonic reads lie
+    0.5 s apart (the process descheduled between them) would be off by up to 0.5 s."""
+    # (monotonic before, wall, monotonic after) for each try: the first one split by a preemption
+    reads = [(10.0, 1000.0, 10.5), (20.0, 1010.00001, 20.00002), (30.0, 1020.3, 30.2)]
+    mono = iter(m for a, _, b in reads for m in (a, b))
+    wall = iter(w for _, w, _ in reads)
+    fake = types.SimpleNamespace(monotonic=lambda: next(mono), time=lambda: next(wall))
+    monkeypatch.setattr(clocks, "time", fake)
+    got = clocks.wall_minus_monotonic(tries=3)
+    monkeypatch.undo()
+    assert abs(got - 990.0) < 1e-6, got  # the second try's: 1010.00001 - 20.00001
+    # and on this machine, two readings agree within a millisecond (a plain pair would not, under
+    # load), and agree with a plain pair's reading up to its own preemption
+    a, b = clocks.wall_minus_monotonic(), clocks.wall_minus_monotonic()
+    assert abs(a - b) < 0.001, (a, b)
+    assert abs(a - (time.time() - time.monotonic())) < 1.0

@@ -308,14 +308,14 @@ def test_a_step_aimed_at_a_role_nobody_plays_yet_waits_for_a_player(tmp_path: Pa
     ctx = make_ctx(tmp_path, cluster)
     asked: list[float] = []
     applied: list[str] = []
-    played_after = time.monotonic() + 0.35
 
     class RoleFault:
         name = "probe"
 
         def resolve(self, ctx: object, spec: str | None, rng: object) -> Resolved:
+            # played from the third look on (counted, not timed: a loaded machine looks less often)
             asked.append(time.monotonic())
-            if time.monotonic() < played_after:
+            if len(asked) < 3:
                 raise RoleUnplayed("probe standby: nobody plays standby right now")
             return Resolved(spec=spec or "", targets=(Target(node="n2"),))
 
@@ -342,5 +342,6 @@ def test_a_step_aimed_at_a_role_nobody_plays_yet_waits_for_a_player(tmp_path: Pa
     # the first step looked again until its role was played, then ran; the second gave up after
     # the least wait instead of holding the run forever
     assert applied == ["standby"]
-    assert len(asked) >= 3 and asked[-1] >= played_after
-    assert time.monotonic() - t0 < 5.0
+    assert len(asked) == 3
+    # the least wait is 2 s; "forever" would be the 100 s of NeverPlayed
+    assert time.monotonic() - t0 < 10.0

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.checkers.verdict import CheckResult
+from chaos.cluster import clocks
 from chaos.core.capabilities import option_values
 from chaos.core.context import RunContext
 from chaos.core.options import WorkloadOption
@@ -145,7 +146,7 @@ class Lab1:
             # between the true wall clock and CLOCK_MONOTONIC gives the services the store's clock
             epoch = ctx.state.setdefault("lab1-epoch", time.time() + CRON_LEAD)
             out["CHAOS_LAB1_EPOCH"] = repr(epoch)
-            out["CHAOS_LAB1_WALL_BASE"] = repr(time.time() - time.monotonic())
+            out["CHAOS_LAB1_WALL_BASE"] = repr(clocks.wall_minus_monotonic())
         return out
 
     def deploy(self, ctx: RunContext) -> None:
