@@ -87,3 +87,65 @@ def test_a_record_past_max_events_says_it_was_cut(monkeypatch: pytest.MonkeyPatc
     writes: list[tuple[str, bytes | None]] = [("/lab1/orders/o1", b"{}")] * 5
     rec = etcd_record.replay(Client(writes), "/lab1/", 10, timeout=5)
     assert rec["truncated"] is True and len(rec["txns"]) == 3
+
+
+class WatchTimedOut(Exception):
+    """The name python3-etcd3 gives a watch it could not set up within the client's timeout."""
+
+
+class RevisionCompactedError(Exception):
+    pass
+
+
+class Flaky(Client):
+    """Fails its first ``fails`` watches with ``error``, counting the end markers written."""
+
+    def __init__(
+        self, writes: list[tuple[str, bytes | None]], error: Exception, fails: int
+    ) -> None:
+        super().__init__(writes)
+        self.error, self.fails = error, fails
+        self.watches = 0
+        self.markers = 0
+
+    def put(self, key: str, value: str) -> None:
+        self.markers += 1
+        super().put(key, value)
+
+    def watch_prefix_response(self, prefix: str, start_revision: int) -> tuple[Iterator[Any], Any]:
+        self.watches += 1
+        if self.watches <= self.fails:
+            raise self.error
+        return super().watch_prefix_response(prefix, start_revision)
+
+
+def test_a_watch_that_timed_out_is_tried_again_up_to_the_one_end_marker() -> None:
+    """Seen at load ~15: the watch was not set up within the client's 3 s, and three checkers
+    answered unknown for a run whose record etcd still had."""
+    writes: list[tuple[str, bytes | None]] = [("/lab3/counter", b"5"), ("/lab3/counter", b"10")]
+    c = Flaky(writes, WatchTimedOut(), fails=2)
+    rec = etcd_record.replay(c, "/lab3/", 10, timeout=5)
+    assert rec["error"] is None, rec
+    assert [t["puts"] for t in rec["txns"]] == [{"/lab3/counter": 5}, {"/lab3/counter": 10}]
+    # one end marker: a second would be a write under the prefix that no rule explains
+    assert c.markers == 1 and c.watches == 3
+    # one failure more than the attempts: the record says why, and holds no transaction
+    c = Flaky(writes, WatchTimedOut(), fails=etcd_record.ATTEMPTS)
+    rec = etcd_record.replay(c, "/lab3/", 10, timeout=5)
+    assert rec["error"].startswith("WatchTimedOut") and rec["txns"] == [] and c.markers == 1
+
+
+def test_a_compacted_history_is_not_tried_again() -> None:
+    c = Flaky([("/lab3/counter", b"5")], RevisionCompactedError(), fails=1)
+    rec = etcd_record.replay(c, "/lab3/", 10, timeout=5)
+    assert "compacted after revision 10" in rec["error"] and c.watches == 1
+
+
+def test_a_watch_that_ends_before_the_marker_is_an_error_not_a_short_record() -> None:
+    class Cut(Client):
+        def watch_prefix_response(self, prefix: str, start_revision: int) -> Any:
+            events = [PutEvent(b"/lab3/counter", b"5", start_revision)]
+            return iter([Response(events)]), lambda: None  # the stream ends, no marker
+
+    rec = etcd_record.replay(Cut([]), "/lab3/", 10, timeout=5)
+    assert rec["error"] == "etcd ended the watch before the end marker", rec

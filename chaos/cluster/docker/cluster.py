@@ -460,7 +460,7 @@ class DockerCluster:
     # ------------------------------------------------------------ freeze (cgroup freezer)
 
     def freeze(self, node: str) -> None:
-        self._containers[node].pause()
+        pause_retrying(self._containers[node])
 
     def thaw(self, node: str) -> None:
         c = self._containers[node]
@@ -471,6 +471,25 @@ class DockerCluster:
     def freezer_state(self, node: str) -> str | None:
         """``FROZEN``, ``FREEZING`` or ``THAWED`` as the kernel's freezer reports the node's cgroup."""
         return procfs.freezer_state(self._init_pid[node])
+
+
+# runc gives up on a cgroup whose tasks do not all freeze within its own short wait (a loaded
+# machine, a task in the middle of a fork) and thaws it again: "unable to freeze". Tried again.
+FREEZE_ATTEMPTS = 5
+FREEZE_RETRY_PAUSE = 0.2
+
+
+def pause_retrying(container: Any, attempts: int = FREEZE_ATTEMPTS) -> None:
+    """``container.pause()``, tried again while the runtime answers "unable to freeze" (it left
+    the container running); any other error, or the last attempt's, is raised."""
+    for attempt in range(1, attempts + 1):
+        try:
+            container.pause()
+            return
+        except docker.errors.APIError as e:
+            if attempt == attempts or "unable to freeze" not in str(e):
+                raise
+            time.sleep(FREEZE_RETRY_PAUSE)
 
 
 def bridge_of(network: Any) -> str:

@@ -33,11 +33,20 @@ SENTINEL = "~chaos-record-end"
 __all__ = ["MAX_EVENTS", "MAX_VALUE", "SENTINEL", "replay"]
 
 
+# a watch that could not be set up in time (WatchTimedOut on a loaded machine) or that lost its
+# connection is tried again, from the same revision up to the same end marker
+ATTEMPTS = 3
+
+
 def replay(client: Any, prefix: str, from_revision: int, timeout: float = 10.0) -> dict[str, Any]:
     """Every transaction on keys under ``prefix`` from ``from_revision`` on, as JSON data:
 
     ``{"source": "etcd", "prefix", "from_revision", "to_revision", "txns": [{"revision",
     "puts": {key: value}, "deletes": [key]}], "error": str | None, "truncated": bool}``.
+
+    The end marker is written once: a second one would be a write under the prefix that no
+    rule of the lab explains. A failed watch is tried again (``ATTEMPTS`` in all, each within
+    ``timeout``), but not a compacted history, which no retry brings back.
     """
     record: dict[str, Any] = {
         "source": "etcd",
@@ -49,50 +58,73 @@ def replay(client: Any, prefix: str, from_revision: int, timeout: float = 10.0) 
         "truncated": False,
     }
     nonce = secrets.token_hex(8)
-    sentinel = prefix + SENTINEL
     try:
-        client.put(sentinel, nonce)
+        client.put(prefix + SENTINEL, nonce)
     except Exception as e:
         record["error"] = f"could not write the end marker: {type(e).__name__}: {e}"
         return record
-    txns: dict[int, dict[str, Any]] = {}
-    done = threading.Event()
-    failure: list[str] = []
+    for _ in range(ATTEMPTS):
+        got = _Collect(client, prefix, from_revision, nonce)
+        error = got.run(timeout)
+        record.update(txns=[got.txns[r] for r in sorted(got.txns)], error=error,
+                      truncated=got.truncated, to_revision=got.to_revision)  # fmt: skip
+        if error is None or got.compacted:
+            break
+    return record
 
-    def collect() -> None:
+
+class _Collect:
+    """One watch from ``from_revision`` until the end marker with ``nonce``."""
+
+    def __init__(self, client: Any, prefix: str, from_revision: int, nonce: str) -> None:
+        self.client, self.prefix, self.from_revision = client, prefix, from_revision
+        self.sentinel, self.nonce = prefix + SENTINEL, nonce.encode()
+        self.txns: dict[int, dict[str, Any]] = {}
+        self.truncated = False
+        self.compacted = False
+        self.to_revision: int | None = None
+        self.failure: list[str] = []
+        self.done = threading.Event()
+
+    def run(self, timeout: float) -> str | None:
+        """The error that ended the watch, or None once the end marker arrived."""
+        threading.Thread(target=self._watch, name="etcd-record", daemon=True).start()
+        if not self.done.wait(timeout):
+            return f"the replay did not reach the end marker within {timeout:g} s"
+        if self.failure:
+            return self.failure[0]
+        if self.to_revision is None:
+            return "etcd ended the watch before the end marker"
+        return None
+
+    def _watch(self) -> None:
         count = 0
         try:
-            responses, cancel = client.watch_prefix_response(prefix, start_revision=from_revision)
+            responses, cancel = self.client.watch_prefix_response(
+                self.prefix, start_revision=self.from_revision
+            )
             try:
                 for response in responses:
                     for ev in response.events:
                         key = ev.key.decode("utf-8", errors="replace")
                         rev = int(ev.mod_revision)
-                        if key == sentinel and ev.value == nonce.encode():
-                            record["to_revision"] = rev
-                            done.set()
+                        if key == self.sentinel and ev.value == self.nonce:
+                            self.to_revision = rev
                             return
                         # a marker with another value is the code under test's write (or an
                         # earlier run's): it stays in the record, where checkers judge it
                         count += 1
                         if count > MAX_EVENTS:
-                            record["truncated"] = True
+                            self.truncated = True
                             continue
-                        _add(txns, rev, key, ev)
+                        _add(self.txns, rev, key, ev)
             finally:
                 cancel()
-        except Exception as e:  # RevisionCompactedError, a lost connection
-            failure.append(_failure(e, from_revision))
+        except Exception as e:  # RevisionCompactedError, a lost connection, WatchTimedOut
+            self.compacted = "Compacted" in type(e).__name__
+            self.failure.append(_failure(e, self.from_revision))
         finally:
-            done.set()
-
-    threading.Thread(target=collect, name="etcd-record", daemon=True).start()
-    if not done.wait(timeout):
-        record["error"] = f"the replay did not reach the end marker within {timeout:g} s"
-    elif failure:
-        record["error"] = failure[0]
-    record["txns"] = [txns[r] for r in sorted(txns)]
-    return record
+            self.done.set()
 
 
 def _add(txns: dict[int, dict[str, Any]], rev: int, key: str, ev: Any) -> None:
