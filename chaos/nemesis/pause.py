@@ -23,6 +23,11 @@ from chaos.nemesis.targets import TargetedFault, processes_of, reap_handle
 Picker = Callable[["RunContext"], Target | None]
 
 
+# how long a signalled process may take to show its new state: a poll, so only a slow one waits;
+# on a loaded machine a node capped at one CPU took over the 1 s this once was
+STATE_WAIT = 5.0
+
+
 def _wait_state(
     ctx: RunContext, t: Target, want: Callable[[str | None], bool], timeout: float
 ) -> str | None:
@@ -82,7 +87,7 @@ def _stop(ctx: RunContext, procs: list[Target], spec: str) -> list[dict[str, Any
             done.append({**t.to_json(), "pid": pid, "signal": "SIGSTOP", "state": "frozen",
                          "pending": True})  # fmt: skip
             continue
-        state = _wait_state(ctx, t, lambda s: s == "T", 1.0)
+        state = _wait_state(ctx, t, lambda s: s == "T", STATE_WAIT)
         if state != "T":
             raise RuntimeError(f"{t.process} on {t.node} (pid {pid}) is in state {state}, not T")
         done.append({**t.to_json(), "pid": pid, "signal": "SIGSTOP", "state": state})
@@ -111,7 +116,7 @@ def _resume(ctx: RunContext, procs: list[Target]) -> list[dict[str, Any]]:
         pid = ctx.cluster.signal(t.node, t.process or "", signal.SIGCONT)
         if pid is None:
             continue
-        state = _wait_state(ctx, t, lambda s: s != "T", 1.0)
+        state = _wait_state(ctx, t, lambda s: s != "T", STATE_WAIT)
         if state == "T":
             raise RuntimeError(f"{t.process} on {t.node} (pid {pid}) still stopped")
         out.append(

@@ -112,7 +112,9 @@ def lock_history(client: Any, key: str) -> list[dict[str, Any]]:
             break
         try:
             value, meta = client.get(key, revision=rev - 1)
-        except Exception:
+        except Exception as e:
+            if "compacted" not in f"{type(e).__name__} {e}".lower():
+                raise  # a timeout: the final reads are tried again, not cut short
             break  # compacted: the versions read so far are still the record's
     out.reverse()
     return out

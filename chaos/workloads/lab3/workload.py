@@ -133,7 +133,9 @@ class Lab3:
         point is claimed, before the fault acts: etcd's outbox and which tasks have their
         commit in etcd, and the broker's stream and consumer (chaos.workloads.lab3.confirm judges
         from it whether the scenario's precondition held)."""
-        c = etcd.client(ctx, timeout=2.0)
+        # one try (the claimer waits for it), so a longer bound than a poll's: a read that failed
+        # here leaves the scenario unknown
+        c = etcd.client(ctx, timeout=5.0)
         try:
             # one range read: every key of the lab at one revision, a consistent cut (reads key
             # by key would mix moments while the run goes on). etcd first, the broker after: a
@@ -443,10 +445,7 @@ class Lab3:
         }
         if counter is not None and state["counter"] is None:
             state["counter_refused"] = value
-        try:
-            state.update(broker.read_broker(nats.url(ctx)))
-        except Exception as e:
-            state["broker_error"] = f"{type(e).__name__}: {e}"
+        state.update(_broker_state(nats.url(ctx)))
         return state
 
     # ------------------------------------------------------------ checks
@@ -529,3 +528,21 @@ def busy_worker(ctx: RunContext) -> Target | None:
         ):
             return Target(node=e.node, process="worker")
     return None
+
+
+# the broker's own counts, tried again after a failure (a connect that a loaded machine left past
+# its 2 s): without them scenario-fired cannot tell some scenarios, and says unknown
+BROKER_READS = 3
+BROKER_READ_PAUSE = 1.0
+
+
+def _broker_state(url: str) -> dict[str, Any]:
+    """The broker's stream and consumer, or ``broker_error`` after the last failed try."""
+    for attempt in range(1, BROKER_READS + 1):
+        try:
+            return dict(broker.read_broker(url))
+        except Exception as e:
+            if attempt == BROKER_READS:
+                return {"broker_error": f"{type(e).__name__}: {e}"}
+            time.sleep(BROKER_READ_PAUSE)
+    raise AssertionError("unreachable")

@@ -138,7 +138,7 @@ def leader(ctx: RunContext) -> str | None:
     """The node whose member is the current leader, or None when no member answers."""
     for node in ctx.cluster.nodes:
         try:
-            c = member_client(ctx, node, timeout=1.0)
+            c = member_client(ctx, node, timeout=3.0)
             try:
                 st = c.status()
                 lid = st.leader.id

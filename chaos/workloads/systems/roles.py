@@ -4,7 +4,7 @@ member that leads now), ``primaries`` (its node) and ``broker`` (the JetStream s
 from __future__ import annotations
 
 from chaos.core.context import RunContext
-from chaos.core.target import Target
+from chaos.core.target import RoleUnplayed, Target
 from chaos.workloads.systems import etcd
 
 # the role words a target may use on a workload that runs each system (its Names.roles)
@@ -20,7 +20,8 @@ def system_role(ctx: RunContext, role: str) -> list[Target] | None:
             return None
         lead = etcd.leader(ctx)
         if lead is None:
-            return []
+            # no member answered (an election, or a loaded machine): asked again, not "nobody"
+            raise RoleUnplayed(f"{role}: no etcd member named a leader just now")
         return [Target(node=lead, process="etcd" if role == "leader" else None)]
     if role == "broker":
         brokers = ctx.supervisor.processes("nats")
