@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Any
 
 from chaos.checkers.offline import check_history
@@ -166,19 +167,24 @@ class JetStreamQueue:
         return True
 
     def final_state(self, ctx: RunContext) -> dict[str, Any]:
-        """Drain: dequeue until the queue answers empty twice in a row (recorded as ops)."""
+        """Drain: dequeue until the queue has answered nothing for longer than the AckWait, and at
+        least twice (recorded as ops). A message whose ACK was lost (an ``info`` dequeue) comes
+        back only after the AckWait: a drain that stopped sooner would call it lost."""
         clients: dict[int, _Client] = {}
         process = 10_000  # a process of its own, so its ops never interleave with a client's
+        quiet_for = nats.ack_wait(option_values(self, ctx.spec)) + 1.0
         empties = 0
         drained = 0
+        since = time.monotonic()  # the drain's start, or its last message
         try:
-            while empties < 2 and drained < 100_000:
+            while drained < 100_000 and (empties < 2 or time.monotonic() - since <= quiet_for):
                 before = len(ctx.history.ops)
                 self._op(ctx, clients, process, "dequeue", None)
                 last = ctx.history.ops[-1] if len(ctx.history.ops) > before else None
                 if last is not None and last.type is OpType.OK:
                     drained += 1
                     empties = 0
+                    since = time.monotonic()
                 else:
                     empties += 1
         finally:
