@@ -6,6 +6,7 @@ without them is ever touched.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -88,6 +89,36 @@ def orphaned_runs(client: docker.DockerClient) -> dict[str, str | None]:
     return {r: live for r, live in runs.items() if r not in alive}
 
 
+# a loaded engine can answer a removal with an error of its own ("did not receive an exit event")
+# and succeed when asked again; a run's verdict must not be lost to it
+REMOVE_ATTEMPTS = 3
+REMOVE_RETRY_PAUSE = 1.0
+
+
+def remove_container(c: Any) -> bool:
+    """Thaw if paused, then force-remove ``c`` with its anonymous volumes, asking again after an
+    engine error; whether this call removed it (not when it was gone, or another process was
+    removing it already). The last attempt's error is raised."""
+    for attempt in range(1, REMOVE_ATTEMPTS + 1):
+        try:
+            if c.status == "paused":
+                c.unpause()
+            c.remove(force=True, v=True)
+            return True
+        except docker.errors.NotFound:
+            return False
+        except docker.errors.APIError as e:
+            # another process (the run's own teardown, a second cleanup) is removing it already
+            if _in_progress(e):
+                return False
+            if attempt == REMOVE_ATTEMPTS or not e.is_server_error():
+                raise  # a conflict of another kind is no engine's hiccup: said at once
+            time.sleep(REMOVE_RETRY_PAUSE)
+            with contextlib.suppress(docker.errors.APIError):
+                c.reload()
+    return False
+
+
 def remove_run(client: docker.DockerClient, run_id: str | None) -> list[str]:
     """Remove the containers, host rules, networks and volumes of one run (or of every chaos run
     when ``run_id`` is None).
@@ -102,17 +133,8 @@ def remove_run(client: docker.DockerClient, run_id: str | None) -> list[str]:
         flt.append(f"{LABEL_RUN}={run_id}")
     removed: list[str] = []
     for c in list_containers(client, {"label": flt}):
-        try:
-            if c.status == "paused":
-                c.unpause()
-            c.remove(force=True, v=True)
+        if remove_container(c):
             removed.append(f"container {c.name}")
-        except docker.errors.NotFound:
-            pass
-        except docker.errors.APIError as e:
-            # another process (the run's own teardown, a second cleanup) is removing it already
-            if not _in_progress(e):
-                raise
     runs = firewall.all_runs() if run_id is None else {run_id}
     removed += firewall.remove_all(runs)
     for n in client.networks.list(filters={"label": flt}):
