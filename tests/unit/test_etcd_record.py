@@ -149,3 +149,25 @@ def test_a_watch_that_ends_before_the_marker_is_an_error_not_a_short_record() ->
 
     rec = etcd_record.replay(Cut([]), "/lab3/", 10, timeout=5)
     assert rec["error"] == "etcd ended the watch before the end marker", rec
+
+
+def test_the_end_marker_is_written_again_with_the_same_nonce(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(etcd_record, "MARKER_RETRY_PAUSE", 0.0)
+
+    class SlowPut(Client):
+        def __init__(self) -> None:
+            super().__init__([("/lab3/counter", b"5")])
+            self.nonces: list[str] = []
+
+        def put(self, key: str, value: str) -> None:
+            self.nonces.append(value)
+            if len(self.nonces) == 1:
+                raise TimeoutError("deadline exceeded")
+            super().put(key, value)
+
+    c = SlowPut()
+    rec = etcd_record.replay(c, "/lab3/", 10, timeout=5)
+    assert rec["error"] is None and [t["puts"] for t in rec["txns"]] == [{"/lab3/counter": 5}]
+    assert len(c.nonces) == 2 and c.nonces[0] == c.nonces[1]

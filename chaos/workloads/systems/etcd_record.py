@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 import types
 from typing import Any
 
@@ -36,6 +37,7 @@ __all__ = ["MAX_EVENTS", "MAX_VALUE", "SENTINEL", "replay"]
 # a watch that could not be set up in time (WatchTimedOut on a loaded machine) or that lost its
 # connection is tried again, from the same revision up to the same end marker
 ATTEMPTS = 3
+MARKER_RETRY_PAUSE = 1.0
 
 
 def replay(client: Any, prefix: str, from_revision: int, timeout: float = 10.0) -> dict[str, Any]:
@@ -58,11 +60,17 @@ def replay(client: Any, prefix: str, from_revision: int, timeout: float = 10.0) 
         "truncated": False,
     }
     nonce = secrets.token_hex(8)
-    try:
-        client.put(prefix + SENTINEL, nonce)
-    except Exception as e:
-        record["error"] = f"could not write the end marker: {type(e).__name__}: {e}"
-        return record
+    # the same nonce each try: a put that timed out yet landed is a marker the watch stops at
+    # first, and the second one comes after it, outside the record
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            client.put(prefix + SENTINEL, nonce)
+            break
+        except Exception as e:
+            if attempt == ATTEMPTS:
+                record["error"] = f"could not write the end marker: {type(e).__name__}: {e}"
+                return record
+            time.sleep(MARKER_RETRY_PAUSE)
     for _ in range(ATTEMPTS):
         got = _Collect(client, prefix, from_revision, nonce)
         error = got.run(timeout)
