@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 # Debian's libfaketime package (checked in the node image by `chaos doctor`/the clock fault)
@@ -111,13 +112,14 @@ def preload_argv(mount: str, node: str, process: str, argv: list[str]) -> list[s
     return ["env", *pairs, *argv]
 
 
-def wall_minus_monotonic(tries: int = 20) -> float:
-    """This host's wall clock less its monotonic clock, read so that a preemption between the two
-    reads does not count (the tightest of ``tries`` bracketed reads)."""
+def wall_minus_monotonic(tries: int = 20, wall: Callable[[], float] | None = None) -> float:
+    """A wall clock (this host's, or ``wall``) less the monotonic clock, read so that a preemption
+    between the two reads does not count (the tightest of ``tries`` bracketed reads)."""
+    read_wall = wall or time.time
     best = (float("inf"), 0.0)
     for _ in range(tries):
         m1 = time.monotonic()
-        w = time.time()
+        w = read_wall()
         m2 = time.monotonic()
         if m2 - m1 < best[0]:
             best = (m2 - m1, w - (m1 + m2) / 2)

@@ -55,6 +55,7 @@ from typing import Any
 
 import etcd3
 
+from chaos.cluster import clocks
 from chaos.node import solution
 from chaos.node.runtime import EventLog, Hooks, Identity, env
 from chaos.workloads.lab1 import keys
@@ -274,17 +275,9 @@ class Service:
         return time.monotonic() + self.settings.wall_base
 
     def clock_offset(self) -> float:
-        """This replica's wall clock less the store's: the wall clock read between two reads of
-        the monotonic one, the tightest of a few tries (a try the process was descheduled in is
-        off by as long)."""
-        best = (float("inf"), 0.0)
-        for _ in range(5):
-            m1 = time.monotonic()
-            w = self.clock.now()
-            m2 = time.monotonic()
-            if m2 - m1 < best[0]:
-                best = (m2 - m1, w - ((m1 + m2) / 2 + self.settings.wall_base))
-        return round(best[1], 4)
+        """This replica's wall clock less the store's, read so that a preemption between the
+        clocks' reads does not count."""
+        return round(clocks.wall_minus_monotonic(5, self.clock.now) - self.settings.wall_base, 4)
 
     def night_on_my_clock(self) -> int:
         """The night this replica's own wall clock is in (0 before the first)."""

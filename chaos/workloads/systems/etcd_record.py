@@ -46,9 +46,10 @@ def replay(client: Any, prefix: str, from_revision: int, timeout: float = 10.0) 
     ``{"source": "etcd", "prefix", "from_revision", "to_revision", "txns": [{"revision",
     "puts": {key: value}, "deletes": [key]}], "error": str | None, "truncated": bool}``.
 
-    The end marker is written once: a second one would be a write under the prefix that no
-    rule of the lab explains. A failed watch is tried again (``ATTEMPTS`` in all, each within
-    ``timeout``), but not a compacted history, which no retry brings back.
+    One end marker, one nonce: a marker with another value would be a write under the prefix
+    that no rule of the lab explains. A failed put is tried again with the same nonce, and a
+    failed watch (``ATTEMPTS`` in all, each within ``timeout``), but not a compacted history,
+    which no retry brings back.
     """
     record: dict[str, Any] = {
         "source": "etcd",
