@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from chaos.checkers.verdict import combine
 from chaos.cluster import backends
-from chaos.cluster.base import Backend
+from chaos.cluster.base import Backend, GivenMachines
 from chaos.core import run_options
 from chaos.core.capabilities import Scenarios, fault_seconds
 from chaos.core.spec import TestSpec
@@ -41,7 +41,7 @@ class RunRequest:
     """``chaos run``'s options as parsed (the names are the options' own; None: not given).
 
     ``settings``: the run parameters (chaos.core.run_options: TestSpec's declared fields but
-    ``nodes``) and ``backend_options`` the backends' (``nodes_file``), by name, each as declared
+    ``nodes``) and ``backend_options`` the backends' (a nodes file), by name, each as declared
     once. ``nodes`` None: the default, or all the machines of a nodes file. ``argv``: the command
     line as typed, stored as the command that reproduces the run unless ``stored_command`` is
     given. :meth:`of` sorts a command's parsed parameters into these."""
@@ -295,17 +295,15 @@ DEFAULT_NODES = TestSpec(workload="").nodes
 
 def backend_for(name: str, nodes: int | None, options: Mapping[str, Any]) -> tuple[Backend, int]:
     """The backend with its declared ``options``, and the run's number of nodes: ``nodes``
-    (None: the default), or with a nodes file all of its machines (a ``nodes`` beside it, as a
-    stored command has, must agree). ValueError for an unknown backend, an option it does not
-    take or a count the file does not have."""
+    (None: the default), or on a backend given its machines (a nodes file) all of them (a
+    ``nodes`` beside it, as a stored command has, must agree). ValueError for an unknown
+    backend, an option it does not take or a count its machines are not."""
     backend = backends.get(name, **options)
-    nodes_file = options.get("nodes_file")
-    if nodes_file is None:
+    if not isinstance(backend, GivenMachines):
         return backend, nodes or DEFAULT_NODES
-    # a backend built from a nodes file runs on all of its nodes (not part of Backend)
-    have = len(getattr(backend, "file").nodes)  # noqa: B009
+    have = backend.machines
     if nodes is not None and nodes != have:
-        raise ValueError(f"--nodes {nodes}: {nodes_file} names {have} node(s)")
+        raise ValueError(f"--nodes {nodes}: {backend.given_by} names {have} node(s)")
     return backend, have
 
 

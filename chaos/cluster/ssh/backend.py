@@ -44,6 +44,15 @@ class SSHBackend:
         self._python: dict[str, str] = {}
         self._venv: dict[str, str] = {}
 
+    @property
+    def machines(self) -> int:
+        """GivenMachines: a run takes every machine of the nodes file."""
+        return len(self.file.nodes)
+
+    @property
+    def given_by(self) -> str:
+        return str(self.file.path)
+
     def supports(self, capability: type) -> bool:
         """Whether this backend's clusters have an optional capability (see ``Capable``)."""
         return issubclass(SSHCluster, capability)
