@@ -21,11 +21,10 @@ import click
 
 from chaos.checkers.cli import MODELS, ModelCheck, model_argv, model_options
 from chaos.core import run_options
-from chaos.core.solution import REFERENCE
 from chaos.deprecation import old_name, warn_renamed
 from chaos.exits import Exit, usage_status
 from chaos.histories.safe_text import clean
-from chaos.histories.store import DEFAULT_STORE, stored_runs, workload_of
+from chaos.histories.store import stored_runs, workload_of
 from chaos.run_option import POSITIVE, SECONDS, SEED, RunOption
 
 # Each command imports what it runs inside its own body, for start-up time alone (nothing here
@@ -33,10 +32,9 @@ from chaos.run_option import POSITIVE, SECONDS, SEED, RunOption
 # `chaos ls` and `--help` must not load the Docker SDK and the etcd and NATS clients, which took
 # `import chaos.cli` from 0.45 s to 1.4 s on this machine kind when imported at the top.
 
-# The run options `chaos run` and `chaos explore` take are declared once, as data
-# (chaos.core.run_options): the spec's run parameters and the backends' options. Their click
-# options are made from the declarations below; the commands' own options are written here.
-RUN_OPTIONS = {o.name: o for o in run_options.table()}
+# The options of `chaos run`, `chaos explore` and the backends' are declared once, as data
+# (chaos.core.run_options); their click options are made from those declarations (`declared`
+# below), with the help texts that name the registries' contents derived when shown.
 
 
 class ChaosGroup(click.Group):
@@ -95,9 +93,9 @@ def examples(*lines: str) -> str:
 
 # Help texts of the options several commands share: one concept, one name, one sentence (the
 # vocabulary test in tests/unit/test_cli_vocabulary.py holds every command to it).
-SEED_HELP = "Seed (>= 0) every random choice derives from; printed when left out."
-TIME_LIMIT_HELP = RUN_OPTIONS["time_limit"].help
-QUIET_HELP = "No progress lines on stderr: the results only."
+SEED_HELP = run_options.named("seed").help
+TIME_LIMIT_HELP = run_options.named("time_limit").help
+QUIET_HELP = run_options.named("quiet").help
 SANDBOX_NAME_HELP = "The sandbox's name (several sandboxes can coexist)."
 
 
@@ -131,13 +129,7 @@ def main() -> None:
 
 
 def store_option(f: Any) -> Any:
-    return click.option(
-        "--store",
-        type=click.Path(path_type=Path, file_okay=False),
-        default=DEFAULT_STORE,
-        show_default=True,
-        help="Folder that holds the stored runs.",
-    )(f)
+    return run_options.named("store").click_option()(f)
 
 
 @contextlib.contextmanager
@@ -310,7 +302,7 @@ def _workload_options_help() -> str:
     )
 
 
-def declared(options: Sequence[RunOption], **override: dict[str, Any]) -> Any:
+def declared(options: Sequence[RunOption], /, **override: dict[str, Any]) -> Any:
     """The click options of declared run options, in their order; ``override``: by option name,
     a keyword of ``click.option`` one command sets its own way."""
 
@@ -322,28 +314,18 @@ def declared(options: Sequence[RunOption], **override: dict[str, Any]) -> Any:
     return apply
 
 
-def workload_options_option(f: Any) -> Any:
-    """``-o KEY=VALUE``, with every workload's declared options in its help."""
-    return click.option(
-        "--option",
-        "-o",
-        "options",
-        multiple=True,
-        metavar="KEY=VALUE",
-        cls=LazyHelp,
-        help_from=_workload_options_help,
-    )(f)
+def _derived(help_from: Any) -> dict[str, Any]:
+    return {"cls": LazyHelp, "help_from": help_from}
 
 
-def backend_option(f: Any) -> Any:
-    return click.option(
-        "--backend",
-        "backend_name",
-        default="docker",
-        show_default=True,
-        cls=LazyHelp,
-        help_from=_backend_help,
-    )(f)
+# the declared options whose help names what the registries hold, derived when shown
+DERIVED: dict[str, dict[str, Any]] = {
+    "backend_name": _derived(_backend_help),
+    "nemesis": _derived(_nemesis_help),
+    "solution": _derived(_solution_help),
+    "scenarios": _derived(_scenarios_help),
+    "options": _derived(_workload_options_help),
+}
 
 
 @main.command(
@@ -357,84 +339,16 @@ def backend_option(f: Any) -> Any:
     ),
 )
 @click.argument("workload")
-@backend_option
-@click.option("--nemesis", "nemesis", default="", cls=LazyHelp, help_from=_nemesis_help)
-@click.option(
-    "--trigger",
-    "triggers",
-    multiple=True,
-    help="Fault fired by a system event, e.g. 'pause worker on delivery', "
-    "'kill relay before publish [for 3s]'. Repeatable.",
-)
-@click.option(
-    "--schedule",
-    "schedule_file",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="A scripted fault timeline (YAML): 'at 3s pause worker for 6s', ...",
-)
-@click.option(
-    "--solution", default=REFERENCE, show_default=True, cls=LazyHelp, help_from=_solution_help
-)
-@click.option("--seed", type=SEED, default=None, help=SEED_HELP)
 @declared(
-    run_options.spec_options("run"),
+    run_options.command_options("run"),
+    **DERIVED,
     # a count, or for one release the nodes file itself (deprecated): the command sorts them out
     nodes={"type": NodesCount(), "dest": "nodes_arg"},
 )
-@declared(run_options.backend_options("run"))
 @old_name("--ack-wait", new="--option", key="ack_wait")
 @old_name("--work-seconds", new="--option", key="work_seconds")
-@click.option(
-    "--scenarios",
-    type=click.Choice(["all"]),
-    default=None,
-    cls=LazyHelp,
-    help_from=_scenarios_help,
-)
 @old_name("--lab-report", new="--scenarios", value="all")
-@click.option(
-    "--lab-report-out",
-    "report_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    metavar="FILE",
-    help="Also write the lab report JSON (store/WORKLOAD/lab-report.json) to FILE.",
-)
 @old_name("--report", new="--lab-report-out")
-@workload_options_option
-@click.option(
-    "--no-html",
-    "no_html",
-    is_flag=True,
-    help="Skip the HTML report page; `chaos report RUN` renders it later from the stored run.",
-)
-@click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
-@click.option(
-    "--stored-command",
-    default=None,
-    hidden=True,
-    metavar="COMMAND",
-    help="Store COMMAND as the one that reproduces the run (chaos grade's workers run a copy of "
-    "the submission: the run names the submission's own path).",
-)
-@click.option(
-    "--stored-solution",
-    default=None,
-    hidden=True,
-    metavar="PATH",
-    help="Store PATH as the run's solution (with --stored-command: the submission graded).",
-)
-@click.option(
-    "--stored-path",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    hidden=True,
-    metavar="DIR",
-    help="The folder where the run will be kept (chaos grade copies each run into its own "
-    "folder): the run's page names it to re-check and re-render the run.",
-)
-@store_option
 def run(nodes_arg: int | Path, nodes_file: Path | None, quiet: bool, **asked: Any) -> None:
     """Run WORKLOAD (one of: {workloads}) on a fresh cluster and check it."""
     from chaos.orchestrator import plan as runs
@@ -470,35 +384,10 @@ def run(nodes_arg: int | Path, nodes_file: Path | None, quiet: bool, **asked: An
     )
 )
 @click.argument("workload")
-@backend_option
-@click.option(
-    "--solution", default=REFERENCE, show_default=True, cls=LazyHelp, help_from=_solution_help
-)
-@click.option("--seed", type=SEED, default=None, help=SEED_HELP)
-@click.option(
-    "--budget",
-    type=click.IntRange(min=0),
-    default=40,
-    show_default=True,
-    help="At most this many runs after the fault-free trace (0: the trace only).",
-)
-@click.option("--keep-going", "try_all", is_flag=True, help="Go on after the first invalid run.")
+@declared(run_options.command_options("explore"), **DERIVED)
 @old_name("--all", new="--keep-going", flag=True)
 @old_name("--ack-wait", new="--option", key="ack_wait")
-@declared(run_options.spec_options("explore"))
-@declared(run_options.backend_options("explore"))
-@workload_options_option
-@click.option(
-    "--json-out",
-    "json_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    metavar="FILE",
-    help="Also write the exploration (every point tried, its verdict and run) as JSON to FILE.",
-)
 @old_name("--json", new="--json-out")
-@click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
-@store_option
 def explore(
     nodes: int, budget: int, try_all: bool, json_path: Path | None, quiet: bool, **asked: Any
 ) -> None:
@@ -680,8 +569,7 @@ def _nodes_arg(value: int | Path | None, nodes_file: Path | None) -> tuple[int |
         "chaos cleanup --run 410334a1b2 --include-live",
     )
 )
-@backend_option
-@declared(run_options.backend_options("cleanup"))
+@declared(run_options.command_options("cleanup"), **DERIVED)
 @old_name("--nodes", new="--nodes-file")
 @click.option(
     "--run",

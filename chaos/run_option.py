@@ -55,9 +55,13 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunOption:
-    """One option. ``name`` is the Python name (the field of the spec or the backend's keyword,
-    and the click parameter); the flag is ``--`` and the name with dashes. ``matrix``: empty when
-    a grade matrix may set it, else why it may not (the matrix says so to whoever writes it)."""
+    """One option. ``name`` is the Python name (the field of the spec or the request, the
+    backend's keyword, the click parameter); the flag is ``--`` and the name with dashes unless
+    ``long`` names it (``--trigger`` sets ``triggers``), ``short`` a one-letter alias.
+    ``matrix``: empty when a grade matrix may set it, else why it may not (the matrix says so to
+    whoever writes it); ``value`` the type a matrix gives it, where its click type does not say
+    (a repeatable option takes a list, ``-o`` a mapping). An empty ``help`` is derived from the
+    registries when shown (the command line supplies it: a heavy import)."""
 
     name: str = ""
     type: click.ParamType
@@ -66,10 +70,17 @@ class RunOption:
     commands: frozenset[str] = BOTH
     matrix: str = ""
     metavar: str | None = None
+    show_default: bool = False
+    long: str = ""
+    short: str = ""
+    multiple: bool = False
+    is_flag: bool = False
+    hidden: bool = False
+    value: builtins.type | None = None
 
     @property
     def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
+        return "--" + (self.long or self.name.replace("_", "-"))
 
     @property
     def key(self) -> str:
@@ -78,6 +89,8 @@ class RunOption:
 
     def kind(self) -> builtins.type:
         """The type of the value a grade matrix gives it."""
+        if self.value is not None:
+            return self.value
         if isinstance(self.type, click.types.IntParamType):
             return int
         if isinstance(self.type, click.types.FloatParamType):
@@ -86,17 +99,21 @@ class RunOption:
 
     def click_option(self, **override: Any) -> Callable[[Any], Any]:
         """The click option of a command that takes it; ``override`` changes a keyword of
-        ``click.option`` (a command's own type or parameter name)."""
+        ``click.option`` (a command's own type or parameter name, a derived help)."""
         kwargs: dict[str, Any] = dict(
             type=self.type,
             default=self.default,
-            show_default=self.default is not None,
+            show_default=self.show_default,
             help=self.help,
             metavar=self.metavar,
         )
+        for word in ("multiple", "is_flag", "hidden"):
+            if getattr(self, word):
+                kwargs[word] = True
         dest = override.pop("dest", self.name)
         kwargs.update(override)
-        return click.option(self.flag, dest, **kwargs)
+        names = [self.flag, *([self.short] if self.short else []), dest]
+        return click.option(*names, **kwargs)
 
 
 def run_option(
@@ -109,7 +126,14 @@ def run_option(
 ) -> T:
     """A dataclass field that is also an option of ``chaos run``: its default, and its
     declaration in the field's metadata (read back by :func:`declared`)."""
-    option = RunOption(type=type, default=default, help=help, commands=commands, matrix=matrix)
+    option = RunOption(
+        type=type,
+        default=default,
+        help=help,
+        commands=commands,
+        matrix=matrix,
+        show_default=default is not None,
+    )
     field: T = dataclasses.field(default=default, metadata={KEY: option})
     return field
 
