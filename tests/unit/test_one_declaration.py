@@ -128,3 +128,18 @@ def test_a_backend_option_declared_once_is_taken_by_its_commands(tmp_path: Path)
     )
     assert "'--ssh-port', '2222'" in out
     assert "not allowed in a matrix: every machine of the grade listens on one port" in out
+
+
+def test_the_grading_guide_lists_the_options_the_table_lets_a_matrix_set() -> None:
+    """docs/grading.md names every option a configuration may set, and no other: the list
+    follows the declarations (a new option that a matrix may set fails here until it is named)."""
+    import re
+
+    from chaos.grade import matrix
+
+    text = (REPO / "docs" / "grading.md").read_text(encoding="utf-8")
+    start = text.index("Options a configuration may set:")
+    listed = re.findall(r"`([a-z-]+)`", text[start : text.index("(`time_limit`", start)])
+    assert sorted(listed) == sorted(matrix.OPTIONS)
+    refused = text[text.index("`seed`, `solution`") : text.index("are the grade's own")]
+    assert set(re.findall(r"`([a-z-]+)`", refused)) <= set(matrix.REFUSED)
