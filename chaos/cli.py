@@ -20,23 +20,21 @@ from typing import Any, NoReturn
 import click
 
 from chaos.checkers.cli import MODELS, ModelCheck, model_argv, model_options
-from chaos.core.solution import REFERENCE
+from chaos.core import run_options
 from chaos.deprecation import old_name, warn_renamed
 from chaos.exits import Exit, usage_status
 from chaos.histories.safe_text import clean
-from chaos.histories.store import DEFAULT_STORE, stored_runs, workload_of
+from chaos.histories.store import stored_runs, workload_of
+from chaos.run_option import POSITIVE, SECONDS, SEED, RunOption
 
 # Each command imports what it runs inside its own body, for start-up time alone (nothing here
 # dodges an import cycle: the layers contract in pyproject.toml rules those out): `chaos check`,
 # `chaos ls` and `--help` must not load the Docker SDK and the etcd and NATS clients, which took
 # `import chaos.cli` from 0.45 s to 1.4 s on this machine kind when imported at the top.
 
-# The types of the numeric options: a value out of range is refused by click while it parses the
-# command line, before any command body runs (so before any container, network or folder exists).
-SECONDS = click.FloatRange(min=0, min_open=True)  # a duration that must pass: > 0
-SECONDS_OR_NONE = click.FloatRange(min=0)  # >= 0
-POSITIVE = click.IntRange(min=1)
-SEED = click.IntRange(min=0)
+# The options of `chaos run`, `chaos explore` and the backends' are declared once, as data
+# (chaos.core.run_options); their click options are made from those declarations (`declared`
+# below), with the help texts that name the registries' contents derived when shown.
 
 
 class ChaosGroup(click.Group):
@@ -95,15 +93,9 @@ def examples(*lines: str) -> str:
 
 # Help texts of the options several commands share: one concept, one name, one sentence (the
 # vocabulary test in tests/unit/test_cli_vocabulary.py holds every command to it).
-SEED_HELP = "Seed (>= 0) every random choice derives from; printed when left out."
-TIME_LIMIT_HELP = "Seconds (> 0) of workload in load mode, else the bound on the fault phase."
-RECOVERY_HELP = "Seconds (>= 0), after the faults are healed, for the system to finish its work."
-FAULT_DURATION_HELP = (
-    "Seconds (> 0) a scheduled or triggered fault lasts (default: --pause-duration where "
-    "given, else 3 past the workload's takeover wait, such as its AckWait: 5 where it has none)."
-)
-NODES_HELP = "How many nodes, at least 1 (with --nodes-file: all the file names)."
-QUIET_HELP = "No progress lines on stderr: the results only."
+SEED_HELP = run_options.named("seed").help
+TIME_LIMIT_HELP = run_options.named("time_limit").help
+QUIET_HELP = run_options.named("quiet").help
 SANDBOX_NAME_HELP = "The sandbox's name (several sandboxes can coexist)."
 
 
@@ -137,13 +129,7 @@ def main() -> None:
 
 
 def store_option(f: Any) -> Any:
-    return click.option(
-        "--store",
-        type=click.Path(path_type=Path, file_okay=False),
-        default=DEFAULT_STORE,
-        show_default=True,
-        help="Folder that holds the stored runs.",
-    )(f)
+    return run_options.named("store").click_option()(f)
 
 
 @contextlib.contextmanager
@@ -316,42 +302,30 @@ def _workload_options_help() -> str:
     )
 
 
-DEFAULT_NODES = 3
+def declared(options: Sequence[RunOption], /, **override: dict[str, Any]) -> Any:
+    """The click options of declared run options, in their order; ``override``: by option name,
+    a keyword of ``click.option`` one command sets its own way."""
+
+    def apply(f: Any) -> Any:
+        for o in reversed(options):
+            f = o.click_option(**override.get(o.name, {}))(f)
+        return f
+
+    return apply
 
 
-def nodes_file_option(f: Any) -> Any:
-    return click.option(
-        "--nodes-file",
-        "nodes_file",
-        type=click.Path(path_type=Path, dir_okay=False, exists=True),
-        default=None,
-        metavar="FILE",
-        help="A nodes.yaml naming the machines of --backend ssh (see docs/backends.md).",
-    )(f)
+def _derived(help_from: Any) -> dict[str, Any]:
+    return {"cls": LazyHelp, "help_from": help_from}
 
 
-def workload_options_option(f: Any) -> Any:
-    """``-o KEY=VALUE``, with every workload's declared options in its help."""
-    return click.option(
-        "--option",
-        "-o",
-        "options",
-        multiple=True,
-        metavar="KEY=VALUE",
-        cls=LazyHelp,
-        help_from=_workload_options_help,
-    )(f)
-
-
-def backend_option(f: Any) -> Any:
-    return click.option(
-        "--backend",
-        "backend_name",
-        default="docker",
-        show_default=True,
-        cls=LazyHelp,
-        help_from=_backend_help,
-    )(f)
+# the declared options whose help names what the registries hold, derived when shown
+DERIVED: dict[str, dict[str, Any]] = {
+    "backend_name": _derived(_backend_help),
+    "nemesis": _derived(_nemesis_help),
+    "solution": _derived(_solution_help),
+    "scenarios": _derived(_scenarios_help),
+    "options": _derived(_workload_options_help),
+}
 
 
 @main.command(
@@ -365,141 +339,23 @@ def backend_option(f: Any) -> Any:
     ),
 )
 @click.argument("workload")
-@backend_option
-@click.option("--nemesis", "nemesis", default="", cls=LazyHelp, help_from=_nemesis_help)
-@click.option(
-    "--trigger",
-    "triggers",
-    multiple=True,
-    help="Fault fired by a system event, e.g. 'pause worker on delivery', "
-    "'kill relay before publish [for 3s]'. Repeatable.",
-)
-@click.option(
-    "--schedule",
-    "schedule_file",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="A scripted fault timeline (YAML): 'at 3s pause worker for 6s', ...",
-)
-@click.option(
-    "--solution", default=REFERENCE, show_default=True, cls=LazyHelp, help_from=_solution_help
-)
-@click.option("--seed", type=SEED, default=None, help=SEED_HELP)
-@click.option(
-    "--tasks",
-    type=POSITIVE,
-    default=None,
-    help="Load mode: this many tasks, >= 1 (random amounts).",
-)
-@click.option(
-    "--rate",
-    type=SECONDS,
-    default=None,
-    help="Load mode: tasks per second (> 0) for --time-limit seconds.",
-)
-@click.option("--time-limit", type=SECONDS, default=30.0, show_default=True, help=TIME_LIMIT_HELP)
-@click.option(
-    "--concurrency",
-    type=POSITIVE,
-    default=3,
-    show_default=True,
-    help="Clients performing operations at the same time (>= 1).",
-)
-@click.option(
-    "--recovery-timeout",
-    type=SECONDS_OR_NONE,
-    default=40.0,
-    show_default=True,
-    help=RECOVERY_HELP,
+@declared(
+    run_options.command_options("run"),
+    **DERIVED,
+    # a count, or for one release the nodes file itself (deprecated): the command sorts them out
+    nodes={"type": NodesCount(), "dest": "nodes_arg"},
 )
 @old_name("--ack-wait", new="--option", key="ack_wait")
-@click.option(
-    "--pause-duration",
-    type=SECONDS,
-    default=None,
-    help="Seconds (> 0) a pause lasts (default: 3 past the workload's takeover wait).",
-)
-@click.option(
-    "--nemesis-interval",
-    type=SECONDS,
-    default=8.0,
-    show_default=True,
-    help="Seconds (> 0) between the faults of a random schedule.",
-)
-@click.option(
-    "--nemesis-jitter",
-    type=click.FloatRange(0, 1),
-    default=0.5,
-    show_default=True,
-    help="Gaps between faults vary by this fraction of the interval (0 to 1).",
-)
-@click.option("--fault-duration", type=SECONDS, default=None, help=FAULT_DURATION_HELP)
 @old_name("--work-seconds", new="--option", key="work_seconds")
-@click.option(
-    "--nodes",
-    "nodes_arg",
-    type=NodesCount(),
-    default=DEFAULT_NODES,
-    show_default=True,
-    help=NODES_HELP,
-)
-@nodes_file_option
-@click.option(
-    "--scenarios",
-    type=click.Choice(["all"]),
-    default=None,
-    cls=LazyHelp,
-    help_from=_scenarios_help,
-)
 @old_name("--lab-report", new="--scenarios", value="all")
-@click.option(
-    "--lab-report-out",
-    "report_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    metavar="FILE",
-    help="Also write the lab report JSON (store/WORKLOAD/lab-report.json) to FILE.",
-)
 @old_name("--report", new="--lab-report-out")
-@workload_options_option
-@click.option(
-    "--no-html",
-    "no_html",
-    is_flag=True,
-    help="Skip the HTML report page; `chaos report RUN` renders it later from the stored run.",
-)
-@click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
-@click.option(
-    "--stored-command",
-    default=None,
-    hidden=True,
-    metavar="COMMAND",
-    help="Store COMMAND as the one that reproduces the run (chaos grade's workers run a copy of "
-    "the submission: the run names the submission's own path).",
-)
-@click.option(
-    "--stored-solution",
-    default=None,
-    hidden=True,
-    metavar="PATH",
-    help="Store PATH as the run's solution (with --stored-command: the submission graded).",
-)
-@click.option(
-    "--stored-path",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    hidden=True,
-    metavar="DIR",
-    help="The folder where the run will be kept (chaos grade copies each run into its own "
-    "folder): the run's page names it to re-check and re-render the run.",
-)
-@store_option
 def run(nodes_arg: int | Path, nodes_file: Path | None, quiet: bool, **asked: Any) -> None:
     """Run WORKLOAD (one of: {workloads}) on a fresh cluster and check it."""
     from chaos.orchestrator import plan as runs
 
     nodes, nodes_file = _nodes_arg(_given("nodes_arg", nodes_arg), nodes_file)
-    request = runs.RunRequest(**asked, nodes=nodes, nodes_file=nodes_file, argv=tuple(sys.argv[1:]))
+    asked["nodes_file"] = nodes_file
+    request = runs.RunRequest.of(asked, nodes=nodes, argv=tuple(sys.argv[1:]))
     say = _progress(quiet)
     with run_errors():  # every run of the command checked before the first one starts
         plan = runs.plan_runs(request)
@@ -528,44 +384,10 @@ def run(nodes_arg: int | Path, nodes_file: Path | None, quiet: bool, **asked: An
     )
 )
 @click.argument("workload")
-@backend_option
-@click.option(
-    "--solution", default=REFERENCE, show_default=True, cls=LazyHelp, help_from=_solution_help
-)
-@click.option("--seed", type=SEED, default=None, help=SEED_HELP)
-@click.option(
-    "--budget",
-    type=click.IntRange(min=0),
-    default=40,
-    show_default=True,
-    help="At most this many runs after the fault-free trace (0: the trace only).",
-)
-@click.option("--keep-going", "try_all", is_flag=True, help="Go on after the first invalid run.")
+@declared(run_options.command_options("explore"), **DERIVED)
 @old_name("--all", new="--keep-going", flag=True)
 @old_name("--ack-wait", new="--option", key="ack_wait")
-@click.option("--time-limit", type=SECONDS, default=30.0, show_default=True, help=TIME_LIMIT_HELP)
-@click.option(
-    "--recovery-timeout",
-    type=SECONDS_OR_NONE,
-    default=40.0,
-    show_default=True,
-    help=RECOVERY_HELP,
-)
-@click.option("--fault-duration", type=SECONDS, default=None, help=FAULT_DURATION_HELP)
-@click.option("--nodes", type=POSITIVE, default=DEFAULT_NODES, show_default=True, help=NODES_HELP)
-@nodes_file_option
-@workload_options_option
-@click.option(
-    "--json-out",
-    "json_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    metavar="FILE",
-    help="Also write the exploration (every point tried, its verdict and run) as JSON to FILE.",
-)
 @old_name("--json", new="--json-out")
-@click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
-@store_option
 def explore(
     nodes: int, budget: int, try_all: bool, json_path: Path | None, quiet: bool, **asked: Any
 ) -> None:
@@ -577,7 +399,7 @@ def explore(
     from chaos.orchestrator.explore import summary_lines, to_json
     from chaos.orchestrator.plan import ExploreRequest, plan_explore
 
-    request = ExploreRequest(**asked, nodes=_given("nodes", nodes))
+    request = ExploreRequest.of(asked, nodes=_given("nodes", nodes))
     with run_errors():
         plan = plan_explore(request)
     click.echo(f"seed {plan.spec.seed}", err=True)
@@ -747,8 +569,7 @@ def _nodes_arg(value: int | Path | None, nodes_file: Path | None) -> tuple[int |
         "chaos cleanup --run 410334a1b2 --include-live",
     )
 )
-@backend_option
-@nodes_file_option
+@declared(run_options.command_options("cleanup"), **DERIVED)
 @old_name("--nodes", new="--nodes-file")
 @click.option(
     "--run",
@@ -764,7 +585,7 @@ def _nodes_arg(value: int | Path | None, nodes_file: Path | None) -> tuple[int |
     help="Also runs whose orchestrator is still alive (default: only orphaned runs).",
 )
 @old_name("--all", new="--include-live", flag=True)
-def cleanup(backend_name: str, nodes_file: Path | None, run_id: str | None, all_runs: bool) -> None:
+def cleanup(backend_name: str, run_id: str | None, all_runs: bool, **backend_options: Any) -> None:
     """Remove what crashed runs left: containers, networks, paused processes, partitions.
 
     Only resources labelled as chaos's own are touched, and by default only those of runs whose
@@ -774,7 +595,7 @@ def cleanup(backend_name: str, nodes_file: Path | None, run_id: str | None, all_
     from chaos.cluster.base import ClusterError
 
     try:
-        backend = backends.get(backend_name, nodes_file=nodes_file)
+        backend = backends.get(backend_name, **backend_options)
         done = backend.reap(run_id=run_id, include_live=all_runs)
     except ValueError as e:
         fail(str(e))

@@ -187,6 +187,19 @@ class Capable(Protocol):
     def supports(self, capability: type) -> bool: ...
 
 
+@runtime_checkable
+class GivenMachines(Protocol):
+    """Optional capability of a :class:`Backend`: its nodes are machines it was given (the SSH
+    backend's nodes file), so a run takes all of them unless the command names as many.
+    ``machines``: how many; ``given_by``: where they are named, for an error."""
+
+    @property
+    def machines(self) -> int: ...
+
+    @property
+    def given_by(self) -> str: ...
+
+
 class Backend(Protocol):
     """Where clusters come from: the local Docker engine, SSH hosts, a fake for tests.
 

@@ -39,6 +39,7 @@ from chaos.histories.ops import Op
 from chaos.histories.store import load_run
 from chaos.orchestrator.run import RunOutcome, render_page, run_test
 from chaos.report.loading import REPORT_NAME
+from chaos.run_option import SEED_SPAN
 
 # trigger faults tried at every transaction point: (label, phrase suffix)
 FAULTS: tuple[tuple[str, str], ...] = (
@@ -186,7 +187,7 @@ def _said(outcome: RunOutcome) -> str:
 def probe_seed(seed: int, label: str) -> int:
     """Each probe's seed, from the explore's seed and the probe alone: any run re-runs alone."""
     digest = hashlib.sha256(f"{seed}:{label}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") % (2**31 - 1) + 1
+    return int.from_bytes(digest[:4], "big") % SEED_SPAN + 1
 
 
 def run_command(spec: TestSpec, extra: tuple[str, ...] = ()) -> str:

@@ -60,7 +60,8 @@ OPTIONS: tuple[WorkloadOption, ...] = (
         low=0,
     ),
 )
-# -o option -> the service's variable it sets (only when given: the service has the same defaults)
+# -o option -> the service's variable it sets, always (given, else its declared default: the
+# service has no default of its own for them)
 OPTION_ENV = {
     "lock_at_least": "CHAOS_LAB1_LOCK_AT_LEAST",
     "lock_at_most": "CHAOS_LAB1_LOCK_AT_MOST",
@@ -131,16 +132,15 @@ class Lab1:
             # its own node's proxy only: the proxy's journal is the author of every write
             "CHAOS_ETCD": etcd_proxy.service_endpoint(),
             "CHAOS_LAB1_UNIT": str(UNIT),
-            "CHAOS_LAB1_LOCK_AT_MOST": str(LOCK_AT_MOST),
             "CHAOS_LAB1_NIGHTS": str(self.nights(ctx.spec)),
             **self.option_env(ctx),
         }
 
     def option_env(self, ctx: RunContext) -> dict[str, str]:
-        """The services' variables the given ``-o`` options set (see :data:`OPTIONS`; cron mode:
-        chaos.workloads.lab1.service)."""
+        """The services' variables the ``-o`` options set, each given or at its declared default
+        (see :data:`OPTIONS`; cron mode: chaos.workloads.lab1.service)."""
         opts = option_values(self, ctx.spec)
-        out = {var: str(opts[key]) for key, var in OPTION_ENV.items() if key in ctx.spec.options}
+        out = {var: str(opts[key]) for key, var in OPTION_ENV.items()}
         if float(opts["cron"]) > 0:
             # one epoch for every replica, a little after they all started; the host's offset
             # between the true wall clock and CLOCK_MONOTONIC gives the services the store's clock
