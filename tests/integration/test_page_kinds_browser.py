@@ -51,6 +51,10 @@ PROBE = """
   document.querySelectorAll("section").forEach(function (sec) {
     if (sec.scrollWidth > sec.clientWidth + 1) out.cards.push(sec.id + " " + sec.scrollWidth + " > " + sec.clientWidth);
   });
+  // a command cut off at the right (Reproduce) hides what it names: it wraps instead
+  document.querySelectorAll("pre").forEach(function (pre) {
+    if (pre.scrollWidth > pre.clientWidth + 1) out.cards.push("pre " + pre.textContent.slice(0, 60));
+  });
   out.links = Array.prototype.map.call(document.querySelectorAll("a[href]"), function (a) {
     return a.getAttribute("href");
   });

@@ -10,6 +10,7 @@ fault named in the header, Parameters, the serve index and ``chaos ls``; the see
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -80,3 +81,22 @@ def test_the_index_and_ls_name_the_fault_and_the_seed(real: dict[str, Path]) -> 
     for lab in RUNS:
         assert FAULT[lab] in index and FAULT[lab] in listed, (index, listed)
     assert index.count(str(SEED)) == 2 and listed.count(f"seed={SEED}") == 2
+
+
+def test_a_long_reproduce_command_wraps(real: dict[str, Path], tmp_path: Path) -> None:
+    """A grade's run names the submission's path in its command: cut off at the right, the
+    page hid it (issue 32). The probe lists a ``<pre>`` wider than its box."""
+    run_dir = real["lab1"]
+    spec_file = run_dir / "spec.json"
+    kept = spec_file.read_text()
+    spec = json.loads(kept)
+    long = "/home/instructor/course/2026/submissions/a-student-with-a-long-name/lab1/solution"
+    spec["command"] = f"chaos run lab1 --seed {SEED} --nemesis pause --solution {long}"
+    spec_file.write_text(json.dumps(spec))
+    try:
+        page = render(run_dir, _report_contributors)
+        out = _probe(page, tmp_path)
+    finally:
+        spec_file.write_text(kept)
+    assert long in page.read_text(encoding="utf-8")
+    _assert_readable(out)
