@@ -27,7 +27,9 @@ WALL_CLOCK = frozenset({"wall", "at", "lock_until", "locked_at"})
 # journal fields a person does not need in the table (the host's monotonic clock, the entry's
 # number): the time column and the order of the rows say it
 _QUIET = frozenset({"mono", "seq"})
-FOLD_CHARS = 80  # a value longer than this is folded under its first words
+FOLD_CHARS = (
+    160  # a value longer than this (two lines of its column) is folded under its first words
+)
 FOLD_ROWS = 15  # a top-level field drawn taller than this many rows is folded under its gist
 
 
@@ -138,11 +140,18 @@ def _rows(ops: list[tuple[list[str], list[tuple[str, str]]]]) -> str:
     return "".join(out)
 
 
+def _when(x: Mapping[str, Any]) -> tuple[float, float]:
+    t, rev = x.get("time"), x.get("revision")
+    return (
+        float(t) if isinstance(t, int | float) else float("inf"),
+        float(rev) if isinstance(rev, int | float) else float("inf"),
+    )
+
+
 def journal_table(entries: list[Any], origin: float | None) -> str:
     ops = []
-    for x in entries:
-        if not isinstance(x, Mapping):
-            continue
+    # each node's proxy journals its own entries: one table in the run's order, not by node
+    for x in sorted((x for x in entries if isinstance(x, Mapping)), key=_when):
         t = x.get("time")
         rev = x.get("revision")
         cells = [

@@ -56,6 +56,15 @@ FINAL = {
                 ttl=2,
             ),
             _entry(wall=ORIGIN + 2.0, time=2.0, revision=4, succeeded=False, puts=[], deletes=[]),
+            # another node's proxy journals its own entries, after the first node's
+            _entry(
+                node="n2",
+                method="Lease/LeaseRevoke",
+                wall=ORIGIN + 0.1,
+                time=0.1,
+                revision=3,
+                lease=7,
+            ),
         ],
     },
     "record": {
@@ -75,13 +84,14 @@ def test_the_journal_is_a_table_of_operations_with_decoded_values() -> None:
     text = _text(got)
     assert '{"' not in got and "{&quot;" not in got, "raw JSON in the final state"
     rows = re.findall(r"<tr>(.*?)</tr>", got[got.index("time (s)") :])
-    first = _text(rows[0])
+    assert re.search(r"0\.100\s+n2\s+lease revoke\s+3", _text(rows[0])), "not in time order"
+    first = _text(rows[1])
     # time into the run, node, operation, revision, key, the decoded value's fields
     assert re.search(r"0\.800\s+n3\s+txn\s+4\s+/lab1/locks/r\s+lock_until 3\.800 s", first), first
     assert "locked_at 0.800 s" in first and "locked_by n3" in first
     assert "lease grant, ttl 2 s" in text and "lease 1489462505240355082" in text
     assert "txn (compare failed: its other branch)" in text
-    assert "3 operation(s) the services sent to etcd (n1 2, n3 1)" in text
+    assert "4 operation(s) the services sent to etcd (n1 2, n3 1)" in text
     assert "1 transaction(s) in etcd's own history" in text and "/lab1/old" in text
     # the declared wall-clock fields read as seconds into the run; the rest stay numbers
     assert "3.800 s" in text and str(SEED) in text and "2026-" not in text
