@@ -24,7 +24,7 @@ from chaos.core import run_options
 from chaos.deprecation import old_name, warn_renamed
 from chaos.exits import Exit, usage_status
 from chaos.histories.safe_text import clean
-from chaos.histories.store import stored_runs, workload_of
+from chaos.histories.store import faults_of, stored_runs, workload_of
 from chaos.run_option import POSITIVE, SECONDS, SEED, RunOption
 
 # Each command imports what it runs inside its own body, for start-up time alone (nothing here
@@ -393,7 +393,9 @@ def explore(
 ) -> None:
     """Try a fault at every transaction of WORKLOAD's solution: kill, pause and a double kill
     before and after each one a fault-free run made, then each fault point. Exit 1 when a run
-    was invalid, 2 when a point was never reached or a run was unknown, 0 otherwise."""
+    was invalid; 2 when --budget ended before every point was tried (the points left are
+    named), a point was never reached or a run was unknown; 0 only when every point was tried
+    and every run was valid. Every run gets its page; the paths are printed."""
     from chaos.histories.store import write_json
     from chaos.orchestrator.explore import explore as run_explore
     from chaos.orchestrator.explore import summary_lines, to_json
@@ -910,24 +912,9 @@ def ls(store: Path) -> None:
         click.echo(
             f"{click.style(clean(v).ljust(11), fg=VERDICT_COLOUR.get(v, 'white'))} "
             f"{clean(workload_of(s) or '?'):15} {clean(s.get('solution', '?')):18} "
-            f"{clean(_faults(s)):28} "
+            f"{clean(faults_of(s) or '-'):28} "
             f"seed={clean(s.get('seed'))}  {clean(p)}"
         )
-
-
-def _faults(spec: dict[str, Any]) -> str:
-    """What a stored run's faults were: its --nemesis, its triggers, its schedule ("-": none)."""
-    parts = [_joined(spec.get("nemesis"))]
-    triggers = spec.get("triggers")
-    if isinstance(triggers, list):
-        parts += [f"trigger '{t}'" for t in triggers]
-    if isinstance(spec.get("schedule"), dict):
-        parts.append("schedule")
-    return ", ".join(p for p in parts if p) or "-"
-
-
-def _joined(value: Any) -> str:
-    return ",".join(map(str, value)) if isinstance(value, list) else str(value or "")
 
 
 def _report_contributors(name: str) -> Sequence[Any]:

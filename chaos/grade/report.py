@@ -132,7 +132,9 @@ def to_csv(table: ClassTable) -> str:
             t = r.cells[c].tally
             i = t.pass_interval()
             rate = "" if t.pass_rate is None else f"{t.pass_rate:.3f}"
-            lo, hi = ("", "") if not t.runs else (f"{i.low:.3f}", f"{i.high:.3f}")
+            # as on the page: too few runs for an interval to say anything is no interval
+            few = t.runs < MIN_RUNS_FOR_INTERVAL
+            lo, hi = ("", "") if few else (f"{i.low:.3f}", f"{i.high:.3f}")
             line += [t.passes, t.runs, rate, lo, hi]
         w.writerow([_safe_csv(v) for v in line])
     return buf.getvalue()

@@ -27,6 +27,7 @@ from chaos.grade.task import (
     stop_all,
     unpack,
 )
+from chaos.histories.safe_text import shortened
 
 # bring-up, teardown, checking and the report of a run, over its own time bounds
 RUN_MARGIN = 180.0
@@ -147,7 +148,7 @@ class Eta:
         what = r.status + (f" ({r.anomaly or r.message})" if r.anomaly or r.message else "")
         self.say(
             f"[{self.done}/{self.total}] {r.student} x {r.config} r{r.repeat}: "
-            f"{what[:120]} in {r.seconds:.0f} s; ETA {_clock(left)}"
+            f"{shortened(what, 120)} in {r.seconds:.0f} s; ETA {_clock(left)}"
         )
 
 

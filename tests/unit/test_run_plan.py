@@ -21,7 +21,7 @@ from chaos.cluster.docker.backend import DockerBackend
 from chaos.exits import Exit
 from chaos.histories.store import StoredRun, load_run
 from chaos.orchestrator import plan
-from chaos.orchestrator.explore import Exploration, Probe, Tried, run_command
+from chaos.orchestrator.explore import Exploration, Probe, Tried, run_command, summary_lines
 from chaos.orchestrator.recheck import recheck
 from chaos.orchestrator.run import RunOutcome
 from chaos.workloads.lab3.workload import Lab3
@@ -218,6 +218,28 @@ def _tried(verdict: Verdict, reached: bool = True) -> Tried:
 def test_the_explore_status(trace: Verdict, tried: list[Tried], status: Exit) -> None:
     found = Exploration(trace_run=Path("t"), txns={}, probes=[], tried=tried, trace_verdict=trace)
     assert found.exit_status() is status
+
+
+def test_an_explore_out_of_budget_is_unknown_and_names_the_points_left() -> None:
+    """3 of 36 points tried, all valid, proves nothing about the other 33: exit 2, not 0."""
+    points = [Probe(label=f"kill worker before txn {i} of complete") for i in range(36)]
+    tried = [
+        Tried(probe=p, run_dir=Path(f"r{i}"), verdict=Verdict.VALID, reached=True, said="")
+        for i, p in enumerate(points[:3])
+    ]
+    found = Exploration(trace_run=Path("t"), txns={}, probes=points, tried=tried)
+    assert found.exit_status() is Exit.UNKNOWN
+    assert [p.label for p in found.left()] == [p.label for p in points[3:]]
+    lines = summary_lines(found)
+    assert "coverage: 3 of 3 tried point(s) reached; 36 point(s) in all, 33 not tried" in lines
+    assert "not tried, the budget ended (--budget 36 tries every point):" in lines
+    assert "  kill worker before txn 35 of complete" in lines
+    assert [x.strip() for x in lines].count("report: r1/report.html") == 1
+    found.tried = [
+        Tried(probe=p, run_dir=Path("r"), verdict=Verdict.VALID, reached=True, said="")
+        for p in points
+    ]
+    assert found.exit_status() is Exit.VALID and found.left() == []
 
 
 def test_recheck_refuses_a_run_without_a_known_workload_naming_the_path_given(
