@@ -20,6 +20,7 @@ from chaos.checkers.budget import DEFAULT_TIME_LIMIT
 from chaos.checkers.elle import list_append, rw_register
 from chaos.checkers.elle.consistency import CYCLE_TYPES, ConsistencyModel, model
 from chaos.checkers.elle.cycles import find_cycles
+from chaos.checkers.elle.decidable import nothing_to_check, rules_out
 from chaos.checkers.elle.explain import cycle_anomaly
 from chaos.checkers.elle.graph import PROCESS, REALTIME
 from chaos.checkers.elle.inference import Inference
@@ -104,6 +105,11 @@ def check_transactions(
         stats["incomplete"] = incomplete
     if cut:
         stats["search_cut_short"] = {"components": len(cut), "largest": max(cut)}
+    stats["not"], stats["also_not"] = rules_out(by_type)
+    nothing = nothing_to_check(cm, inf.graph)
+    if nothing:
+        stats["nothing_to_check"] = nothing
+        incomplete = [nothing, *incomplete]
     verdict, summary = _verdict(cm, len(txns), kinds, by_type, forbidden, allowed, incomplete, cut)
     return CheckResult(
         checker=name, verdict=verdict, summary=summary, anomalies=anomalies, stats=stats
