@@ -9,7 +9,9 @@ entries and one space after each key; the keys ``:type :f :value :time :process 
 :error``, each at most once, ``:type :f :process :index :time`` always; ``:type`` and ``:f`` a
 keyword, ``:process`` a keyword or an integer, ``:index`` and ``:time`` an integer, ``:error`` a
 keyword or nil; ``:value`` nil, true, false, an integer, or a vector of those and of vectors,
-space-separated, whose first item may be a keyword (Jepsen's micro-ops, ``[:append 5 3]``).
+space-separated, whose first item may be a keyword (Jepsen's micro-ops, ``[:append 5 3]``);
+a line's map may be written as a ``#jepsen.history.Op`` record (Jepsen 0.3's history files),
+which every reader of ops takes as the map it holds.
 Integers are ``-?[0-9]{1,18}``; everything else (strings, floats, other keywords, tags, commas
 inside vectors, tabs, non-ASCII bytes) gives up.
 
@@ -23,7 +25,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy
 
 # What edn_fast checks before it uses this build (a stale one of another grammar is not used).
-GRAMMAR = 1
+GRAMMAR = 2
 
 cdef enum:
     K_TYPE = 1
@@ -189,6 +191,8 @@ cdef Py_ssize_t _line(
     cdef Py_ssize_t m
     while i < n and (s[i] == b' ' or s[i] == b','):
         i += 1  # what the reader put in place of the history's opening bracket
+    if i + 18 < n and memcmp(s + i, b"#jepsen.history.Op", 18) == 0:
+        i += 18  # Jepsen 0.3's record of an op: read as the map it holds
     if i >= n or s[i] != b'{':
         return -1
     o[j[0]] = b'{'
