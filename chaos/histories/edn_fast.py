@@ -61,7 +61,7 @@ __all__ = ["ops_from_block"]
 
 # What the compiled pass must say it reads: a stale build of another grammar is not used.
 _SCAN_GRAMMAR = 2
-_scan: Callable[[bytes], tuple[bytes, int, bool] | None] | None = (
+_scan: Callable[[bytes], tuple[bytes, int, int] | None] | None = (
     _edn_scan.jepsen_lines_to_json
     if _edn_scan is not None and getattr(_edn_scan, "GRAMMAR", None) == _SCAN_GRAMMAR
     else None
@@ -232,6 +232,16 @@ def _keyword_heads(v: list[Any], keywords: dict[str, Keyword]) -> None:
             _keyword_heads(x, keywords)
 
 
+def _keywords_anywhere(v: list[Any], keywords: dict[str, Keyword]) -> None:
+    """:func:`_keyword_heads` for the compiled pass's values with keywords anywhere in their
+    vectors: its grammar has no strings, so every string is a quoted keyword."""
+    for i, x in enumerate(v):
+        if type(x) is str:
+            v[i] = keywords[x]
+        elif type(x) is list:
+            _keywords_anywhere(x, keywords)
+
+
 def _nulls(t: bytes) -> bytes:
     """EDN's nil as JSON's null, in a block whose separators are already commas."""
     if b"nil" in t:
@@ -346,7 +356,7 @@ def _to_seconds(ops: list[Op]) -> bool:
     return True
 
 
-def _finished(text: bytes, n: int, heads: bool) -> list[Op] | None:
+def _finished(text: bytes, n: int, heads: int) -> list[Op] | None:
     """The ops of JSON lines made by the shaped rewrite or the compiled pass, their names
     checked, their times in seconds and their vector-opening keywords made keywords again;
     None when any of that fails (the long way decides)."""
@@ -358,10 +368,11 @@ def _finished(text: bytes, n: int, heads: bool) -> list[Op] | None:
         return None
     if heads:
         keywords = _KeywordCache()
+        walk = _keywords_anywhere if heads == 2 else _keyword_heads
         try:
             for op in ops:
                 if type(op.value) is list:
-                    _keyword_heads(op.value, keywords)
+                    walk(op.value, keywords)
         except ValueError:
             return None
     return ops
