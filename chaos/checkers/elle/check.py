@@ -87,6 +87,9 @@ def check_transactions(
     anomalies = _anomalies(cycles, inf, txns, cm)
     # every kept case of a type carries the type's total
     by_type = {a["type"]: int(a["count"]) for a in anomalies}
+    nothing = nothing_to_check(cm, inf.graph)  # why no history could fail here (Elle: unknown)
+    if nothing:
+        incomplete = [nothing, *incomplete]
     forbidden = sorted({a["type"] for a in anomalies if a["forbidden"]})
     allowed = sorted({a["type"] for a in anomalies if not a["forbidden"]})
     kinds = {t: sum(1 for x in txns if x.type == t) for t in ("ok", "info", "fail")}
@@ -98,6 +101,7 @@ def check_transactions(
         "infer_s": round(t1 - t0, 3),
         "cycles_s": round(t2 - t1, 3),
         **inf.stats,
+        **dict(zip(("not", "also_not"), rules_out(by_type), strict=True)),
     }
     if skipped:
         stats["skipped_ops"] = skipped
@@ -105,11 +109,6 @@ def check_transactions(
         stats["incomplete"] = incomplete
     if cut:
         stats["search_cut_short"] = {"components": len(cut), "largest": max(cut)}
-    stats["not"], stats["also_not"] = rules_out(by_type)
-    nothing = nothing_to_check(cm, inf.graph)
-    if nothing:
-        stats["nothing_to_check"] = nothing
-        incomplete = [nothing, *incomplete]
     verdict, summary = _verdict(cm, len(txns), kinds, by_type, forbidden, allowed, incomplete, cut)
     return CheckResult(
         checker=name, verdict=verdict, summary=summary, anomalies=anomalies, stats=stats

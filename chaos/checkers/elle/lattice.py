@@ -17,8 +17,9 @@ model stronger than those; :func:`boundary` splits that set as Elle's ``:not`` (
 out) and ``:also-not`` (the rest).
 
 chaos's transactions read and write single items, never predicates, so each cycle it finds is
-what Elle names the ``-item`` variant (:data:`ELLE_NAME`). :data:`CHAOS_IMPLIED` holds the one
-edge chaos adds: a read of a value no transaction wrote is at least a dirty read.
+what Elle names the ``-item`` variant (:data:`ELLE_NAME`). :data:`CHAOS_IMPLIED` holds the
+edges chaos adds for its own anomalies: a read of a value no transaction wrote is at least a
+dirty read; a duplicate append or write is a duplicate element.
 """
 
 from __future__ import annotations
@@ -90,7 +91,13 @@ IMPLIED_ANOMALIES: dict[str, tuple[str, ...]] = {
     "write-skew": ("G2",),
 }
 
-CHAOS_IMPLIED: dict[str, tuple[str, ...]] = {"garbage-read": ("G1a",)}
+CHAOS_IMPLIED: dict[str, tuple[str, ...]] = {
+    "garbage-read": ("G1a",),
+    # a value appended or written twice: the key's version order is as unknowable as when a
+    # read shows an element twice
+    "duplicate-appends": ("duplicate-elements",),
+    "duplicate-writes": ("duplicate-elements",),
+}
 
 # chaos's name for a cycle -> Elle's (item-only cycles; see the module docstring)
 ELLE_NAME: dict[str, str] = {
