@@ -32,6 +32,7 @@ from chaos.checkers.elle.graph import PROCESS, REALTIME
 __all__ = [
     "CYCLE_TYPES",
     "MODELS",
+    "UNDECIDABLE",
     "ConsistencyModel",
     "model",
 ]
@@ -63,11 +64,13 @@ def _model(canon: str) -> ConsistencyModel:
     return ConsistencyModel(name=name, aka=tuple(aka), forbids=elle | ours, order_edges=edges)
 
 
-MODELS: dict[str, ConsistencyModel] = {
-    m.name: m for m in sorted(map(_model, lattice.ALL_MODELS), key=lambda m: m.name)
-}
-_ALIASES = {a.lower(): m for m in MODELS.values() for a in (m.name, *m.aka)}
-NAMES: tuple[str, ...] = tuple(a for m in MODELS.values() for a in (m.name, *m.aka))
+_ALL = {m.name: m for m in sorted(map(_model, lattice.ALL_MODELS), key=lambda m: m.name)}
+# the models a history of transactions can break: a check against one of them can fail
+MODELS: dict[str, ConsistencyModel] = {n: m for n, m in _ALL.items() if m.forbids}
+# accepted, but no transactional anomaly breaks them (linearizable, causal, ...): unknown
+UNDECIDABLE: dict[str, ConsistencyModel] = {n: m for n, m in _ALL.items() if not m.forbids}
+_ALIASES = {a.lower(): m for m in _ALL.values() for a in (m.name, *m.aka)}
+NAMES: tuple[str, ...] = tuple(a for m in _ALL.values() for a in (m.name, *m.aka))
 
 
 def model(name: str) -> ConsistencyModel:
@@ -75,7 +78,7 @@ def model(name: str) -> ConsistencyModel:
     m = _ALIASES.get(name.lower())
     if m is None:
         raise ValueError(
-            f"unknown consistency model {name!r}; choose one of {', '.join(sorted(MODELS))} "
-            f"(or {', '.join(a for m in MODELS.values() for a in m.aka)})"
+            f"unknown consistency model {name!r}; choose one of {', '.join(sorted(_ALL))} "
+            f"(or {', '.join(a for m in _ALL.values() for a in m.aka)})"
         )
     return m
