@@ -98,3 +98,25 @@ def test_out_is_refused_where_it_cannot_be_written_or_means_nothing(tmp_path: Pa
     run.mkdir()
     code, output = _check([str(run), "--out", str(tmp_path / "o")])
     assert code == 3 and "--out" in output
+
+
+def test_history_text_cannot_inject_markup_into_the_pages(tmp_path: Path) -> None:
+    # values are the history's (untrusted): a stale read of a string that is markup
+    evil = '"<script>alert(1)</script>"'
+    ops = [
+        line(0, "invoke", "write", evil, 0),
+        line(1, "ok", "write", evil, 0),
+        line(2, "invoke", "write", '"b"', 1),
+        line(3, "ok", "write", '"b"', 1),
+        line(4, "invoke", "read", "nil", 2),
+        line(5, "ok", "read", evil, 2),
+    ]
+    f = tmp_path / "h.edn"
+    f.write_text("\n".join(ops) + "\n")
+    out = tmp_path / "o"
+    code, output = _check([str(f), "--model", "register", "--out", str(out)])
+    assert code == 1, output
+    for page in out.iterdir():
+        text = page.read_text()
+        assert "<script>" not in text, page.name
+    assert "&lt;script&gt;" in (out / "linearization.html").read_text()
