@@ -13,7 +13,7 @@ import shlex
 import sys
 import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -464,6 +464,14 @@ def explore(
     "unknown (>= 1; default 5000000).",
 )
 @click.option("--json", "as_json", is_flag=True, help="With --model: results as JSON.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    metavar="DIR",
+    help="With --model: draw the evidence into DIR (index.html; the cycles found, each edge "
+    "explained; a failed linearization's longest prefix and the ops that cannot follow it).",
+)
 @click.pass_context
 def check(
     ctx: click.Context,
@@ -472,6 +480,7 @@ def check(
     search_timeout: float | None,
     max_states: int | None,
     as_json: bool,
+    out: Path | None,
     consistency: str | None,
     **model_opts: Any,
 ) -> None:
@@ -487,14 +496,28 @@ def check(
             time_limit=search_timeout,
             max_states=max_states,
             as_json=as_json,
+            artefacts=None if out is None else _pages_into(out, path),
         )
         _check_history(path, asked, [path] if is_file else sorted(path.iterdir()) if is_dir else [])
     forwarded = model_argv(**model_opts)  # a stored run's check takes none of them
     if consistency is not None:
         forwarded.append(f"--consistency={consistency}")
+    if out is not None:
+        forwarded.append(f"--out={out}")
     if forwarded:
         fail(f"{' '.join(forwarded)}: only with --model (a run is checked by its lab's checkers)")
     _recheck(path)
+
+
+def _pages_into(out: Path, source: Path) -> Callable[[Sequence[Any]], Sequence[Path]]:
+    """What ``--out DIR`` writes once the check has its results (chaos.report's pages)."""
+
+    def write(results: Sequence[Any]) -> Sequence[Path]:
+        from chaos.report.check_pages import write_check_pages  # start-up time
+
+        return write_check_pages(out, results, source)
+
+    return write
 
 
 def _path_kind(path: Path) -> tuple[bool, bool]:
