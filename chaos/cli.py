@@ -1037,6 +1037,40 @@ def _check_run_argv(argv: list[str]) -> None:
 
 
 @main.command(
+    "feedback",
+    epilog=examples(
+        "chaos feedback grades/2026-12-01-lab3",
+        "chaos feedback grades/2026-12-01-lab3 --out handout/",
+    ),
+)
+@click.argument("grade_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Output folder (default: GRADE_DIR/feedback): a folder and a zip per student, and "
+    "gradebook.csv.",
+)
+@click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
+def feedback_command(grade_dir: Path, out: Path | None, quiet: bool) -> None:
+    """A feedback pack per student of a finished grade: a page of what failed, the anomaly that
+    explains it, the command that reproduces it at home, the student's own runs (no other
+    student's data, no path of the grading machine), zipped; with Gradescope's results.json
+    and a gradebook CSV. See docs/grading.md."""
+    from chaos.grade.feedback import PackLeak, write_feedback
+
+    try:
+        done = write_feedback(grade_dir, out or grade_dir / "feedback", _progress(quiet))
+    except PackLeak as e:
+        fail(clean(str(e)), Exit.INTERNAL)
+    except ValueError as e:
+        fail(clean(str(e)))
+    except OSError as e:
+        fail(clean(str(e)), Exit.ENVIRONMENT)
+    click.echo(f"{len(done.zips)} pack(s) in {done.out}; gradebook: {done.gradebook}")
+
+
+@main.command(
     "grade-certs",
     epilog=examples(
         "chaos grade-certs tls/ --scheduler-host grader0",
