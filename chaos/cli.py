@@ -964,6 +964,12 @@ def _control_names(value: str | None) -> tuple[str, ...] | None:
     help="Only these shipped solutions as control rows, comma-separated (default: all of them; "
     "'none' for no control rows).",
 )
+@click.option(
+    "--feedback",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Also write a feedback pack per student into this folder (as `chaos feedback`).",
+)
 @click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
 def grade_command(
     submissions: Path | None,
@@ -980,6 +986,7 @@ def grade_command(
     resume: Path | None,
     chaos_command: str | None,
     controls: str | None,
+    feedback: Path | None,
     quiet: bool,
 ) -> None:
     """Grade every submission (a folder per student with its protocol.py) under a matrix of
@@ -1004,6 +1011,7 @@ def grade_command(
                 certs=certs,
                 insecure=insecure,
                 check_run=_check_run_argv,
+                feedback=feedback,
             ),
             say=_progress(quiet),
         )

@@ -36,7 +36,7 @@ from chaos.report import render
 from chaos.report.zipstream import write_zip
 from chaos.workloads import registry
 
-__all__ = ["FeedbackOutcome", "PackLeak", "write_feedback"]
+__all__ = ["FeedbackOutcome", "PackLeak", "check_out", "write_feedback"]
 
 INDEX = "index.html"
 GRADEBOOK = "gradebook.csv"
@@ -221,6 +221,15 @@ def write_pack(grade_dir: Path, out: Path, student: Student, scrub: Scrub) -> Pa
     return zpath
 
 
+def check_out(out: Path) -> None:
+    """ValueError for a folder that holds other files than an earlier feedback's (writing the
+    packs again replaces those)."""
+    if out.is_dir() and any(out.iterdir()) and not (out / GRADEBOOK).exists():
+        raise ValueError(f"{out}: not empty and not a feedback folder; choose another folder")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out}: not a folder")
+
+
 def write_feedback(
     grade_dir: Path, out: Path, progress: Callable[[str], None] = lambda m: None
 ) -> FeedbackOutcome:
@@ -229,8 +238,7 @@ def write_feedback(
     files)."""
     manifest, rows, results = load(grade_dir)
     class_ = students(grade_dir, manifest, rows, results)
-    if out.exists() and any(out.iterdir()) and not (out / GRADEBOOK).exists():
-        raise ValueError(f"{out}: not empty and not a feedback folder; choose another --out")
+    check_out(out)
     out.mkdir(parents=True, exist_ok=True)
     zips = {}
     for s in class_:

@@ -188,3 +188,35 @@ def test_the_lead_is_the_most_explanatory_anomaly_and_never_an_observation() -> 
     # a run unknown for its setup alone still says why, in its checker's own sentence
     only = lead_of({"results": [results["results"][0]]})
     assert only is not None and (only.checker, only.sentence) == ("scenario-fired", "did not fire")
+
+
+def test_grade_writes_the_packs_with_feedback(tmp_path: Path) -> None:
+    (tmp_path / "subs" / BAD).mkdir(parents=True)
+    (tmp_path / "subs" / BAD / "protocol.py").write_text(SOURCES["bob"])
+    proc = subprocess.run(
+        [*CHAOS, "grade", str(tmp_path / "subs"), "--workload", "memory-lab3", "--repeats", "1",
+         "--seed", "11", "--controls", "none", "--out", str(tmp_path / "grade"),
+         "--feedback", str(tmp_path / "packs"), "--parallel", "2",
+         "--chaos-command", shlex.join(CHAOS)],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"feedback: {tmp_path / 'packs'}" in proc.stdout
+    assert (tmp_path / "packs" / f"{BAD}.zip").is_file()
+    assert (tmp_path / "packs" / GRADEBOOK).is_file()
+
+
+def test_grade_refuses_a_feedback_folder_that_holds_other_files_before_any_run(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "subs" / "ada").mkdir(parents=True)
+    (tmp_path / "subs" / "ada" / "protocol.py").write_text("x = 1\n")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "thesis.tex").write_text("%\n")
+    r = CliRunner().invoke(
+        main,
+        ["grade", str(tmp_path / "subs"), "--workload", "lab3", "--out", str(tmp_path / "o"),
+         "--feedback", str(tmp_path / "mine")],
+    )  # fmt: skip
+    assert r.exit_code == Exit.USAGE and "not a feedback folder" in r.output
+    assert not (tmp_path / "o").exists()
