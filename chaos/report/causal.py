@@ -176,7 +176,7 @@ def _etcd_order(
 
 def _broker_order(g: _Graph, events: Sequence[EventLike]) -> None:
     """Published before delivered (the same stream sequence when both name it), and the n-th
-    delivery before the (n+1)-th; an accepted task before its relay's publish."""
+    delivery before the (n+1)-th; an accepted event before its relay's publish of it."""
     publishes = [i for i, ev in enumerate(events) if ev.kind == "publish"]
     deliveries = [i for i, ev in enumerate(events) if ev.kind == "delivery"]
     accepted = [
@@ -187,7 +187,10 @@ def _broker_order(g: _Graph, events: Sequence[EventLike]) -> None:
     for p in publishes:
         if events[p].component == "relay":
             for a in accepted:
-                g.edge(a, p)
+                if None in (events[a].event_id, events[p].event_id) or (
+                    events[a].event_id == events[p].event_id
+                ):
+                    g.edge(a, p)  # the entry it publishes was written by that acceptance
         seq = events[p].data.get("stream_seq")
         for d in deliveries:
             dseq = events[d].data.get("stream_seq")

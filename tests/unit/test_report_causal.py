@@ -172,3 +172,17 @@ def test_a_real_runs_task_is_drawn_in_etcds_order() -> None:
     got = _labels(sequence_svg(view))
     assert got[:4] == ["create(amount=3)", "txn", "txn: task + idem + outbox", "publish #1 → seq 3"]
     assert got.index("deliver #1") < got.index("commit +3") < got.index("ACK")
+
+
+def test_a_publish_waits_for_the_acceptance_of_its_own_event_only() -> None:
+    """A create accepted twice under two event ids (non-idempotent create): each relay publish
+    follows the acceptance that wrote its entry, not the other one."""
+    events = [
+        EventRow(1.0, "n1", "api", "task-accepted", "t1", "e1", 10, {"new": True}),
+        EventRow(5.0, "n2", "api", "task-accepted", "t1", "e2", 11, {"new": True}),
+        EventRow(1.2, "n3", "relay", "publish", "t1", "e1", 20, {"stream_seq": 1}),
+        EventRow(5.2, "n3", "relay", "publish", "t1", "e2", 20, {"stream_seq": 2}),
+    ]
+    at = causal_times(events, [])
+    assert sorted(range(4), key=at.__getitem__) == [0, 2, 1, 3]
+    assert at[2] == 1.2  # not pushed after the second acceptance
