@@ -29,13 +29,14 @@ from tests.fixtures.grade_class import CHAOS, REPO, SOURCES
 from tests.fixtures.grade_cli import MATRIX, GradedMemoryLab3
 
 # names that occur in no run's own data by chance (a PNG could hold "bob")
-GOOD, BAD = "ada_lovelace_x", "brian_kernighan_y"
+GOOD, BAD, BROKEN = "ada_lovelace_x", "brian_kernighan_y", "cy_crashes_on_import_z"
+CLASS = (GOOD, BAD, BROKEN)
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("fb")
-    for name, src in ((GOOD, SOURCES["alice"]), (BAD, SOURCES["bob"])):
+    for name, src in ((GOOD, SOURCES["alice"]), (BAD, SOURCES["bob"]), (BROKEN, SOURCES["dave"])):
         (root / "subs" / name).mkdir(parents=True)
         (root / "subs" / name / "protocol.py").write_text(src)
     req = GradeRequest(
@@ -49,7 +50,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Path:
         controls=(),
     )
     got = grade(req, controls=GradedMemoryLab3.grade_controls, parallel=2)
-    assert got.ran == 4
+    assert got.ran == 6
     return req.out
 
 
@@ -57,7 +58,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def packs(graded: Path) -> Path:
     out = graded.parent / "packs"
     done = write_feedback(graded, out)
-    assert set(done.zips) == {GOOD, BAD}
+    assert set(done.zips) == set(CLASS)
     return out
 
 
@@ -68,13 +69,14 @@ def _members(z: Path) -> dict[str, bytes]:
 
 def test_each_pack_holds_its_student_only(graded: Path, packs: Path) -> None:
     subs = graded.parent / "subs"
-    for me, other in ((GOOD, BAD), (BAD, GOOD)):
+    for me in CLASS:
         files = _members(packs / f"{me}.zip")
         assert f"{me}/index.html" in files and f"{me}/results.json" in files
         # the run pages were copied beside the page, every one of the student's runs
         assert {f"{me}/runs/{c}/r1/report.html" for c in ("pause", "quiet")} <= set(files)
+        others = [o for o in CLASS if o != me]
         for name, data in files.items():
-            for never in (other, str(subs), str(graded.resolve()), "chaos-grade-"):
+            for never in (*others, str(subs), str(graded.resolve()), "chaos-grade-"):
                 assert never not in name and never.encode() not in data, (me, name, never)
 
 
@@ -103,6 +105,13 @@ def test_the_page_tells_what_failed_and_the_command_reproduces_it(
     assert proc.returncode == Exit.INVALID, proc.stdout + proc.stderr
 
 
+def test_a_submission_that_does_not_start_is_told_why(packs: Path) -> None:
+    page = (packs / BROKEN / "index.html").read_text()
+    assert "failed 1 of 1 run(s)" in page and "did not start" in page
+    assert page.count(f"--solution {SOLUTION}") == 2  # each configuration's command
+    assert "Nothing failed." not in page
+
+
 def test_gradescope_results_and_the_gradebook(packs: Path) -> None:
     bad = json.loads((packs / BAD / "results.json").read_text())
     tests = {t["name"]: t for t in bad["tests"]}
@@ -114,7 +123,8 @@ def test_gradescope_results_and_the_gradebook(packs: Path) -> None:
     assert bad["score"] == 1.0
     rows = list(csv.DictReader(io.StringIO((packs / GRADEBOOK).read_text())))
     by = {r["student"]: r for r in rows}
-    assert set(by) == {GOOD, BAD}
+    assert set(by) == set(CLASS)
+    assert (by[BROKEN]["points"], by[BROKEN]["failed"]) == ("0", "pause quiet")
     assert (by[GOOD]["points"], by[GOOD]["max_points"], by[GOOD]["percent"]) == ("3", "3", "100.0")
     assert (by[BAD]["points"], by[BAD]["percent"], by[BAD]["failed"]) == ("1", "33.3", "pause")
     # the gradebook is the instructor's: in no pack
