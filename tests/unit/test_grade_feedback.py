@@ -8,6 +8,7 @@ import csv
 import html
 import io
 import json
+import os
 import re
 import shlex
 import shutil
@@ -146,15 +147,17 @@ def test_a_pack_that_would_name_another_student_is_refused(graded: Path, tmp_pat
     assert not (tmp_path / "out" / BAD).exists()
 
 
-def test_a_link_in_a_run_folder_is_not_followed(graded: Path, tmp_path: Path) -> None:
+def test_a_link_or_a_fifo_in_a_run_folder_is_not_followed(graded: Path, tmp_path: Path) -> None:
     copy = tmp_path / "grade"
     shutil.copytree(graded, copy)
     secret = tmp_path / "secret.txt"
     secret.write_text("the instructor's answer key\n")
     (copy / ledger.run_folder(GOOD, "quiet", 1) / "notes.txt").symlink_to(secret)
+    # a FIFO would block a reader that opened it for reading
+    os.mkfifo(copy / ledger.run_folder(GOOD, "quiet", 1) / "pipe.log")
     done = write_feedback(copy, tmp_path / "out")
     files = _members(done.zips[GOOD])
-    assert not any(n.endswith("notes.txt") for n in files)
+    assert not any(n.endswith(("notes.txt", "pipe.log")) for n in files)
     assert not any(b"answer key" in d for d in files.values())
 
 
