@@ -810,6 +810,12 @@ def _control_names(value: str | None) -> tuple[str, ...] | None:
     help="Only these shipped solutions as control rows, comma-separated (default: all of them; "
     "'none' for no control rows).",
 )
+@click.option(
+    "--feedback",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Also write a feedback pack per student into this folder (as `chaos feedback`).",
+)
 @click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
 def grade_command(
     submissions: Path | None,
@@ -826,6 +832,7 @@ def grade_command(
     resume: Path | None,
     chaos_command: str | None,
     controls: str | None,
+    feedback: Path | None,
     quiet: bool,
 ) -> None:
     """Grade every submission (a folder per student with its protocol.py) under a matrix of
@@ -850,6 +857,7 @@ def grade_command(
                 certs=certs,
                 insecure=insecure,
                 check_run=_check_run_argv,
+                feedback=feedback,
             ),
             say=_progress(quiet),
         )
@@ -880,6 +888,40 @@ def _check_run_argv(argv: list[str]) -> None:
         nodes=nodes if isinstance(nodes, int) else 0,
         schedule_file=p["schedule_file"],
     )
+
+
+@main.command(
+    "feedback",
+    epilog=examples(
+        "chaos feedback grades/2026-12-01-lab3",
+        "chaos feedback grades/2026-12-01-lab3 --out handout/",
+    ),
+)
+@click.argument("grade_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Output folder (default: GRADE_DIR/feedback): a folder and a zip per student, and "
+    "gradebook.csv.",
+)
+@click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
+def feedback_command(grade_dir: Path, out: Path | None, quiet: bool) -> None:
+    """A feedback pack per student of a finished grade: a page of what failed, the anomaly that
+    explains it, the command that reproduces it at home, the student's own runs (no other
+    student's data, no path of the grading machine), zipped; with Gradescope's results.json
+    and a gradebook CSV. See docs/grading.md."""
+    from chaos.grade.feedback import PackLeak, write_feedback
+
+    try:
+        done = write_feedback(grade_dir, out or grade_dir / "feedback", _progress(quiet))
+    except PackLeak as e:
+        fail(clean(str(e)), Exit.INTERNAL)
+    except ValueError as e:
+        fail(clean(str(e)))
+    except OSError as e:
+        fail(clean(str(e)), Exit.ENVIRONMENT)
+    click.echo(f"{len(done.zips)} pack(s) in {done.out}; gradebook: {done.gradebook}")
 
 
 @main.command(

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.core.capabilities import Gradable, WorkloadOptions
-from chaos.grade import certs, dispatch, ledger, matrix, seeds, submissions
+from chaos.grade import certs, dispatch, feedback, ledger, matrix, seeds, submissions
 from chaos.grade.session import GradeOutcome, GradeRequest, grade
 from chaos.workloads import registry
 
@@ -35,6 +35,7 @@ class GradeArgs:
     controls: tuple[str, ...] | None = None  # None: all the lab's shipped solutions
     certs: Path | None = None  # the folder `chaos grade-certs` filled: TLS to the scheduler
     insecure: bool = False  # a plain tcp:// scheduler, knowingly
+    feedback: Path | None = None  # a feedback pack per student, written here after the grade
     # `chaos run`'s own check of its arguments (ValueError naming the option): each configuration
     # of the matrix goes through it before anything is written, so a value every run would refuse
     # (tasks: 0) stops the grade, not every cell of it
@@ -154,6 +155,8 @@ def _controls(names: tuple[str, ...] | None, wl: Gradable) -> tuple[str, ...] | 
 
 def run_grade(args: GradeArgs, say: Callable[[str], None]) -> GradeOutcome:
     security = scheduler_security(args, say)  # before anything is read or written
+    if args.feedback is not None:
+        feedback.check_out(args.feedback)
     req = request_of(args, say)
     if args.chaos_command and args.resume is not None:
         req = GradeRequest.from_json({**req.to_json(), "chaos": list(args.chaos_command)}, req.out)
@@ -166,7 +169,7 @@ def run_grade(args: GradeArgs, say: Callable[[str], None]) -> GradeOutcome:
     # it cleanly (runs healed, the ledger kept for --resume), as Ctrl-C does in a terminal.
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    return grade(
+    outcome = grade(
         req,
         controls=wl.grade_controls,
         scheduler=args.scheduler,
@@ -174,3 +177,7 @@ def run_grade(args: GradeArgs, say: Callable[[str], None]) -> GradeOutcome:
         progress=say,
         security=security,
     )
+    if args.feedback is not None and not outcome.interrupted:
+        done = feedback.write_feedback(outcome.out, args.feedback, say)
+        outcome.reports["feedback"] = done.out
+    return outcome

@@ -96,7 +96,9 @@ class _Page:
         self.end = run.end_time
         self.ops: list[ClientOp] = client_ops(run.history, self.end)
         self.bands: list[FaultBand] = fault_bands(run.history, self.end)
-        self.tasks = TaskIndex(task_events(run.events, run.history), self.ops, self.bands)
+        self.tasks = TaskIndex(
+            task_events(run.events, run.history), self.ops, self.bands, final=run.final
+        )
         self.plots: list[Plot] = []
         self.sections: list[tuple[str, str, str]] = []
 
