@@ -75,3 +75,31 @@ def test_a_fault_aware_solution_is_caught_at_a_point_the_proxy_decides(tmp_path:
     _, _, run = got["attack, proxy point"]
     txn_events = [e for e in run.events if e.kind == "txn" and e.component == "worker"]
     assert txn_events and all(e.data.get("n") == 1 for e in txn_events), txn_events
+
+
+BLIND = str(REPO / "tests" / "fixtures" / "redteam" / "blind_aim")
+
+
+def test_a_pause_whose_aim_is_hidden_abstains_and_the_run_is_unknown(tmp_path: Path) -> None:
+    """Aim or abstain ("Why" 6): check-then-act that never reports the computation lab3's own
+    pause aims at is unknown under ``--nemesis pause`` (it was paused at random, and valid),
+    while check-then-act itself is invalid under the same pause."""
+
+    def run(store: Path, solution: str) -> tuple[int, dict[str, Any], Any]:
+        p = chaos("run", "lab3", "--solution", solution, "--nemesis", "pause", *MATRIX,
+                  store=store, timeout=300)  # fmt: skip
+        run = load_run(run_dir_from(p))
+        results = json.loads((run.path / "results.json").read_text())["results"]
+        return p.returncode, {r["checker"]: r for r in results}, run
+
+    with ThreadPoolExecutor(2) as pool:
+        blind = pool.submit(run, tmp_path / "blind", BLIND)
+        plain = pool.submit(run, tmp_path / "plain", "check-then-act")
+        (code, results, stored), (plain_code, plain_results, _) = blind.result(), plain.result()
+    assert code == 2, results
+    assert results["complete-record"]["verdict"] == "unknown"
+    assert "the pause fault never found its aim" in results["complete-record"]["summary"]
+    # nothing was paused instead
+    assert not [o for o in stored.history if o.f == "pause" and o.extra.get("phase") == "start"]
+    assert plain_code == 1, plain_results
+    assert plain_results["double-apply"]["verdict"] == "invalid"
