@@ -103,3 +103,38 @@ def test_a_pause_whose_aim_is_hidden_abstains_and_the_run_is_unknown(tmp_path: P
     assert not [o for o in stored.history if o.f == "pause" and o.extra.get("phase") == "start"]
     assert plain_code == 1, plain_results
     assert plain_results["double-apply"]["verdict"] == "invalid"
+
+
+ATTACK_LAB1 = str(REPO / "tests" / "fixtures" / "redteam" / "fault_aware_lab1")
+# lab1's default matrix's stopped-before-write-commit, as it was (in-process) and as it is
+LAB1_PROXY_POINT = "pause holder before write of orders for 6s"
+LAB1_IN_PROCESS_POINT = "pause holder before write-commit for 5s"
+
+
+def test_lab1_no_fencing_while_unarmed_is_caught_at_a_write_the_proxy_holds(
+    tmp_path: Path,
+) -> None:
+    def run(store: Path, solution: str, trigger: str) -> tuple[int, dict[str, Any]]:
+        p = chaos("run", "lab1", "--solution", solution, "--trigger", trigger, "--seed", "1",
+                  "-q", store=store, timeout=300)  # fmt: skip
+        results = json.loads((run_dir_from(p) / "results.json").read_text())["results"]
+        return p.returncode, {r["checker"]: r for r in results}
+
+    cases = {
+        "attack, proxy point": (ATTACK_LAB1, LAB1_PROXY_POINT),
+        "control, proxy point": ("no-fencing", LAB1_PROXY_POINT),
+        "attack, in-process point": (ATTACK_LAB1, LAB1_IN_PROCESS_POINT),
+    }
+    with ThreadPoolExecutor(len(cases)) as pool:
+        futures = {
+            name: pool.submit(run, tmp_path / str(i), sol, tr)
+            for i, (name, (sol, tr)) in enumerate(cases.items())
+        }
+        got = {name: f.result() for name, f in futures.items()}
+    code, results = got["attack, in-process point"]
+    assert code == 0, results  # it saw the arming and wrote fenced: the trick works there
+    for name in ("attack, proxy point", "control, proxy point"):
+        code, results = got[name]
+        assert code == 1, (name, results)
+        assert results["no-double-apply"]["verdict"] == "invalid", (name, results)
+        assert "applied twice" in results["no-double-apply"]["summary"]
