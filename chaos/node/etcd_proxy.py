@@ -24,6 +24,10 @@ key under one of ``keys`` with UNAVAILABLE (what a client sees when etcd is unre
 forwarding it; it journals it as ``"outcome": "injected"`` with the arming's generation and
 writes ``control/fired-<gen>``: the firing is the proxy's word, not the service's.
 
+Write and read points (chaos.node.proxy_points): an armed ``write-point`` file in the same folder
+makes the proxy hold the first call that writes (or reads) a key group, for a trigger whose
+fault the code under test must not see coming.
+
 Runs on the nodes, as root: standard library, ``grpc`` and ``etcd3``'s generated messages only.
 """
 
