@@ -147,6 +147,11 @@ def bind(trigger: Trigger, workload: Workload, workload_name: str) -> Trigger:
     if write := _WRITE.match(trigger.kind):
         held = _bind_write(trigger, write["op"], write["group"], workload, workload_name)
         return dataclasses.replace(trigger, point=held, write=write["group"], op=write["op"])
+    if trigger.fault == "hold":
+        raise TriggerError(
+            f"trigger {trigger.phrase!r}: a hold is the etcd proxy's, for a write or read point "
+            "('hold worker before read of counter for 2s')"
+        )
     points = workload.hold_points if isinstance(workload, HoldPoints) else {}
     point = points.get((trigger.role, trigger.moment, trigger.kind))
     if point is None:

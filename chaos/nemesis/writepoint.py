@@ -17,6 +17,7 @@ fault. The nemesis ops carry ``trigger`` with ``decided_by: etcd-proxy``.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from chaos.core.capabilities import WritePoints
@@ -27,6 +28,8 @@ from chaos.nemesis.grudge import isolated_grudge
 from chaos.nemesis.trigger import TriggerNemesis, _RestLookout
 
 POLL = 0.01
+# how often a held read looks whether its group was written since (one etcd read)
+REREAD = 0.05
 
 
 class WriteTriggerNemesis(TriggerNemesis):
@@ -35,6 +38,7 @@ class WriteTriggerNemesis(TriggerNemesis):
     def __init__(self, *args: Any, writes: WritePoints, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.writes = writes
+        self._next: str | None = None  # an arming made before the previous firing healed
 
     def _once(self, ctx: RunContext, n: int) -> bool:
         tr = self.trigger
@@ -44,8 +48,10 @@ class WriteTriggerNemesis(TriggerNemesis):
             return False
         node, gen = note["node"], note["gen"]
         resolved, record = self._aimed_write(ctx, note, n)
-        intent = {"target": resolved.spec, "duration": self.duration, "trigger": tr.phrase}
         killed = tr.fault == "kill"
+        # a held call (not a killed one's) ends once the group is written since the firing
+        fired_rev = None if killed else self.writes.group_revision(ctx, tr.write)
+        intent = {"target": resolved.spec, "duration": self.duration, "trigger": tr.phrase}
         try:
             fid = self.fault.start(ctx, resolved, intent=intent, trigger=record)
         except BaseException:
@@ -54,16 +60,34 @@ class WriteTriggerNemesis(TriggerNemesis):
         if killed:
             # the sender is gone: a write held before it is dropped (it never left the process)
             self.writes.release_write_point(ctx, node, gen, forward=False)
+            if tr.times is None or n + 1 < tr.times:
+                # the next firing is armed before the restart: the work the kill cut short comes
+                # back (a redelivery) as soon as the process does, or sooner, elsewhere
+                self._next = self.writes.arm_write_point(ctx, tr.op, tr.moment, tr.write)
         ctx.progress(f"'{tr.phrase}' fired on {node} ({record['component']}, the etcd proxy)")
-        ctx.stop.wait(self.duration)
+        self._last_held(ctx, fired_rev)
         if not killed:
             # the held call goes on at the fault's end, before the heal: a write held before it
-            # lands late (stale), and its answer waits in the socket of the stopped process, so
-            # that on SIGCONT the client reads it within its own deadline (3 s in the labs: a
-            # hold longer than that fails in the client instead)
+            # lands late (stale), and its answer waits in the socket of the stopped process
             self.writes.release_write_point(ctx, node, gen, forward=True)
         ctx.faults.heal(fid)
         return True
+
+    def _last_held(self, ctx: RunContext, fired_rev: int | None) -> None:
+        """The fault's length, ended sooner once etcd (read by the orchestrator) shows the group
+        written since the firing: another process did what the held one was held back from (the
+        race the point is for), and a held read's answer is stale from then on; a longer hold
+        only runs a read into the client's own deadline. ``for`` bounds it."""
+        tr = self.trigger
+        if fired_rev is None or tr.write is None:
+            ctx.stop.wait(self.duration)
+            return
+        deadline = time.monotonic() + self.duration
+        while not ctx.stop.wait(REREAD) and time.monotonic() < deadline:
+            rev = self.writes.group_revision(ctx, tr.write)
+            if rev is not None and rev > fired_rev:
+                ctx.progress(f"'{tr.phrase}': {tr.write} written at revision {rev}: released")
+                return
 
     def _await_write(self, ctx: RunContext, n: int) -> dict[str, Any] | None:
         """Arm the proxies and wait for a write of the trigger's component to be held: the proxy's
@@ -76,7 +100,8 @@ class WriteTriggerNemesis(TriggerNemesis):
         quiet = _Quiet(ctx, watch)
         try:
             while not ctx.stop.is_set() and ctx.now() < deadline and not quiet.rested():
-                gen = self.writes.arm_write_point(ctx, tr.op, tr.moment, tr.write)
+                gen = self._next or self.writes.arm_write_point(ctx, tr.op, tr.moment, tr.write)
+                self._next = None
                 self.armed.set()
                 ctx.progress(f"armed the etcd proxies' write point for '{tr.phrase}'")
                 note = self._fired(ctx, gen, deadline, quiet)

@@ -45,7 +45,7 @@ from typing import Any
 
 import grpc
 
-from chaos.node.proxy_points import Held, WritePoints
+from chaos.node.proxy_points import HOLD_LIMIT, Held, WritePoints
 
 # methods that change nothing: forwarded, not journaled (everything else is journaled, so a
 # method this list forgets is journaled too, never hidden)
@@ -74,6 +74,8 @@ STREAMS = {
 UPSTREAM_TIMEOUT = 30.0
 MAX_VALUE = 4096
 INJECT_FILE = "txn-error"
+# a held read goes on this long before its client's deadline (see Forwarder._hold)
+DEADLINE_MARGIN = 0.3
 
 
 def _pb() -> Any:
@@ -299,7 +301,12 @@ class Forwarder(grpc.GenericRpcHandler):
         self._points = points
 
     def _hold(
-        self, moment: str, method: str, keys: Callable[[], list[str]], peer: str
+        self,
+        moment: str,
+        method: str,
+        keys: Callable[[], list[str]],
+        peer: str,
+        deadline: Callable[[], float | None] = lambda: None,
     ) -> dict[str, Any] | None:
         """Hold this call at an armed write or read point (chaos.node.proxy_points): the
         release's words, or None when no point fired here."""
@@ -313,7 +320,13 @@ class Forwarder(grpc.GenericRpcHandler):
             return None
         if held is None:
             return None
-        return {"gen": held.gen, **self._points.wait(held)}
+        limit = HOLD_LIMIT
+        remaining = deadline()
+        if op == "read" and remaining is not None:
+            # a read held past the client's own deadline would reach it as a timeout, not as
+            # the stale answer the point is for: it goes on just before, whatever is awaited
+            limit = max(0.0, min(limit, remaining - DEADLINE_MARGIN))
+        return {"gen": held.gen, **self._points.wait(held, limit)}
 
     def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         method = str(details.method)
@@ -341,7 +354,10 @@ class Forwarder(grpc.GenericRpcHandler):
                 self._record(method, request, None, outcome="injected", gen=gen)
                 context.abort(grpc.StatusCode.UNAVAILABLE, "injected: etcd unavailable")
             peer = context.peer()
-            before = self._hold("before", method, lambda: _request_keys(method, request), peer)
+            left = context.time_remaining
+            before = self._hold(
+                "before", method, lambda: _request_keys(method, request), peer, left
+            )
             if before is not None and before.get("forward") is False:
                 # the process that sent it was killed while it was held: it never left
                 self._record(method, request, None, outcome="dropped", gen=before["gen"])
@@ -359,7 +375,9 @@ class Forwarder(grpc.GenericRpcHandler):
                 context.abort(code, details or "")
             if journaled:
                 self._record(method, request, response, outcome="ok")
-            self._hold("after", method, lambda: _answered_keys(method, request, response), peer)
+            self._hold(
+                "after", method, lambda: _answered_keys(method, request, response), peer, left
+            )
             return bytes(response)
 
         return handle

@@ -16,7 +16,9 @@ import pytest
 
 from chaos.cluster.docker import procfs
 from chaos.core.context import RunContext
+from chaos.core.target import Resolved, Target
 from chaos.histories.jsonl import read_history
+from chaos.nemesis.hold import HoldFault
 from chaos.nemesis.kill import KillFault
 from chaos.nemesis.pause import PauseFault
 from chaos.nemesis.trigger import TriggerError, bind, parse_trigger
@@ -127,6 +129,8 @@ def test_write_and_read_phrases_bind_to_the_labs_groups() -> None:
         bind(parse_trigger("pause worker before write of counter until commit"), Lab3(), "lab3")
     with pytest.raises(TriggerError, match="no role 'nats'"):
         bind(parse_trigger("kill nats after write of counter"), Lab3(), "lab3")
+    with pytest.raises(TriggerError, match="a hold is the etcd proxy's"):
+        bind(parse_trigger("hold worker on delivery"), Lab3(), "lab3")
     with pytest.raises(TriggerError, match="'before write' or 'after write'"):
         bind(parse_trigger("kill worker on write of counter"), Lab3(), "lab3")
 
@@ -142,6 +146,7 @@ class FakeWrites:
         self.armed: list[tuple[str, str, str]] = []
         self.released: list[tuple[str, str, bool]] = []
         self.disarmed = 0
+        self.reads = 0
 
     def arm_write_point(self, ctx: RunContext, op: str, moment: str, group: str) -> str:
         self.armed.append((op, moment, group))
@@ -163,6 +168,10 @@ class FakeWrites:
 
     def disarm_write_point(self, ctx: RunContext) -> None:
         self.disarmed += 1
+
+    def group_revision(self, ctx: RunContext, group: str) -> int | None:
+        self.reads += 1
+        return 10 if self.reads < 3 else 11  # written again at the third look
 
 
 def _nemesis(phrase: str, fault: Any, writes: FakeWrites) -> WriteTriggerNemesis:
@@ -205,3 +214,40 @@ def test_no_sender_found_is_no_fault(tmp_path: Path) -> None:
     assert all(forward for _, _, forward in writes.released)
     ops = read_history(ctx.run_dir / "history.jsonl").records
     assert not [o for o in ops if o.extra.get("trigger")]
+
+
+def test_a_held_read_ends_once_etcd_shows_its_group_written_again(tmp_path: Path) -> None:
+    ctx, _ = _ctx(tmp_path)
+    writes = FakeWrites(["worker"])
+    started = time.monotonic()
+    _nemesis("pause worker before read of counter for 5s", PauseFault(), writes).run(ctx)
+    assert time.monotonic() - started < 3, "released at the write, not after 5 s"
+    assert writes.reads == 3 and writes.released == [("n2", "g1", True)]
+
+
+def test_a_hold_is_only_the_proxys_no_signal_reaches_the_process(tmp_path: Path) -> None:
+    ctx, cluster = _ctx(tmp_path)
+    writes = FakeWrites(["worker"])
+    _nemesis("hold worker before read of counter for 5s", HoldFault(), writes).run(ctx)
+    assert writes.released == [("n2", "g1", True)]
+    assert not [p for p in cluster.procs.values() if p.signals], "no process was signalled"
+    with pytest.raises(RuntimeError, match="a write or read trigger's fault"):
+        HoldFault().start(
+            ctx, Resolved(spec="worker@n1", targets=(Target(node="n1", process="worker"),))
+        )
+
+
+def test_a_second_kill_is_armed_before_the_first_one_heals(tmp_path: Path) -> None:
+    ctx, _ = _ctx(tmp_path)
+    writes = FakeWrites(["worker", "worker"])
+    healed_when_armed: list[int] = []
+    arm = writes.arm_write_point
+
+    def spy(c: RunContext, op: str, moment: str, group: str) -> str:
+        healed_when_armed.append(sum(1 for o in c.history.ops if o.extra.get("phase") == "heal"))
+        return arm(c, op, moment, group)
+
+    writes.arm_write_point = spy  # type: ignore[method-assign]
+    _nemesis("kill worker before write of counter for 0.05s 2 times", KillFault(), writes).run(ctx)
+    assert writes.released == [("n2", "g1", False), ("n2", "g2", False)]
+    assert healed_when_armed == [0, 0], "the second arming came before the first kill's heal"

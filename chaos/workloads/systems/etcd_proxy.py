@@ -340,3 +340,20 @@ class ProxyWritePoints:
 
     def disarm_write_point(self, ctx: RunContext) -> None:
         disarm_write_point(ctx)
+
+    def group_revision(self, ctx: RunContext, group: str) -> int | None:
+        """The newest revision that wrote a key of ``group``, by the orchestrator's own read of
+        etcd (keys only), or None when etcd did not answer."""
+        from chaos.workloads.systems import etcd
+
+        c = etcd.client(ctx, timeout=2.0)
+        try:
+            newest = 0
+            for prefix in self.write_groups[group]:
+                for _, meta in c.get_prefix(prefix, keys_only=True):
+                    newest = max(newest, int(meta.mod_revision))
+            return newest
+        except Exception:  # no answer: the hold runs its length
+            return None
+        finally:
+            c.close()
