@@ -816,6 +816,12 @@ def _control_names(value: str | None) -> tuple[str, ...] | None:
     default=None,
     help="Also write a feedback pack per student into this folder (as `chaos feedback`).",
 )
+@click.option(
+    "--plan",
+    "plan_only",
+    is_flag=True,
+    help="Print the matrix x submissions x repeats and an estimate of the time; run nothing.",
+)
 @click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
 def grade_command(
     submissions: Path | None,
@@ -833,34 +839,36 @@ def grade_command(
     chaos_command: str | None,
     controls: str | None,
     feedback: Path | None,
+    plan_only: bool,
     quiet: bool,
 ) -> None:
     """Grade every submission (a folder per student with its protocol.py) under a matrix of
     configurations, repeated, with the lab's shipped solutions as control rows."""
-    from chaos.grade.cli import GradeArgs, run_grade
+    from chaos.grade.cli import GradeArgs, plan_grade, run_grade
 
+    args = GradeArgs(
+        submissions=submissions,
+        lab=lab,
+        matrix_file=matrix_file,
+        repeats=repeats,
+        seed=seed,
+        out=out,
+        scheduler=scheduler,
+        parallel=parallel,
+        run_timeout=run_timeout,
+        resume=resume,
+        chaos_command=tuple(shlex.split(chaos_command)) if chaos_command else None,
+        controls=_control_names(controls),
+        certs=certs,
+        insecure=insecure,
+        check_run=_check_run_argv,
+        feedback=feedback,
+    )
     try:
-        outcome = run_grade(
-            GradeArgs(
-                submissions=submissions,
-                lab=lab,
-                matrix_file=matrix_file,
-                repeats=repeats,
-                seed=seed,
-                out=out,
-                scheduler=scheduler,
-                parallel=parallel,
-                run_timeout=run_timeout,
-                resume=resume,
-                chaos_command=tuple(shlex.split(chaos_command)) if chaos_command else None,
-                controls=_control_names(controls),
-                certs=certs,
-                insecure=insecure,
-                check_run=_check_run_argv,
-                feedback=feedback,
-            ),
-            say=_progress(quiet),
-        )
+        if plan_only:  # the plan is this command's output: said even with -q
+            plan_grade(args, say=click.echo)
+            return
+        outcome = run_grade(args, say=_progress(quiet))
     except ValueError as e:
         fail(clean(str(e)))
     except OSError as e:

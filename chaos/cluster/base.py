@@ -9,7 +9,7 @@ the orchestrator receives one by name (``--backend docker``) and never names a b
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -117,6 +117,19 @@ class SharedLive(Protocol):
     ``clock`` faults). ``live_path`` is where the nodes see it."""
 
     def live_path(self) -> str: ...
+
+
+@runtime_checkable
+class SocketOwners(Protocol):
+    """Optional capability: tell, from outside the node, which of its named processes (or a
+    process below one of them) holds a loopback TCP connection from ``local_port`` to
+    ``remote_port`` — how a write held by the node's etcd proxy is traced to the process that
+    sent it, with no word from that process. Returns the name, or None when none of ``names``
+    holds it (the connection closed, or a process outside them). Must only look."""
+
+    def socket_owner(
+        self, node: str, names: Sequence[str], local_port: int, remote_port: int
+    ) -> str | None: ...
 
 
 @runtime_checkable

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from chaos.core.capabilities import Gradable, WorkloadOptions
-from chaos.grade import certs, dispatch, feedback, ledger, matrix, seeds, submissions
-from chaos.grade.session import GradeOutcome, GradeRequest, grade
+from chaos.grade import certs, dispatch, estimate, feedback, ledger, matrix, seeds, submissions
+from chaos.grade.session import GradeOutcome, GradeRequest, grade, rows_of
 from chaos.workloads import registry
 
 
@@ -151,6 +151,26 @@ def _controls(names: tuple[str, ...] | None, wl: Gradable) -> tuple[str, ...] | 
             f"the lab's: {', '.join(wl.grade_controls)}"
         )
     return tuple(names)
+
+
+def plan_grade(args: GradeArgs, say: Callable[[str], None]) -> estimate.Plan:
+    """``chaos grade --plan``: every input checked as for a grade, then the matrix x rows x
+    repeats and the estimate said; nothing is run and nothing is written."""
+    req = request_of(args, say)
+    wl = gradable(req.lab)
+    rows = rows_of(req, wl.grade_controls)
+    parallel = args.parallel or dispatch.default_parallel()
+    for line in estimate.table(rows, req.matrix, req.repeats):
+        say(line)
+    done = (
+        sum(1 for r in ledger.Ledger(req.out).finished().values() if r.graded)
+        if (args.resume is not None)
+        else 0
+    )
+    plan = estimate.plan_of(rows, req.matrix, req.repeats, parallel, done)
+    for line in plan.lines():
+        say(line)
+    return plan
 
 
 def run_grade(args: GradeArgs, say: Callable[[str], None]) -> GradeOutcome:

@@ -24,6 +24,10 @@ key under one of ``keys`` with UNAVAILABLE (what a client sees when etcd is unre
 forwarding it; it journals it as ``"outcome": "injected"`` with the arming's generation and
 writes ``control/fired-<gen>``: the firing is the proxy's word, not the service's.
 
+Write and read points (chaos.node.proxy_points): an armed ``write-point`` file in the same folder
+makes the proxy hold the first call that writes (or reads) a key group, for a trigger whose
+fault the code under test must not see coming.
+
 Runs on the nodes, as root: standard library, ``grpc`` and ``etcd3``'s generated messages only.
 """
 
@@ -40,6 +44,8 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+
+from chaos.node.proxy_points import HOLD_LIMIT, Held, WritePoints
 
 # methods that change nothing: forwarded, not journaled (everything else is journaled, so a
 # method this list forgets is journaled too, never hidden)
@@ -68,6 +74,8 @@ STREAMS = {
 UPSTREAM_TIMEOUT = 30.0
 MAX_VALUE = 4096
 INJECT_FILE = "txn-error"
+# a held read goes on this long before its client's deadline (see Forwarder._hold)
+DEADLINE_MARGIN = 0.3
 
 
 def _pb() -> Any:
@@ -243,6 +251,32 @@ class Injector:
         return gen
 
 
+WRITES = frozenset({"etcdserverpb.KV/Txn", "etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange"})
+
+
+RANGE = "etcdserverpb.KV/Range"
+
+
+def _request_keys(method: str, request: bytes) -> list[str]:
+    """Every key a write request could write (both branches of a transaction); a read's key."""
+    name = method.lstrip("/")
+    if name == RANGE:
+        return [_text(_pb().RangeRequest.FromString(request).key)]
+    if name == "etcdserverpb.KV/Txn":
+        return _txn_keys(request)
+    if name == "etcdserverpb.KV/Put":
+        return [_text(_pb().PutRequest.FromString(request).key)]
+    return [_text(_pb().DeleteRangeRequest.FromString(request).key)]
+
+
+def _answered_keys(method: str, request: bytes, response: bytes) -> list[str]:
+    """The keys a write that etcd answered did write (the executed branch); a read's key."""
+    if method.lstrip("/") == RANGE:
+        return _request_keys(method, request)
+    rec = describe(method, request, response)
+    return [x["key"] for x in (*rec.get("puts", []), *rec.get("deletes", []))]
+
+
 def _metadata(context: grpc.ServicerContext) -> list[tuple[str, str | bytes]]:
     return [
         (k, v)
@@ -254,10 +288,45 @@ def _metadata(context: grpc.ServicerContext) -> list[tuple[str, str | bytes]]:
 class Forwarder(grpc.GenericRpcHandler):
     """Every method, forwarded as bytes to the local member; writes journaled."""
 
-    def __init__(self, upstream: grpc.Channel, journal: Journal, injector: Injector) -> None:
+    def __init__(
+        self,
+        upstream: grpc.Channel,
+        journal: Journal,
+        injector: Injector,
+        points: WritePoints | None = None,
+    ) -> None:
         self._up = upstream
         self._journal = journal
         self._inject = injector
+        self._points = points
+
+    def _hold(
+        self,
+        moment: str,
+        method: str,
+        keys: Callable[[], list[str]],
+        peer: str,
+        deadline: Callable[[], float | None] = lambda: None,
+    ) -> dict[str, Any] | None:
+        """Hold this call at an armed write or read point (chaos.node.proxy_points): the
+        release's words, or None when no point fired here."""
+        name = method.lstrip("/")
+        if self._points is None or (name not in WRITES and name != RANGE):
+            return None
+        op = "read" if name == RANGE else "write"
+        try:
+            held: Held | None = self._points.take(op, moment, keys(), peer)
+        except Exception:  # a request etcd refuses anyway: no point of ours
+            return None
+        if held is None:
+            return None
+        limit = HOLD_LIMIT
+        remaining = deadline()
+        if op == "read" and remaining is not None:
+            # a read held past the client's own deadline would reach it as a timeout, not as
+            # the stale answer the point is for: it goes on just before, whatever is awaited
+            limit = max(0.0, min(limit, remaining - DEADLINE_MARGIN))
+        return {"gen": held.gen, **self._points.wait(held, limit)}
 
     def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         method = str(details.method)
@@ -284,6 +353,15 @@ class Forwarder(grpc.GenericRpcHandler):
             if is_txn and (gen := self._inject.take(request)) is not None:
                 self._record(method, request, None, outcome="injected", gen=gen)
                 context.abort(grpc.StatusCode.UNAVAILABLE, "injected: etcd unavailable")
+            peer = context.peer()
+            left = context.time_remaining
+            before = self._hold(
+                "before", method, lambda: _request_keys(method, request), peer, left
+            )
+            if before is not None and before.get("forward") is False:
+                # the process that sent it was killed while it was held: it never left
+                self._record(method, request, None, outcome="dropped", gen=before["gen"])
+                context.abort(grpc.StatusCode.UNAVAILABLE, "connection lost")
             remaining = context.time_remaining()
             timeout = UPSTREAM_TIMEOUT if journaled else remaining
             try:
@@ -297,6 +375,9 @@ class Forwarder(grpc.GenericRpcHandler):
                 context.abort(code, details or "")
             if journaled:
                 self._record(method, request, response, outcome="ok")
+            self._hold(
+                "after", method, lambda: _answered_keys(method, request, response), peer, left
+            )
             return bytes(response)
 
         return handle
@@ -351,7 +432,10 @@ def serve(listen: str, upstream: str, node: str, state: Path, claims: Path | Non
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=256, thread_name_prefix="fwd"), options=unlimited
     )
-    server.add_generic_rpc_handlers((Forwarder(channel, journal, Injector(control, node, claims)),))
+    forwarder = Forwarder(
+        channel, journal, Injector(control, node, claims), WritePoints(control, node, claims)
+    )
+    server.add_generic_rpc_handlers((forwarder,))
     if server.add_insecure_port(listen) == 0:
         raise SystemExit(f"etcd proxy: cannot listen on {listen}")
     server.start()

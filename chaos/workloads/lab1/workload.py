@@ -75,7 +75,7 @@ def solution_path(solution: str) -> Path:
     return solutions.resolve(SOLUTIONS_DIR, solution)
 
 
-class Lab1:
+class Lab1(etcd_proxy.ProxyWritePoints):
     """lab1 as a workload. Capabilities: SolutionMounts, HoldPoints, PauseTarget (the lock
     holder), Gradable, TxnPoints, RoleResolver (``holder``, ``standby`` and the systems' roles),
     FaultAims (``clock`` aims at the standbys), WorkloadOptions (:data:`OPTIONS`)."""
@@ -102,6 +102,14 @@ class Lab1:
         fn: "orders" for fn in ("acquire", "extend", "release", "write_change")
     }
     txn_roles: dict[str, str] = {"holder": "orders"}
+    # WritePoints: writes the nodes' etcd proxies can hold for a trigger (``pause holder before
+    # write of orders for 6s``), with no sign to the code under test before the fault
+    write_groups: dict[str, tuple[str, ...]] = {
+        "lock": (keys.LOCKS_PREFIX,),
+        "orders": (keys.ORDERS_PREFIX,),
+        "applied": (keys.APPLIED_PREFIX,),
+        "night": (keys.NIGHTS_PREFIX,),
+    }
     one_task: dict[str, str] = {"nights": "1"}
     rival: str = "lock-acquired"
     # Names: what a fault target and a trigger's ``until`` may name

@@ -72,7 +72,7 @@ def solution_path(solution: str) -> Path:
     return solutions.resolve(SOLUTIONS_DIR, solution)
 
 
-class Lab3:
+class Lab3(etcd_proxy.ProxyWritePoints):
     """lab3 as a workload. Capabilities: SolutionMounts, FaultPoints (the seed's three scenarios),
     HostFaultPoints (txn-error-*, fired by the nodes' etcd proxies), HoldPoints, PauseTarget (the
     busy worker), RoleResolver (the systems' roles), Scenarios, Gradable, WorkloadOptions
@@ -99,6 +99,15 @@ class Lab3:
     # TxnPoints: every transaction of these solution functions is a hold point
     txn_functions: dict[str, str] = {"create": "api", "complete": "worker"}
     txn_roles: dict[str, str] = {}
+    # WritePoints: writes the nodes' etcd proxies can hold for a trigger (``kill worker after
+    # write of counter``), with no sign to the code under test before the fault
+    write_groups: dict[str, tuple[str, ...]] = {
+        "counter": (keys.COUNTER,),
+        "task": (keys.TASKS_PREFIX,),
+        "outbox": (keys.OUTBOX_PREFIX,),
+        "dedup": (keys.DEDUP_PREFIX,),
+        "result": (keys.RESULTS_PREFIX,),
+    }
     # one unit of work: a run where a second fault lands in the first one's redelivery; the
     # second kill must be armed again before the redelivery reaches the point, and the first
     # kill's restart takes up to a second, so AckWait (2 s) must outlast it

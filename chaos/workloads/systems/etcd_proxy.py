@@ -21,7 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from chaos.cluster.base import Cluster, ExecResult, SharedLive
+from chaos.cluster.base import Cluster, ExecResult, SharedLive, SocketOwners
 from chaos.core.context import RunContext
 from chaos.core.supervisor import ProcessSpec
 from chaos.histories.files import read_regular
@@ -169,6 +169,58 @@ def arm_txn_error(ctx: RunContext, prefixes: list[str]) -> str:
     return gen
 
 
+WRITE_POINT = "write-point"  # chaos.node.proxy_points.ARM_FILE
+
+
+def arm_write_point(ctx: RunContext, op: str, moment: str, prefixes: list[str]) -> str:
+    """Arm every node's proxy to hold the first ``op`` (``write``/``read``) ``before``/``after``
+    it reaches a key under ``prefixes`` (chaos.node.proxy_points); returns the generation."""
+    gen = secrets.token_hex(8)
+    data = json.dumps({"gen": gen, "op": op, "moment": moment, "keys": prefixes}).encode()
+    _each(ctx.cluster, lambda n: ctx.cluster.put_file(n, f"{CONTROL}/{WRITE_POINT}", data))
+    return gen
+
+
+def disarm_write_point(ctx: RunContext) -> None:
+    _each(ctx.cluster, lambda n: ctx.cluster.put_file(n, f"{CONTROL}/{WRITE_POINT}", b"{}"))
+
+
+def release_write_point(ctx: RunContext, node: str, gen: str, *, forward: bool) -> None:
+    """Let the write held for arming ``gen`` on ``node`` go on (``forward``), or drop it (its
+    sender was killed while it was held)."""
+    data = json.dumps({"gen": gen, "forward": forward}).encode()
+    ctx.cluster.put_file(node, f"{CONTROL}/release-{gen}", data)
+
+
+def write_point_fired(ctx: RunContext, gen: str) -> dict[str, Any] | None:
+    """Where arming ``gen`` fired, in the proxy's own note (``node``, ``time``, ``port``: the
+    sender's TCP port, ``keys``), or None until it fires."""
+    raws: list[tuple[str | None, bytes | None]]
+    if _claims(ctx) is not None:
+        try:
+            raws = [(None, read_regular(ctx.live / CLAIMS / f"write-{gen}", 1 << 16))]
+        except OSError:
+            return None
+    else:
+        got = _each(ctx.cluster, lambda n: ctx.cluster.get_file(n, f"{CONTROL}/fired-{gen}"))
+        raws = list(zip(ctx.cluster.nodes, got, strict=True))
+    for node, raw in raws:
+        if raw is None:
+            continue
+        note = _note(ctx, raw, gen)
+        if note is None or (node is not None and note["node"] != node):
+            continue
+        try:
+            extra = json.loads(raw)
+        except ValueError:
+            continue
+        port, moment = extra.get("port"), extra.get("moment")
+        note["port"] = port if isinstance(port, int) else None
+        note["moment"] = moment if moment in ("before", "after") else None
+        return note
+    return None
+
+
 def disarm_txn_error(ctx: RunContext) -> None:
     _each(ctx.cluster, lambda n: ctx.cluster.put_file(n, f"{CONTROL}/txn-error", b"{}"))
 
@@ -261,3 +313,47 @@ def _lines(node: str, raw: bytes, origin: float, out: dict[str, Any]) -> int:
         out["entries"].append(rec)
         n += 1
     return n
+
+
+class ProxyWritePoints:
+    """``WritePoints`` (chaos.core.capabilities) through the nodes' etcd proxies, for a workload
+    that declares ``write_groups`` and its writing components (``txn_functions``/``txn_roles``)."""
+
+    write_groups: dict[str, tuple[str, ...]]
+    txn_functions: dict[str, str]
+    txn_roles: dict[str, str]
+
+    def arm_write_point(self, ctx: RunContext, op: str, moment: str, group: str) -> str:
+        return arm_write_point(ctx, op, moment, list(self.write_groups[group]))
+
+    def write_point_fired(self, ctx: RunContext, gen: str) -> dict[str, Any] | None:
+        return write_point_fired(ctx, gen)
+
+    def write_point_writer(self, ctx: RunContext, node: str, port: int) -> str | None:
+        if not isinstance(ctx.cluster, SocketOwners):
+            return None
+        names = sorted({*self.txn_functions.values(), *self.txn_roles.values()})
+        return ctx.cluster.socket_owner(node, names, port, PORT)
+
+    def release_write_point(self, ctx: RunContext, node: str, gen: str, *, forward: bool) -> None:
+        release_write_point(ctx, node, gen, forward=forward)
+
+    def disarm_write_point(self, ctx: RunContext) -> None:
+        disarm_write_point(ctx)
+
+    def group_revision(self, ctx: RunContext, group: str) -> int | None:
+        """The newest revision that wrote a key of ``group``, by the orchestrator's own read of
+        etcd (keys only), or None when etcd did not answer."""
+        from chaos.workloads.systems import etcd
+
+        c = etcd.client(ctx, timeout=2.0)
+        try:
+            newest = 0
+            for prefix in self.write_groups[group]:
+                for _, meta in c.get_prefix(prefix, keys_only=True):
+                    newest = max(newest, int(meta.mod_revision))
+            return newest
+        except Exception:  # no answer: the hold runs its length
+            return None
+        finally:
+            c.close()
