@@ -18,6 +18,10 @@ line per write it forwarded to a journal the service user can neither read nor w
 the proxy's own: every process that reaches this proxy runs on this node, so the journal names the
 node whose service sent each write, whatever the service itself reports.
 
+Scope: the proxy forwards only the calls a lab needs, on keys under the lab's prefix
+(``--prefix``); every other call is refused with PERMISSION_DENIED before it reaches etcd and
+journaled as ``"outcome": "refused"`` with the reason (chaos.node.etcd_scope).
+
 Fault injection: a root-only control file ``<state>/control/txn-error`` (``{"gen": "...",
 "keys": ["/lab3/results/", ...]}``) makes the proxy fail the next ``KV/Txn`` that would write a
 key under one of ``keys`` with UNAVAILABLE (what a client sees when etcd is unreachable), without
@@ -45,6 +49,7 @@ from typing import Any
 
 import grpc
 
+from chaos.node import etcd_scope
 from chaos.node.proxy_points import HOLD_LIMIT, Held, WritePoints
 
 # methods that change nothing: forwarded, not journaled (everything else is journaled, so a
@@ -54,12 +59,6 @@ READS = frozenset(
         "etcdserverpb.KV/Range",
         "etcdserverpb.Watch/Watch",
         "etcdserverpb.Lease/LeaseTimeToLive",
-        "etcdserverpb.Lease/LeaseLeases",
-        "etcdserverpb.Cluster/MemberList",
-        "etcdserverpb.Maintenance/Status",
-        "etcdserverpb.Maintenance/Hash",
-        "etcdserverpb.Maintenance/HashKV",
-        "etcdserverpb.Auth/Authenticate",
     }
 )
 # how each streaming method streams; every other method is unary
@@ -293,11 +292,13 @@ class Forwarder(grpc.GenericRpcHandler):
         upstream: grpc.Channel,
         journal: Journal,
         injector: Injector,
+        prefix: bytes | None = None,
         points: WritePoints | None = None,
     ) -> None:
         self._up = upstream
         self._journal = journal
         self._inject = injector
+        self._prefix = prefix
         self._points = points
 
     def _hold(
@@ -332,11 +333,37 @@ class Forwarder(grpc.GenericRpcHandler):
         method = str(details.method)
         name = method.lstrip("/")
         kind = STREAMS.get(name, "unary_unary")
+        if name not in etcd_scope.ALLOWED:
+            return self._refusing(method, kind)
         if kind == "stream_stream":
             return grpc.stream_stream_rpc_method_handler(self._stream_stream(method))
         if kind == "unary_stream":
             return grpc.unary_stream_rpc_method_handler(self._unary_stream(method))
         return grpc.unary_unary_rpc_method_handler(self._unary(method, journaled=name not in READS))
+
+    def _refuse(self, method: str, why: str, context: grpc.ServicerContext) -> None:
+        self._journal.write({"method": method.lstrip("/").removeprefix("etcdserverpb."),
+                             "outcome": etcd_scope.REFUSED, "reason": why,
+                             "mono": time.monotonic(), "wall": time.time()})  # fmt: skip
+        context.abort(grpc.StatusCode.PERMISSION_DENIED, f"refused by chaos: {why}")
+
+    def _refusing(self, method: str, kind: str) -> grpc.RpcMethodHandler:
+        """A call no lab may make: journaled and refused, whatever it carries."""
+        why = etcd_scope.refusal(method.lstrip("/"), b"", self._prefix) or "refused"
+
+        def unary(request: Any, context: grpc.ServicerContext) -> bytes:
+            self._refuse(method, why, context)
+            return b""
+
+        def streaming(request: Any, context: grpc.ServicerContext) -> Iterator[bytes]:
+            self._refuse(method, why, context)
+            yield b""
+
+        if kind == "stream_stream":
+            return grpc.stream_stream_rpc_method_handler(streaming)
+        if kind == "unary_stream":
+            return grpc.unary_stream_rpc_method_handler(streaming)
+        return grpc.unary_unary_rpc_method_handler(unary)
 
     def _record(self, method: str, request: bytes, response: bytes | None, **extra: Any) -> None:
         try:
@@ -350,6 +377,9 @@ class Forwarder(grpc.GenericRpcHandler):
         is_txn = method.lstrip("/") == "etcdserverpb.KV/Txn"
 
         def handle(request: bytes, context: grpc.ServicerContext) -> bytes:
+            why = etcd_scope.refusal(method.lstrip("/"), request, self._prefix)
+            if why is not None:
+                self._refuse(method, why, context)
             if is_txn and (gen := self._inject.take(request)) is not None:
                 self._record(method, request, None, outcome="injected", gen=gen)
                 context.abort(grpc.StatusCode.UNAVAILABLE, "injected: etcd unavailable")
@@ -401,9 +431,27 @@ class Forwarder(grpc.GenericRpcHandler):
     def _stream_stream(self, method: str) -> Callable[[Iterator[bytes], Any], Iterator[bytes]]:
         call = self._up.stream_stream(method)
         keepalive = method.lstrip("/") == "etcdserverpb.Lease/LeaseKeepAlive"
+        watch = method.lstrip("/") == "etcdserverpb.Watch/Watch"
 
         def handle(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
-            responses = call(requests, metadata=_metadata(context))
+            refused: list[str] = []
+            ups: list[Any] = []
+
+            def checked() -> Iterator[bytes]:
+                # a watch outside the prefix ends the whole stream, refused, before etcd sees it
+                for request in requests:
+                    why = etcd_scope.watch_refusal(request, self._prefix) if watch else None
+                    if why is not None:
+                        refused.append(why)
+                        for up in ups:
+                            up.cancel()
+                        return
+                    yield request
+
+            responses = call(checked(), metadata=_metadata(context))
+            ups.append(responses)
+            if refused:  # refused before the call was there to cancel
+                responses.cancel()
             context.add_callback(responses.cancel)
             try:
                 for response in responses:
@@ -415,13 +463,19 @@ class Forwarder(grpc.GenericRpcHandler):
                                              "mono": time.monotonic(), "wall": time.time()})  # fmt: skip
                     yield response
             except grpc.RpcError as e:
+                if refused:
+                    self._refuse(method, refused[0], context)
                 if isinstance(e, grpc.Call) and e.code() is not grpc.StatusCode.CANCELLED:
                     context.abort(e.code(), e.details() or "")
+            if refused:
+                self._refuse(method, refused[0], context)
 
         return handle
 
 
-def serve(listen: str, upstream: str, node: str, state: Path, claims: Path | None) -> None:
+def serve(
+    listen: str, upstream: str, node: str, state: Path, claims: Path | None, prefix: str | None
+) -> None:
     control = state / "control"
     control.mkdir(parents=True, exist_ok=True)
     os.chmod(state, 0o700)
@@ -432,8 +486,13 @@ def serve(listen: str, upstream: str, node: str, state: Path, claims: Path | Non
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=256, thread_name_prefix="fwd"), options=unlimited
     )
+    scope = prefix.encode() if prefix else None
     forwarder = Forwarder(
-        channel, journal, Injector(control, node, claims), WritePoints(control, node, claims)
+        channel,
+        journal,
+        Injector(control, node, claims),
+        scope,
+        WritePoints(control, node, claims),
     )
     server.add_generic_rpc_handlers((forwarder,))
     if server.add_insecure_port(listen) == 0:
@@ -450,9 +509,10 @@ def main() -> None:
     p.add_argument("--node", required=True)
     p.add_argument("--state", required=True, type=Path)
     p.add_argument("--claims", type=Path, default=None)
+    p.add_argument("--prefix", default=None, help="the lab's keys: every other key is refused")
     a = p.parse_args()
     os.umask(0o077)
-    serve(a.listen, a.upstream, a.node, a.state, a.claims)
+    serve(a.listen, a.upstream, a.node, a.state, a.claims, a.prefix)
 
 
 if __name__ == "__main__":

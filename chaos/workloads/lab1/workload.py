@@ -161,7 +161,12 @@ class Lab1(etcd_proxy.ProxyWritePoints):
         ctx.progress("starting etcd on every node")
         # the services may connect to their own node only (its etcd proxy): nothing else of the
         # run; the chain needs nothing of etcd, so it is installed while etcd starts
-        etcd.deploy(ctx, proxies_ready=False, beside=[lambda: egress.install(ctx.cluster)])
+        etcd.deploy(
+            ctx,
+            proxies_ready=False,
+            beside=[lambda: egress.install(ctx.cluster)],
+            scope=keys.PREFIX,  # the proxies forward the lab's keys only
+        )
         c = etcd.client(ctx)
         try:
             # etcd's record of the run starts after this write (outside the lab's prefix): every

@@ -23,6 +23,7 @@ from chaos.workloads import solutions
 from chaos.workloads.lab3 import broker, checkers, keys, lab_report, points
 from chaos.workloads.lab3.report import LabReportSection
 from chaos.workloads.systems import egress, etcd, etcd_proxy, etcd_record, nats, record_values
+from chaos.workloads.systems.nats_auth import BrokerAuth
 from chaos.workloads.systems.roles import ETCD_ROLES, NATS_ROLES, system_role
 
 API_PORT = 8080
@@ -212,7 +213,9 @@ class Lab3(etcd_proxy.ProxyWritePoints):
             # its own node's proxy and nothing else: the proxy's journal names this node as the
             # author of every write that passes (chaos.workloads.systems.etcd_proxy)
             "CHAOS_ETCD": etcd_proxy.service_endpoint(),
-            "CHAOS_NATS": nats.url(ctx),
+            # the services' own broker user: the lab's subject and consumer, nothing else
+            # (chaos.workloads.systems.nats_auth)
+            "CHAOS_NATS": nats.service_url(ctx),
             "CHAOS_API_PORT": str(API_PORT),
             "CHAOS_WORK_SECONDS": str(option_values(self, ctx.spec)["work_seconds"]),
             "CHAOS_PUBLISH_ACK_TIMEOUT": "1.0",
@@ -222,12 +225,21 @@ class Lab3(etcd_proxy.ProxyWritePoints):
         ctx.progress("starting etcd on every node and the JetStream broker")
         # side by side: none needs another to start; the services may connect to their own node
         # and the broker, nothing else of the run
+        users = BrokerAuth(stream=keys.STREAM, consumer=keys.CONSUMER, subject=keys.SUBJECT)
         etcd.deploy(
             ctx,
             proxies_ready=False,
-            beside=[lambda: nats.deploy(ctx), lambda: egress.install(ctx.cluster, (nats.PORT,))],
+            beside=[
+                lambda: nats.deploy(ctx, users=users),
+                lambda: egress.install(ctx.cluster, (nats.PORT,)),
+            ],
+            scope=keys.PREFIX,  # the proxies forward the lab's keys only
         )
-        broker.ensure_stream(nats.url(ctx), nats.ack_wait(option_values(self, ctx.spec)))
+        # chaos makes the stream and the consumer as its own user (the services' may not), and
+        # reads their configuration back at the end (broker-config)
+        ctx.state[BROKER_CONFIG] = broker.ensure_stream(
+            nats.url(ctx), nats.ack_wait(option_values(self, ctx.spec))
+        )
         c = etcd.client(ctx)
         try:
             c.put(keys.COUNTER, "0")
@@ -455,6 +467,7 @@ class Lab3(etcd_proxy.ProxyWritePoints):
         if counter is not None and state["counter"] is None:
             state["counter_refused"] = value
         state.update(_broker_state(nats.url(ctx)))
+        state[BROKER_CONFIG] = _broker_config(ctx)
         return state
 
     # ------------------------------------------------------------ checks
@@ -475,6 +488,7 @@ class Lab3(etcd_proxy.ProxyWritePoints):
 
 CREATE_ATTEMPTS = 4
 CREATE_RETRY_PAUSE = 0.2
+BROKER_CONFIG = "broker_config"  # in the context state (at the start) and the final state
 
 
 def _post_task(address: str, value: dict[str, Any]) -> tuple[str, Any]:
@@ -549,9 +563,26 @@ def _broker_state(url: str) -> dict[str, Any]:
     """The broker's stream and consumer, or ``broker_error`` after the last failed try."""
     for attempt in range(1, BROKER_READS + 1):
         try:
-            return dict(broker.read_broker(url))
+            # the messages too: which event each of the last ones carries (lost-publish-ack's
+            # copies, chaos.workloads.lab3.confirm.republished)
+            return dict(broker.read_broker(url, broker.MESSAGE_WINDOW))
         except Exception as e:
             if attempt == BROKER_READS:
                 return {"broker_error": f"{type(e).__name__}: {e}"}
             time.sleep(BROKER_READ_PAUSE)
     raise AssertionError("unreachable")
+
+
+def _broker_config(ctx: RunContext) -> dict[str, Any]:
+    """The broker's configuration when chaos made it and now (``broker-config`` compares)."""
+    out: dict[str, Any] = {"created": ctx.state.get(BROKER_CONFIG)}
+    for attempt in range(1, BROKER_READS + 1):
+        try:
+            out["final"] = broker.read_config(nats.url(ctx))
+            return out
+        except Exception as e:
+            if attempt == BROKER_READS:
+                out["error"] = f"{type(e).__name__}: {e}"
+            else:
+                time.sleep(BROKER_READ_PAUSE)
+    return out

@@ -61,7 +61,10 @@ def _claims(ctx: RunContext) -> str | None:
     return None
 
 
-def process(ctx: RunContext, node: str, upstream_port: int) -> ProcessSpec:
+def process(
+    ctx: RunContext, node: str, upstream_port: int, scope: str | None = None
+) -> ProcessSpec:
+    """The proxy of ``node``; ``scope``: the lab's key prefix, the only keys it forwards."""
     claims = _claims(ctx)
     return ProcessSpec(
         node=node,
@@ -75,6 +78,7 @@ def process(ctx: RunContext, node: str, upstream_port: int) -> ProcessSpec:
             "--node", node,
             "--state", STATE,
             *(["--claims", claims] if claims else []),
+            *(["--prefix", scope] if scope else []),
         ],
     )  # fmt: skip
 
