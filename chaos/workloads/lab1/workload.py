@@ -27,7 +27,7 @@ from chaos.workloads.lab1.final_state import finished, read_final
 from chaos.workloads.lab1.protocol_api import REQUIRED
 from chaos.workloads.lab1.report import UnsafeLeaseSection
 from chaos.workloads.lab1.service import COMPONENT
-from chaos.workloads.systems import egress, etcd, etcd_proxy, etcd_record
+from chaos.workloads.systems import egress, etcd, etcd_proxy, etcd_record, write_points
 from chaos.workloads.systems.roles import ETCD_ROLES, system_role
 
 SOLUTIONS_DIR = Path(__file__).parent / "solutions"
@@ -75,7 +75,7 @@ def solution_path(solution: str) -> Path:
     return solutions.resolve(SOLUTIONS_DIR, solution)
 
 
-class Lab1(etcd_proxy.ProxyWritePoints):
+class Lab1(write_points.ProxyWritePoints):
     """lab1 as a workload. Capabilities: SolutionMounts, HoldPoints, PauseTarget (the lock
     holder), Gradable, TxnPoints, RoleResolver (``holder``, ``standby`` and the systems' roles),
     FaultAims (``clock`` aims at the standbys), WorkloadOptions (:data:`OPTIONS`)."""

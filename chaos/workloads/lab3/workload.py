@@ -22,7 +22,15 @@ from chaos.histories.store import StoredRun
 from chaos.workloads import solutions
 from chaos.workloads.lab3 import broker, checkers, keys, lab_report, points
 from chaos.workloads.lab3.report import LabReportSection
-from chaos.workloads.systems import egress, etcd, etcd_proxy, etcd_record, nats, record_values
+from chaos.workloads.systems import (
+    egress,
+    etcd,
+    etcd_proxy,
+    etcd_record,
+    nats,
+    record_values,
+    write_points,
+)
 from chaos.workloads.systems.nats_auth import BrokerAuth
 from chaos.workloads.systems.roles import ETCD_ROLES, NATS_ROLES, system_role
 
@@ -73,7 +81,7 @@ def solution_path(solution: str) -> Path:
     return solutions.resolve(SOLUTIONS_DIR, solution)
 
 
-class Lab3(etcd_proxy.ProxyWritePoints):
+class Lab3(write_points.ProxyWritePoints):
     """lab3 as a workload. Capabilities: SolutionMounts, FaultPoints (the seed's three scenarios),
     HostFaultPoints (txn-error-*, fired by the nodes' etcd proxies), HoldPoints, PauseTarget (the
     busy worker), RoleResolver (the systems' roles), Scenarios, Gradable, WorkloadOptions
