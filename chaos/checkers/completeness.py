@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from chaos.checkers.verdict import CheckResult, Verdict
+from chaos.histories.ops import ABSTAINED
 from chaos.histories.store import StoredRun
 
 __all__ = ["CHECKER", "Checks", "check_stored_run", "completeness"]
@@ -36,6 +37,7 @@ def completeness(run: StoredRun) -> CheckResult:
             f"(spec.json status: {str(status)[:40]})"
         )
     missing.extend(failed_reads(run.final))
+    missing += _abstained(run)
     over = run.final.get("over_quota") if isinstance(run.final, dict) else None
     if over:
         said = [str(x)[:300] for x in over] if isinstance(over, list) else [str(over)[:300]]
@@ -77,6 +79,17 @@ def failed_reads(final: object) -> list[str]:
             out.append(
                 f"the etcd proxy's journal of {str(node)[:40]} was not read: {str(why)[:200]}"
             )
+    return out
+
+
+def _abstained(run: StoredRun) -> list[str]:
+    """Each aimed fault that never found its aim (chaos.nemesis.pause.abstain): the run did not
+    test what it was asked to."""
+    out = []
+    for op in run.history:
+        why = op.extra.get(ABSTAINED) if op.is_nemesis else None
+        if why:
+            out.append(f"the {str(op.f)[:40]} fault never found its aim: {str(why)[:300]}")
     return out
 
 

@@ -20,6 +20,7 @@ from chaos.checkers.budget import DEFAULT_TIME_LIMIT
 from chaos.checkers.elle import list_append, rw_register
 from chaos.checkers.elle.consistency import CYCLE_TYPES, ConsistencyModel, model
 from chaos.checkers.elle.cycles import find_cycles
+from chaos.checkers.elle.decidable import nothing_to_check, rules_out
 from chaos.checkers.elle.explain import cycle_anomaly
 from chaos.checkers.elle.graph import PROCESS, REALTIME
 from chaos.checkers.elle.inference import Inference
@@ -86,6 +87,9 @@ def check_transactions(
     anomalies = _anomalies(cycles, inf, txns, cm)
     # every kept case of a type carries the type's total
     by_type = {a["type"]: int(a["count"]) for a in anomalies}
+    nothing = nothing_to_check(cm, inf.graph)  # why no history could fail here (Elle: unknown)
+    if nothing:
+        incomplete = [nothing, *incomplete]
     forbidden = sorted({a["type"] for a in anomalies if a["forbidden"]})
     allowed = sorted({a["type"] for a in anomalies if not a["forbidden"]})
     kinds = {t: sum(1 for x in txns if x.type == t) for t in ("ok", "info", "fail")}
@@ -97,6 +101,7 @@ def check_transactions(
         "infer_s": round(t1 - t0, 3),
         "cycles_s": round(t2 - t1, 3),
         **inf.stats,
+        **dict(zip(("not", "also_not"), rules_out(by_type), strict=True)),
     }
     if skipped:
         stats["skipped_ops"] = skipped
