@@ -23,6 +23,7 @@ from chaos.checkers.verdict import Verdict
 from chaos.cluster.docker.cluster import _a_log, _ChunkReader
 from chaos.core.live import EventTail
 from chaos.histories.limits import MAX_EVENT_FILES, TooDeep, loads_bounded, nesting
+from chaos.histories.ops import Op, OpType
 from chaos.histories.store import StoredRun
 from chaos.workloads.lab3 import checkers, keys
 from chaos.workloads.systems import etcd_proxy, etcd_record, record_values
@@ -188,9 +189,12 @@ def test_a_record_past_its_memory_bound_is_cut_and_says_where() -> None:
 # ---------------------------------------------------------------- complete-record
 
 
+OP = Op(index=0, time=0.0, process=0, type=OpType.OK, f="read", value=1)
+
+
 def _run(final: dict[str, Any]) -> StoredRun:
-    return StoredRun(path=Path("r"), spec={}, history=[object()], events=[], final=final,  # type: ignore[list-item]
-                     schedule=[], problems=[])  # fmt: skip
+    return StoredRun(path=Path("r"), spec={}, history=[OP], events=[], final=final, schedule=[],
+                     problems=[])  # fmt: skip
 
 
 GOOD_RECORD = {"source": "etcd", "from_revision": 1, "txns": [], "error": None, "truncated": False}
