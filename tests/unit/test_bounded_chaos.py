@@ -250,3 +250,25 @@ def test_a_nodes_logs_are_read_as_a_stream_keeping_only_the_logs() -> None:
     reader.drain()
     assert kept == {"chaos/api.log": b"a" * 50_000, "chaos/worker.log": b"w"}
     assert next(chunks, None) is None  # the stream was read to its end
+
+
+# ---------------------------------------------------------------- the other readers of it
+
+
+def test_a_deep_claim_a_deep_journalled_value_and_a_deep_ssh_event_line_are_no_crash(
+    tmp_path: Path,
+) -> None:
+    from chaos.cluster.ssh.events import convert
+    from chaos.core.context import read_claim
+    from chaos.report.final_state import _decoded
+
+    claim = tmp_path / "claim"
+    claim.write_text("[" * 2000 + "]" * 2000)  # within the claim's 4096 bytes
+    assert read_claim(claim) is None  # refused as a claim that is not JSON
+    claim.write_text(json.dumps({"node": "n1", "component": "worker", "pid": 7}))
+    assert read_claim(claim) is not None  # the control
+    deep = "[" * 2000 + "]" * 2000
+    assert _decoded(deep, None) == deep  # the report shows it as the text it is
+    assert _decoded("[1]", None) == [1]
+    line = DEEP_LIST.encode()
+    assert convert(line, None) == DEEP_LIST + "\n"  # passed on as it is; the tail names it
