@@ -80,8 +80,12 @@ def check_transactions(
         inf.graph.add_realtime_order(txns)
     t1 = time.monotonic()
     deadline = t1 + (time_limit if time_limit is not None else float("inf"))
-    cycles, cut = find_cycles(inf.graph, cm.order_edges, deadline)
+    found = find_cycles(inf.graph, cm.order_edges, deadline, cm.forbidden)
+    cycles = found.cycles
     t2 = time.monotonic()
+    # a forbidden type the search neither found nor ruled out: never valid
+    undecided = sorted({t for _, ts in found.unsearched for t in ts if cm.forbidden(t)})
+    cut = [size for size, _ in found.unsearched]
     incomplete = [*inf.incomplete, *inf.graph.incomplete]
     anomalies = _anomalies(cycles, inf, txns, cm)
     # every kept case of a type carries the type's total
@@ -103,8 +107,14 @@ def check_transactions(
     if incomplete:
         stats["incomplete"] = incomplete
     if cut:
-        stats["search_cut_short"] = {"components": len(cut), "largest": max(cut)}
-    verdict, summary = _verdict(cm, len(txns), kinds, by_type, forbidden, allowed, incomplete, cut)
+        stats["search_cut_short"] = {
+            "components": len(cut),
+            "largest": max(cut),
+            "undecided": sorted({t for _, ts in found.unsearched for t in ts}),
+        }
+    verdict, summary = _verdict(
+        cm, len(txns), kinds, by_type, forbidden, allowed, incomplete, (cut, undecided)
+    )
     return CheckResult(
         checker=name, verdict=verdict, summary=summary, anomalies=anomalies, stats=stats
     )
@@ -141,7 +151,7 @@ def _verdict(
     forbidden: list[str],
     allowed: list[str],
     incomplete: list[str],
-    cut: Sequence[int],
+    search: tuple[Sequence[int], Sequence[str]],
 ) -> tuple[Verdict, str]:
     """The verdict on ``n`` transactions and its one-line summary: invalid for a forbidden
     anomaly, unknown when nothing may have happened or the search was incomplete or cut short."""
@@ -155,10 +165,12 @@ def _verdict(
         return Verdict.UNKNOWN, f"no transaction that may have happened among {n}: nothing to check"
     if incomplete:
         return Verdict.UNKNOWN, f"no forbidden anomaly found, but {'; '.join(incomplete)}"
-    if cut:
+    cut, undecided = search
+    if undecided:
         return Verdict.UNKNOWN, (
-            f"the cycle search ran out of time in {len(cut)} component(s) (largest: {max(cut)} "
-            f"transactions) before ruling out an anomaly {cm.name} forbids{allowed_note}"
+            f"the cycle search ran out of steps or time in {len(cut)} component(s) (largest: "
+            f"{max(cut)} transactions) before finding or ruling out {', '.join(undecided)}, "
+            f"which {cm.name} forbids{allowed_note}"
         )
     return Verdict.VALID, f"{n} transactions consistent with {cm.name}{allowed_note}"
 
