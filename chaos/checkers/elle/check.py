@@ -22,6 +22,7 @@ from chaos.checkers.elle.consistency import CYCLE_TYPES, ConsistencyModel, model
 from chaos.checkers.elle.cycles import find_cycles
 from chaos.checkers.elle.explain import cycle_anomaly
 from chaos.checkers.elle.graph import PROCESS, REALTIME
+from chaos.checkers.elle.implies import forbidden_by
 from chaos.checkers.elle.inference import Inference
 from chaos.checkers.elle.loading import read_raw_ops
 from chaos.checkers.elle.txns import Txn, transactions
@@ -41,7 +42,11 @@ _ORDER = (
     "G1b",
     "garbage-read",
     "internal",
+    "future-read",
+    "dirty-update",
     "duplicate-elements",
+    "duplicate-appends",
+    "duplicate-writes",
     "incompatible-order",
     "cyclic-versions",
 )
@@ -137,7 +142,7 @@ def _anomalies(
             a["count"] = len(cs)
             anomalies.append(a)
     for a in inf.anomalies:
-        a["forbidden"] = cm.forbidden(a["type"])
+        a["forbidden"] = forbidden_by(cm, a["type"])
     anomalies += inf.anomalies
     anomalies.sort(key=_rank)
     return anomalies
