@@ -63,9 +63,7 @@ def test_a_future_read_is_invalid_under_read_committed() -> None:
     r = check(h, "read-committed")
     assert r.verdict is Verdict.INVALID, r.summary
     (f,) = found(r, "future-read")
-    assert f["explanation"] == (
-        "op 1 read key x = [1], holding 1, which it appended only later (future read)"
-    )
+    assert f["explanation"] == "op 1 read 1 in key x, which it appended only later (future read)"
     # a future read is a G1c of one transaction: read-uncommitted allows it
     assert check(h, "read-uncommitted").verdict is Verdict.VALID
     # reading one's own earlier append is fine

@@ -3,8 +3,8 @@
 :func:`check_transactions` runs the data model's inference, adds the process and real-time
 orders the consistency model counts, looks for cycles, names every anomaly found and marks
 which ones the model forbids. The verdict is ``invalid`` when a forbidden anomaly was found,
-``unknown`` when the history holds no transaction or the cycle search ran out of time before it
-could rule a forbidden cycle out, ``valid`` otherwise. Anomalies the model allows are kept in
+``unknown`` when the history holds no transaction or the exact cycle search ran out of steps or
+time before it could find or rule out a type the model forbids, ``valid`` otherwise. Anomalies the model allows are kept in
 the result (``forbidden: false``): G-single under read-committed is reported, not failed.
 """
 

@@ -167,7 +167,7 @@ def infer(txns: Sequence[Txn]) -> Inference:
     last_readers = _read_edges(txns, s, versions, graph, found)
     _unread_appends(txns, s, versions, last_readers, graph)
     _lost_updates(txns, s.lost, found)
-    _aborted_reads(txns, s, found)
+    _aborted_reads(txns, s, versions, found)
     _duplicate_appends(txns, s, found)
     stats = {
         "keys": len(versions.orders),
@@ -195,15 +195,15 @@ def _scan(txns: Sequence[Txn], found: Findings) -> _Scan:
         known: dict[Any, tuple[Any, ...]] = {}  # key -> what a read now must return
         suffix: dict[Any, list[Any]] = {}  # key -> own appends, no read yet
         ext_keys: dict[Any, tuple[Any, ...]] = {}
-        read_by_now: dict[Any, tuple[Any, ...]] = {}  # key -> its last read (future reads)
         for f, k, v in t.mops:
             if f == APPEND:
                 wk = (k, v)
                 if wk in writer or wk in failed:
                     dup_appends.add(wk)
+                # read before (not appended before by this txn: that is a duplicate append)
+                if k in known and v in known[k] and writer.get(wk) != tid:
+                    found("future-read", _future(t, k, v))
                 writer.setdefault(wk, tid)
-                if k in read_by_now and v in read_by_now[k]:
-                    found("future-read", _future(t, k, read_by_now[k], v))
                 if k in last_append:
                     intermediate.add((k, last_append[k]))
                 last_append[k] = v
@@ -221,7 +221,6 @@ def _scan(txns: Sequence[Txn], found: Findings) -> _Scan:
                 seen.setdefault(r, tid)
                 if len(set(r)) != len(r):
                     found("duplicate-elements", _duplicates(t, k, r))
-                read_by_now[k] = r
                 if k in known:
                     if r != known[k]:
                         found("internal", _internal(t, k, r, known[k], None))
@@ -267,16 +266,21 @@ def _duplicates(t: Txn, k: Any, r: tuple[Any, ...]) -> dict[str, Any]:
 def _version_orders(txns: Sequence[Txn], s: _Scan, graph: DepGraph, found: Findings) -> _Versions:
     """Each key's version order is its longest read; a read that is not a prefix of it is an
     incompatible order. Consecutive elements of the order give ``ww`` edges, and an element
-    in the order that nobody appended is G1a or garbage."""
+    in the order that nobody appended is garbage; one a failed transaction appended may start a
+    dirty update."""
     out = _Versions()
     writer, dup_appends = s.writer, s.dup_appends
+    failed_by_key: dict[Any, set[Any]] = {}
+    for k, e in s.failed:
+        failed_by_key.setdefault(k, set()).add(e)
     for k, reads in s.reads_of.items():
         # ties broken by value, not by which came first: the verdict must not depend on order
         most = max(map(len, reads))
-        longest = min((r for r in reads if len(r) == most), key=repr)
-        # a read with an element twice is duplicate-elements; its order keeps the first place
-        out.orders[k] = tuple(dict.fromkeys(longest))
+        ties = [r for r in reads if len(r) == most]
+        longest = ties[0] if len(ties) == 1 else min(ties, key=repr)
         elems = set(longest)
+        # a read with an element twice is duplicate-elements; its order keeps the first place
+        out.orders[k] = longest if len(elems) == len(longest) else tuple(dict.fromkeys(longest))
         good = set()
         for r, reader in reads.items():
             if longest[: len(r)] == r:
@@ -303,7 +307,7 @@ def _version_orders(txns: Sequence[Txn], s: _Scan, graph: DepGraph, found: Findi
             if prev_w is not None and prev_w != w:
                 graph.add(prev_w, w, WW)
             prev_w = w
-        if s.failed:
+        if k in failed_by_key and not failed_by_key[k].isdisjoint(elems):
             _dirty_updates(txns, s, k, out.orders[k], found)
     return out
 
@@ -340,11 +344,12 @@ def _dirty_updates(
             aborted, run = s.failed[wk], [e]
 
 
-def _aborted_reads(txns: Sequence[Txn], s: _Scan, found: Findings) -> None:
+def _aborted_reads(txns: Sequence[Txn], s: _Scan, versions: _Versions, found: Findings) -> None:
     """G1a: every read of an element only a failed transaction appended, each reader named."""
-    keys = {k for k, _ in s.failed}
+    shown = versions.shown
+    keys = {k for k, e in s.failed if k in shown and e in shown[k] and (k, e) not in s.writer}
     if not keys:
-        return
+        return  # no read shows one (a sound store): no pass over the reads
     for t in txns:
         if t.type != "ok":
             continue
@@ -512,12 +517,11 @@ def _garbage(
                    read=f"read {show(e)} in key {show(k)}", done=("appended", "appended"))  # fmt: skip
 
 
-def _future(t: Txn, k: Any, r: tuple[Any, ...], v: Any) -> dict[str, Any]:
+def _future(t: Txn, k: Any, v: Any) -> dict[str, Any]:
     return {
         "txn": t.index,
         "key": k,
-        "read": list(r),
         "value": v,
-        "explanation": f"op {t.index} read key {show(k)} = {show(r)}, holding {show(v)}, which "
-        "it appended only later (future read)",
+        "explanation": f"op {t.index} read {show(v)} in key {show(k)}, which it appended only "
+        "later (future read)",
     }
