@@ -4,8 +4,12 @@ process with several invocations open — each with the history that must pass b
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
+
+from chaos.checkers.cli import check_file_command
 from chaos.checkers.elle import MODELS, RawOp, TxnInputError, transactions
 from chaos.checkers.verdict import Verdict
 from tests.unit.elle_history import check, concurrent, found, serial, steps, then
@@ -150,3 +154,21 @@ def test_several_open_invocations_on_one_process() -> None:
                   ("ok", 0, [["r", "z", []]])])  # fmt: skip
     with pytest.raises(TxnInputError, match="match none of them"):
         transactions(other)
+
+
+def test_cli_refuses_a_process_with_open_invocations_it_cannot_tell_apart(tmp_path: Path) -> None:
+    f = tmp_path / "h.edn"
+    f.write_text(
+        "".join("{:type :invoke, :process 3, :value [[:r :x nil]]}\n" for _ in range(5))
+        + "".join("{:type :ok, :process 3, :value [[:r :x []]]}\n" for _ in range(5))
+    )
+    r = CliRunner().invoke(check_file_command, [str(f), "--model", "list-append"])
+    assert r.exit_code == 3, r.output
+    assert "op 5 (line 6): process 3 has 5 invocations open (ops 0, 1, 2, 3, 4)" in r.output
+    assert "Traceback" not in r.output
+    f.write_text(
+        "".join(f"{{:type :invoke, :process 3, :value [[:append :x {i}]]}}\n" for i in range(5))
+        + "".join(f"{{:type :ok, :process 3, :value [[:append :x {i}]]}}\n" for i in range(5))
+    )
+    r = CliRunner().invoke(check_file_command, [str(f), "--model", "list-append"])
+    assert r.exit_code == 0, r.output
