@@ -3,6 +3,7 @@
     python bench/bench_elle.py                 # 100k list-append txns: valid and planted, JSONL and EDN
     python bench/bench_elle.py --txns 20000    # a smaller run
     python bench/bench_elle.py --generate-only # just write the histories
+    python bench/bench_elle.py --read-only     # the readers' speed, in process
 
 The histories come from a simulated serializable store: ``--procs`` client processes (10), each
 transaction of 1-4 micro-ops (half reads, half appends) over a pool of 8 active keys, a key
@@ -12,8 +13,8 @@ fail (not applied), 2% end ``info`` (applied or not). The planted version runs 0
 transactions non-atomically: their reads see the store as it was when they were invoked, their
 appends land when they execute (stale reads, lost updates, G-single and G2 cycles).
 
-Each history is written to /tmp/chaos-bench (or $CHAOS_BENCH_DIR) as chaos JSONL and as Jepsen
-EDN, then checked by the real command (``chaos check FILE --model list-append``, interpreter
+Each history is written to /tmp/chaos-bench (or $CHAOS_BENCH_DIR) as chaos JSONL, as Jepsen EDN
+op maps and as Jepsen 0.3's EDN (each op a ``#jepsen.history.Op`` record), then checked by the real command (``chaos check FILE --model list-append``, interpreter
 start included) in a child process whose peak RSS is its own.
 """
 
@@ -131,7 +132,7 @@ def _edn(v: Any) -> str:
     return str(v)
 
 
-def write(ops: list[dict[str, Any]], stem: Path) -> tuple[Path, Path]:
+def write(ops: list[dict[str, Any]], stem: Path) -> tuple[Path, Path, Path]:
     jsonl = stem.with_suffix(".jsonl")
     with open(jsonl, "w") as fh:
         fh.write(json.dumps({"format": "chaos.history", "version": 1}) + "\n")
@@ -145,7 +146,15 @@ def write(ops: list[dict[str, Any]], stem: Path) -> tuple[Path, Path]:
                 f":time {int(op['time'] * 1e9)}, :process {op['process']}, "
                 f":index {op['index']}}}\n"
             )
-    return jsonl, edn
+    records = stem.with_name(stem.name + "-records.edn")
+    with open(records, "w") as fh:  # Jepsen 0.3's history.edn: each op an Op record
+        for op in ops:
+            fh.write(
+                f"#jepsen.history.Op{{:index {op['index']}, :time {int(op['time'] * 1e9)}, "
+                f":type :{op['type']}, :process {op['process']}, :f :txn, "
+                f":value {_edn(op['value'])}}}\n"
+            )
+    return jsonl, edn, records
 
 
 def check(path: Path, consistency: str) -> dict[str, Any]:
@@ -177,6 +186,33 @@ def _one(path: str, consistency: str) -> None:
     print(json.dumps(check(Path(path), consistency)))
 
 
+def keyword_keys(edn: Path) -> Path:
+    """A copy of an EDN history keyed by keywords, as Elle's own histories are
+    (``[:append :k5 3]``)."""
+    import re
+
+    out = edn.with_name(edn.stem + "-keywords.edn")
+    text = edn.read_text()
+    out.write_text(re.sub(r"\[:(append|r) (\d+)", r"[:\1 :k\2", text))
+    return out
+
+
+def read_speed(path: Path) -> str:
+    """Reading ``path`` into raw ops in this process: best CPU seconds of three, MB/s."""
+    import gc
+
+    from chaos.checkers.elle.loading import read_raw_ops
+
+    best = float("inf")
+    gc.disable()  # as check_file has it
+    for _ in range(3):
+        t0 = time.process_time()
+        read_raw_ops(path)
+        best = min(best, time.process_time() - t0)
+    gc.enable()
+    return f"{path.name}: read in {best:.2f} s CPU ({path.stat().st_size / 1e6 / best:.1f} MB/s)"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--txns", type=int, default=100_000)
@@ -184,6 +220,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--consistency", default="strict-serializable")
     ap.add_argument("--generate-only", action="store_true")
+    ap.add_argument("--read-only", action="store_true", help="only the readers' speed")
     ap.add_argument("--one", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
@@ -195,13 +232,17 @@ def main() -> None:
         stem = BENCH_DIR / f"list-append-{a.txns // 1000}k-{name}"
         t0 = time.perf_counter()
         ops = generate(a.txns, a.procs, a.seed, planted)
-        jsonl, edn = write(ops, stem)
+        written = write(ops, stem)
         print(
-            f"generated {jsonl.name}, {edn.name} ({len(ops)} ops) in "
+            f"generated {', '.join(f.name for f in written)} ({len(ops)} ops) in "
             f"{time.perf_counter() - t0:.1f} s"
         )
-        files += [jsonl, edn]
+        files += written
     if a.generate_only:
+        return
+    if a.read_only:
+        for f in [*files, keyword_keys(files[1])]:
+            print(read_speed(f))
         return
     for f in files:
         # a fresh interpreter per check, so that each peak RSS is that check's own

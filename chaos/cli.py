@@ -13,30 +13,28 @@ import shlex
 import sys
 import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 
 from chaos.checkers.cli import MODELS, ModelCheck, model_argv, model_options
-from chaos.core.solution import REFERENCE
+from chaos.core import run_options
 from chaos.deprecation import old_name, warn_renamed
 from chaos.exits import Exit, usage_status
 from chaos.histories.safe_text import clean
-from chaos.histories.store import DEFAULT_STORE, stored_runs, workload_of
+from chaos.histories.store import faults_of, stored_runs, workload_of
+from chaos.run_option import POSITIVE, SECONDS, SEED, RunOption
 
 # Each command imports what it runs inside its own body, for start-up time alone (nothing here
 # dodges an import cycle: the layers contract in pyproject.toml rules those out): `chaos check`,
 # `chaos ls` and `--help` must not load the Docker SDK and the etcd and NATS clients, which took
 # `import chaos.cli` from 0.45 s to 1.4 s on this machine kind when imported at the top.
 
-# The types of the numeric options: a value out of range is refused by click while it parses the
-# command line, before any command body runs (so before any container, network or folder exists).
-SECONDS = click.FloatRange(min=0, min_open=True)  # a duration that must pass: > 0
-SECONDS_OR_NONE = click.FloatRange(min=0)  # >= 0
-POSITIVE = click.IntRange(min=1)
-SEED = click.IntRange(min=0)
+# The options of `chaos run`, `chaos explore` and the backends' are declared once, as data
+# (chaos.core.run_options); their click options are made from those declarations (`declared`
+# below), with the help texts that name the registries' contents derived when shown.
 
 
 class ChaosGroup(click.Group):
@@ -95,15 +93,9 @@ def examples(*lines: str) -> str:
 
 # Help texts of the options several commands share: one concept, one name, one sentence (the
 # vocabulary test in tests/unit/test_cli_vocabulary.py holds every command to it).
-SEED_HELP = "Seed (>= 0) every random choice derives from; printed when left out."
-TIME_LIMIT_HELP = "Seconds (> 0) of workload in load mode, else the bound on the fault phase."
-RECOVERY_HELP = "Seconds (>= 0), after the faults are healed, for the system to finish its work."
-FAULT_DURATION_HELP = (
-    "Seconds (> 0) a scheduled or triggered fault lasts (default: --pause-duration where "
-    "given, else 3 past the workload's takeover wait, such as its AckWait: 5 where it has none)."
-)
-NODES_HELP = "How many nodes, at least 1 (with --nodes-file: all the file names)."
-QUIET_HELP = "No progress lines on stderr: the results only."
+SEED_HELP = run_options.named("seed").help
+TIME_LIMIT_HELP = run_options.named("time_limit").help
+QUIET_HELP = run_options.named("quiet").help
 SANDBOX_NAME_HELP = "The sandbox's name (several sandboxes can coexist)."
 
 
@@ -137,13 +129,7 @@ def main() -> None:
 
 
 def store_option(f: Any) -> Any:
-    return click.option(
-        "--store",
-        type=click.Path(path_type=Path, file_okay=False),
-        default=DEFAULT_STORE,
-        show_default=True,
-        help="Folder that holds the stored runs.",
-    )(f)
+    return run_options.named("store").click_option()(f)
 
 
 @contextlib.contextmanager
@@ -316,42 +302,30 @@ def _workload_options_help() -> str:
     )
 
 
-DEFAULT_NODES = 3
+def declared(options: Sequence[RunOption], /, **override: dict[str, Any]) -> Any:
+    """The click options of declared run options, in their order; ``override``: by option name,
+    a keyword of ``click.option`` one command sets its own way."""
+
+    def apply(f: Any) -> Any:
+        for o in reversed(options):
+            f = o.click_option(**override.get(o.name, {}))(f)
+        return f
+
+    return apply
 
 
-def nodes_file_option(f: Any) -> Any:
-    return click.option(
-        "--nodes-file",
-        "nodes_file",
-        type=click.Path(path_type=Path, dir_okay=False, exists=True),
-        default=None,
-        metavar="FILE",
-        help="A nodes.yaml naming the machines of --backend ssh (see docs/backends.md).",
-    )(f)
+def _derived(help_from: Any) -> dict[str, Any]:
+    return {"cls": LazyHelp, "help_from": help_from}
 
 
-def workload_options_option(f: Any) -> Any:
-    """``-o KEY=VALUE``, with every workload's declared options in its help."""
-    return click.option(
-        "--option",
-        "-o",
-        "options",
-        multiple=True,
-        metavar="KEY=VALUE",
-        cls=LazyHelp,
-        help_from=_workload_options_help,
-    )(f)
-
-
-def backend_option(f: Any) -> Any:
-    return click.option(
-        "--backend",
-        "backend_name",
-        default="docker",
-        show_default=True,
-        cls=LazyHelp,
-        help_from=_backend_help,
-    )(f)
+# the declared options whose help names what the registries hold, derived when shown
+DERIVED: dict[str, dict[str, Any]] = {
+    "backend_name": _derived(_backend_help),
+    "nemesis": _derived(_nemesis_help),
+    "solution": _derived(_solution_help),
+    "scenarios": _derived(_scenarios_help),
+    "options": _derived(_workload_options_help),
+}
 
 
 @main.command(
@@ -365,141 +339,23 @@ def backend_option(f: Any) -> Any:
     ),
 )
 @click.argument("workload")
-@backend_option
-@click.option("--nemesis", "nemesis", default="", cls=LazyHelp, help_from=_nemesis_help)
-@click.option(
-    "--trigger",
-    "triggers",
-    multiple=True,
-    help="Fault fired by a system event, e.g. 'pause worker on delivery', "
-    "'kill relay before publish [for 3s]'. Repeatable.",
-)
-@click.option(
-    "--schedule",
-    "schedule_file",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="A scripted fault timeline (YAML): 'at 3s pause worker for 6s', ...",
-)
-@click.option(
-    "--solution", default=REFERENCE, show_default=True, cls=LazyHelp, help_from=_solution_help
-)
-@click.option("--seed", type=SEED, default=None, help=SEED_HELP)
-@click.option(
-    "--tasks",
-    type=POSITIVE,
-    default=None,
-    help="Load mode: this many tasks, >= 1 (random amounts).",
-)
-@click.option(
-    "--rate",
-    type=SECONDS,
-    default=None,
-    help="Load mode: tasks per second (> 0) for --time-limit seconds.",
-)
-@click.option("--time-limit", type=SECONDS, default=30.0, show_default=True, help=TIME_LIMIT_HELP)
-@click.option(
-    "--concurrency",
-    type=POSITIVE,
-    default=3,
-    show_default=True,
-    help="Clients performing operations at the same time (>= 1).",
-)
-@click.option(
-    "--recovery-timeout",
-    type=SECONDS_OR_NONE,
-    default=40.0,
-    show_default=True,
-    help=RECOVERY_HELP,
+@declared(
+    run_options.command_options("run"),
+    **DERIVED,
+    # a count, or for one release the nodes file itself (deprecated): the command sorts them out
+    nodes={"type": NodesCount(), "dest": "nodes_arg"},
 )
 @old_name("--ack-wait", new="--option", key="ack_wait")
-@click.option(
-    "--pause-duration",
-    type=SECONDS,
-    default=None,
-    help="Seconds (> 0) a pause lasts (default: 3 past the workload's takeover wait).",
-)
-@click.option(
-    "--nemesis-interval",
-    type=SECONDS,
-    default=8.0,
-    show_default=True,
-    help="Seconds (> 0) between the faults of a random schedule.",
-)
-@click.option(
-    "--nemesis-jitter",
-    type=click.FloatRange(0, 1),
-    default=0.5,
-    show_default=True,
-    help="Gaps between faults vary by this fraction of the interval (0 to 1).",
-)
-@click.option("--fault-duration", type=SECONDS, default=None, help=FAULT_DURATION_HELP)
 @old_name("--work-seconds", new="--option", key="work_seconds")
-@click.option(
-    "--nodes",
-    "nodes_arg",
-    type=NodesCount(),
-    default=DEFAULT_NODES,
-    show_default=True,
-    help=NODES_HELP,
-)
-@nodes_file_option
-@click.option(
-    "--scenarios",
-    type=click.Choice(["all"]),
-    default=None,
-    cls=LazyHelp,
-    help_from=_scenarios_help,
-)
 @old_name("--lab-report", new="--scenarios", value="all")
-@click.option(
-    "--lab-report-out",
-    "report_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    metavar="FILE",
-    help="Also write the lab report JSON (store/WORKLOAD/lab-report.json) to FILE.",
-)
 @old_name("--report", new="--lab-report-out")
-@workload_options_option
-@click.option(
-    "--no-html",
-    "no_html",
-    is_flag=True,
-    help="Skip the HTML report page; `chaos report RUN` renders it later from the stored run.",
-)
-@click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
-@click.option(
-    "--stored-command",
-    default=None,
-    hidden=True,
-    metavar="COMMAND",
-    help="Store COMMAND as the one that reproduces the run (chaos grade's workers run a copy of "
-    "the submission: the run names the submission's own path).",
-)
-@click.option(
-    "--stored-solution",
-    default=None,
-    hidden=True,
-    metavar="PATH",
-    help="Store PATH as the run's solution (with --stored-command: the submission graded).",
-)
-@click.option(
-    "--stored-path",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    hidden=True,
-    metavar="DIR",
-    help="The folder where the run will be kept (chaos grade copies each run into its own "
-    "folder): the run's page names it to re-check and re-render the run.",
-)
-@store_option
 def run(nodes_arg: int | Path, nodes_file: Path | None, quiet: bool, **asked: Any) -> None:
     """Run WORKLOAD (one of: {workloads}) on a fresh cluster and check it."""
     from chaos.orchestrator import plan as runs
 
     nodes, nodes_file = _nodes_arg(_given("nodes_arg", nodes_arg), nodes_file)
-    request = runs.RunRequest(**asked, nodes=nodes, nodes_file=nodes_file, argv=tuple(sys.argv[1:]))
+    asked["nodes_file"] = nodes_file
+    request = runs.RunRequest.of(asked, nodes=nodes, argv=tuple(sys.argv[1:]))
     say = _progress(quiet)
     with run_errors():  # every run of the command checked before the first one starts
         plan = runs.plan_runs(request)
@@ -528,56 +384,24 @@ def run(nodes_arg: int | Path, nodes_file: Path | None, quiet: bool, **asked: An
     )
 )
 @click.argument("workload")
-@backend_option
-@click.option(
-    "--solution", default=REFERENCE, show_default=True, cls=LazyHelp, help_from=_solution_help
-)
-@click.option("--seed", type=SEED, default=None, help=SEED_HELP)
-@click.option(
-    "--budget",
-    type=click.IntRange(min=0),
-    default=40,
-    show_default=True,
-    help="At most this many runs after the fault-free trace (0: the trace only).",
-)
-@click.option("--keep-going", "try_all", is_flag=True, help="Go on after the first invalid run.")
+@declared(run_options.command_options("explore"), **DERIVED)
 @old_name("--all", new="--keep-going", flag=True)
 @old_name("--ack-wait", new="--option", key="ack_wait")
-@click.option("--time-limit", type=SECONDS, default=30.0, show_default=True, help=TIME_LIMIT_HELP)
-@click.option(
-    "--recovery-timeout",
-    type=SECONDS_OR_NONE,
-    default=40.0,
-    show_default=True,
-    help=RECOVERY_HELP,
-)
-@click.option("--fault-duration", type=SECONDS, default=None, help=FAULT_DURATION_HELP)
-@click.option("--nodes", type=POSITIVE, default=DEFAULT_NODES, show_default=True, help=NODES_HELP)
-@nodes_file_option
-@workload_options_option
-@click.option(
-    "--json-out",
-    "json_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    metavar="FILE",
-    help="Also write the exploration (every point tried, its verdict and run) as JSON to FILE.",
-)
 @old_name("--json", new="--json-out")
-@click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
-@store_option
 def explore(
     nodes: int, budget: int, try_all: bool, json_path: Path | None, quiet: bool, **asked: Any
 ) -> None:
     """Try a fault at every transaction of WORKLOAD's solution: kill, pause and a double kill
     before and after each one a fault-free run made, then each fault point. Exit 1 when a run
-    was invalid, 2 when a point was never reached or a run was unknown, 0 otherwise."""
+    was invalid; 2 when --budget ended before every point was tried (the points left are
+    named), a point was never reached or a run was unknown; 0 only when every point was tried
+    and every run was valid. Every run gets its page; the paths are printed."""
     from chaos.histories.store import write_json
     from chaos.orchestrator.explore import explore as run_explore
     from chaos.orchestrator.explore import summary_lines, to_json
     from chaos.orchestrator.plan import ExploreRequest, plan_explore
 
-    request = ExploreRequest(**asked, nodes=_given("nodes", nodes))
+    request = ExploreRequest.of(asked, nodes=_given("nodes", nodes))
     with run_errors():
         plan = plan_explore(request)
     click.echo(f"seed {plan.spec.seed}", err=True)
@@ -640,6 +464,14 @@ def explore(
     "unknown (>= 1; default 5000000).",
 )
 @click.option("--json", "as_json", is_flag=True, help="With --model: results as JSON.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    metavar="DIR",
+    help="With --model: draw the evidence into DIR (index.html; the cycles found, each edge "
+    "explained; a failed linearization's longest prefix and the ops that cannot follow it).",
+)
 @click.pass_context
 def check(
     ctx: click.Context,
@@ -648,6 +480,7 @@ def check(
     search_timeout: float | None,
     max_states: int | None,
     as_json: bool,
+    out: Path | None,
     consistency: str | None,
     **model_opts: Any,
 ) -> None:
@@ -663,14 +496,28 @@ def check(
             time_limit=search_timeout,
             max_states=max_states,
             as_json=as_json,
+            artefacts=None if out is None else _pages_into(out, path),
         )
         _check_history(path, asked, [path] if is_file else sorted(path.iterdir()) if is_dir else [])
     forwarded = model_argv(**model_opts)  # a stored run's check takes none of them
     if consistency is not None:
         forwarded.append(f"--consistency={consistency}")
+    if out is not None:
+        forwarded.append(f"--out={out}")
     if forwarded:
         fail(f"{' '.join(forwarded)}: only with --model (a run is checked by its lab's checkers)")
     _recheck(path)
+
+
+def _pages_into(out: Path, source: Path) -> Callable[[Sequence[Any]], Sequence[Path]]:
+    """What ``--out DIR`` writes once the check has its results (chaos.report's pages)."""
+
+    def write(results: Sequence[Any]) -> Sequence[Path]:
+        from chaos.report.check_pages import write_check_pages  # start-up time
+
+        return write_check_pages(out, results, source)
+
+    return write
 
 
 def _path_kind(path: Path) -> tuple[bool, bool]:
@@ -747,8 +594,7 @@ def _nodes_arg(value: int | Path | None, nodes_file: Path | None) -> tuple[int |
         "chaos cleanup --run 410334a1b2 --include-live",
     )
 )
-@backend_option
-@nodes_file_option
+@declared(run_options.command_options("cleanup"), **DERIVED)
 @old_name("--nodes", new="--nodes-file")
 @click.option(
     "--run",
@@ -764,7 +610,7 @@ def _nodes_arg(value: int | Path | None, nodes_file: Path | None) -> tuple[int |
     help="Also runs whose orchestrator is still alive (default: only orphaned runs).",
 )
 @old_name("--all", new="--include-live", flag=True)
-def cleanup(backend_name: str, nodes_file: Path | None, run_id: str | None, all_runs: bool) -> None:
+def cleanup(backend_name: str, run_id: str | None, all_runs: bool, **backend_options: Any) -> None:
     """Remove what crashed runs left: containers, networks, paused processes, partitions.
 
     Only resources labelled as chaos's own are touched, and by default only those of runs whose
@@ -774,7 +620,7 @@ def cleanup(backend_name: str, nodes_file: Path | None, run_id: str | None, all_
     from chaos.cluster.base import ClusterError
 
     try:
-        backend = backends.get(backend_name, nodes_file=nodes_file)
+        backend = backends.get(backend_name, **backend_options)
         done = backend.reap(run_id=run_id, include_live=all_runs)
     except ValueError as e:
         fail(str(e))
@@ -964,6 +810,18 @@ def _control_names(value: str | None) -> tuple[str, ...] | None:
     help="Only these shipped solutions as control rows, comma-separated (default: all of them; "
     "'none' for no control rows).",
 )
+@click.option(
+    "--feedback",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Also write a feedback pack per student into this folder (as `chaos feedback`).",
+)
+@click.option(
+    "--plan",
+    "plan_only",
+    is_flag=True,
+    help="Print the matrix x submissions x repeats and an estimate of the time; run nothing.",
+)
 @click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
 def grade_command(
     submissions: Path | None,
@@ -980,33 +838,37 @@ def grade_command(
     resume: Path | None,
     chaos_command: str | None,
     controls: str | None,
+    feedback: Path | None,
+    plan_only: bool,
     quiet: bool,
 ) -> None:
     """Grade every submission (a folder per student with its protocol.py) under a matrix of
     configurations, repeated, with the lab's shipped solutions as control rows."""
-    from chaos.grade.cli import GradeArgs, run_grade
+    from chaos.grade.cli import GradeArgs, plan_grade, run_grade
 
+    args = GradeArgs(
+        submissions=submissions,
+        lab=lab,
+        matrix_file=matrix_file,
+        repeats=repeats,
+        seed=seed,
+        out=out,
+        scheduler=scheduler,
+        parallel=parallel,
+        run_timeout=run_timeout,
+        resume=resume,
+        chaos_command=tuple(shlex.split(chaos_command)) if chaos_command else None,
+        controls=_control_names(controls),
+        certs=certs,
+        insecure=insecure,
+        check_run=_check_run_argv,
+        feedback=feedback,
+    )
     try:
-        outcome = run_grade(
-            GradeArgs(
-                submissions=submissions,
-                lab=lab,
-                matrix_file=matrix_file,
-                repeats=repeats,
-                seed=seed,
-                out=out,
-                scheduler=scheduler,
-                parallel=parallel,
-                run_timeout=run_timeout,
-                resume=resume,
-                chaos_command=tuple(shlex.split(chaos_command)) if chaos_command else None,
-                controls=_control_names(controls),
-                certs=certs,
-                insecure=insecure,
-                check_run=_check_run_argv,
-            ),
-            say=_progress(quiet),
-        )
+        if plan_only:  # the plan is this command's output: said even with -q
+            plan_grade(args, say=click.echo)
+            return
+        outcome = run_grade(args, say=_progress(quiet))
     except ValueError as e:
         fail(clean(str(e)))
     except OSError as e:
@@ -1034,6 +896,40 @@ def _check_run_argv(argv: list[str]) -> None:
         nodes=nodes if isinstance(nodes, int) else 0,
         schedule_file=p["schedule_file"],
     )
+
+
+@main.command(
+    "feedback",
+    epilog=examples(
+        "chaos feedback grades/2026-12-01-lab3",
+        "chaos feedback grades/2026-12-01-lab3 --out handout/",
+    ),
+)
+@click.argument("grade_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Output folder (default: GRADE_DIR/feedback): a folder and a zip per student, and "
+    "gradebook.csv.",
+)
+@click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
+def feedback_command(grade_dir: Path, out: Path | None, quiet: bool) -> None:
+    """A feedback pack per student of a finished grade: a page of what failed, the anomaly that
+    explains it, the command that reproduces it at home, the student's own runs (no other
+    student's data, no path of the grading machine), zipped; with Gradescope's results.json
+    and a gradebook CSV. See docs/grading.md."""
+    from chaos.grade.feedback import PackLeak, write_feedback
+
+    try:
+        done = write_feedback(grade_dir, out or grade_dir / "feedback", _progress(quiet))
+    except PackLeak as e:
+        fail(clean(str(e)), Exit.INTERNAL)
+    except ValueError as e:
+        fail(clean(str(e)))
+    except OSError as e:
+        fail(clean(str(e)), Exit.ENVIRONMENT)
+    click.echo(f"{len(done.zips)} pack(s) in {done.out}; gradebook: {done.gradebook}")
 
 
 @main.command(
@@ -1089,24 +985,9 @@ def ls(store: Path) -> None:
         click.echo(
             f"{click.style(clean(v).ljust(11), fg=VERDICT_COLOUR.get(v, 'white'))} "
             f"{clean(workload_of(s) or '?'):15} {clean(s.get('solution', '?')):18} "
-            f"{clean(_faults(s)):28} "
+            f"{clean(faults_of(s) or '-'):28} "
             f"seed={clean(s.get('seed'))}  {clean(p)}"
         )
-
-
-def _faults(spec: dict[str, Any]) -> str:
-    """What a stored run's faults were: its --nemesis, its triggers, its schedule ("-": none)."""
-    parts = [_joined(spec.get("nemesis"))]
-    triggers = spec.get("triggers")
-    if isinstance(triggers, list):
-        parts += [f"trigger '{t}'" for t in triggers]
-    if isinstance(spec.get("schedule"), dict):
-        parts.append("schedule")
-    return ", ".join(p for p in parts if p) or "-"
-
-
-def _joined(value: Any) -> str:
-    return ",".join(map(str, value)) if isinstance(value, list) else str(value or "")
 
 
 def _report_contributors(name: str) -> Sequence[Any]:

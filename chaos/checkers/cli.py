@@ -200,12 +200,7 @@ TXN_MODELS = ("list-append", "rw-register")
 
 
 def _check_txn_file(
-    path: Path,
-    model: str,
-    consistency: str | None,
-    other_opts: list[str],
-    time_limit: float,
-    as_json: bool,
+    path: Path, model: str, other_opts: list[str], time_limit: float, asked: ModelCheck
 ) -> None:
     """``--model list-append|rw-register``: Elle-style transactional checking; exits."""
     from chaos.checkers.elle import DEFAULT_CONSISTENCY, NoHistory, TxnInputError, check_file
@@ -219,7 +214,7 @@ def _check_txn_file(
         bad(f"{' '.join(other_opts)}: not with --model {model}")
     try:
         results, problems = check_file(
-            path, model, consistency or DEFAULT_CONSISTENCY, time_limit=time_limit
+            path, model, asked.consistency or DEFAULT_CONSISTENCY, time_limit=time_limit
         )
     except (NoHistory, TxnInputError, ValueError) as e:
         bad(e)
@@ -232,7 +227,8 @@ def _check_txn_file(
     verdict = r.verdict
     if lost and verdict is Verdict.VALID:
         verdict = Verdict.UNKNOWN
-    if as_json:
+    _write_artefacts(asked, results)
+    if asked.as_json:
         doc = {
             "verdict": verdict.value,
             "exit_code": verdict.exit_code,
@@ -323,8 +319,8 @@ def _semantics(
     default=None,
     metavar="MODEL",
     help="With --model list-append or rw-register: the consistency model the transactions "
-    "should satisfy (read-uncommitted, read-committed, repeatable-read, snapshot-isolation, "
-    "serializable, strong-session-serializable, strict-serializable; default "
+    "should satisfy, any of Elle's (read-committed, repeatable-read, snapshot-isolation, "
+    "strong-snapshot-isolation, read-atomic, serializable, strict-serializable, ...; default "
     "strict-serializable).",
 )
 @click.option(
@@ -394,6 +390,20 @@ class ModelCheck:
     time_limit: float | None = None  # None: the budget's default
     max_states: int | None = None  # None: the budget's default
     as_json: bool = False
+    # ``--out DIR``: writes the results' pictures and returns the files (the report layer's)
+    artefacts: Callable[[Sequence[CheckResult]], Sequence[Path]] | None = None
+
+
+def _write_artefacts(asked: ModelCheck, results: Sequence[CheckResult]) -> None:
+    """The pictures ``--out`` asked for; a directory that cannot be written is bad input."""
+    if asked.artefacts is None:
+        return
+    try:
+        files = asked.artefacts(results)
+    except OSError as e:
+        _refuse(f"--out: cannot write: {e.strerror or e}")
+    if files:
+        click.echo(f"wrote {clean(files[0])} and {len(files) - 1} more file(s)", err=True)
 
 
 def check_history(path: Path, asked: ModelCheck) -> NoReturn:
@@ -406,7 +416,7 @@ def check_history(path: Path, asked: ModelCheck) -> NoReturn:
     opts = (asked.semantics, asked.init, asked.nil_read, asked.failed_cas)
     if model in TXN_MODELS:
         given = model_argv(*opts, asked.independent, asked.empty)
-        _check_txn_file(path, model, asked.consistency, given, time_limit, asked.as_json)
+        _check_txn_file(path, model, given, time_limit, asked)
     if asked.consistency is not None:
         _refuse(f"--consistency applies to list-append and rw-register, not {model}")
     # start-up time: chaos.cli imports this module for every command, the checkers are for one
@@ -439,6 +449,7 @@ def check_history(path: Path, asked: ModelCheck) -> NoReturn:
     if dropped and verdict in (Verdict.VALID, Verdict.INVALID):
         # The lost ops could be what made it valid, or invalid: neither is this history's.
         verdict = Verdict.UNKNOWN
+    _write_artefacts(asked, results)
     _say(model, sem, results, deciding, verdict, problems, len(dropped), as_json=asked.as_json)
     sys.exit(verdict.exit_code)
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from chaos.checkers.verdict import CheckResult, Verdict
+from chaos.histories.ops import ABSTAINED
 from chaos.histories.store import StoredRun
 
 __all__ = ["CHECKER", "Checks", "check_stored_run", "completeness"]
@@ -35,6 +36,7 @@ def completeness(run: StoredRun) -> CheckResult:
             f"final.json is missing or empty: the run stopped before its final reads "
             f"(spec.json status: {str(status)[:40]})"
         )
+    missing += _abstained(run)
     over = run.final.get("over_quota") if isinstance(run.final, dict) else None
     if over:
         said = [str(x)[:300] for x in over] if isinstance(over, list) else [str(over)[:300]]
@@ -50,6 +52,17 @@ def completeness(run: StoredRun) -> CheckResult:
         verdict=Verdict.VALID,
         summary=f"{len(run.history)} op(s) recorded and the final state read",
     )
+
+
+def _abstained(run: StoredRun) -> list[str]:
+    """Each aimed fault that never found its aim (chaos.nemesis.pause.abstain): the run did not
+    test what it was asked to."""
+    out = []
+    for op in run.history:
+        why = op.extra.get(ABSTAINED) if op.is_nemesis else None
+        if why:
+            out.append(f"the {str(op.f)[:40]} fault never found its aim: {str(why)[:300]}")
+    return out
 
 
 def _quota_reason(breaches: list[str]) -> str:

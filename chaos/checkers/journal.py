@@ -29,7 +29,7 @@ class Write:
     node: str
     seq: int
     method: str
-    outcome: str  # ok | error | injected | forwarded
+    outcome: str  # ok | error | injected | forwarded | refused, dropped (never reached etcd)
     revision: int | None
     succeeded: bool | None
     puts: tuple[tuple[str, Any, int], ...]  # (key, value as sent, lease)

@@ -608,7 +608,28 @@ def _failure(part: Partition, model: Model, outcome: _Outcome) -> dict[str, Any]
         "prefix_length": len(prefix),
         "prefix_truncated": len(shown) < len(prefix),
         "prefix": [_op_evidence(part, model, i) for i in shown],
+        "cannot_follow": [
+            _op_evidence(part, model, i) for i in _cannot_follow(part, model, outcome)
+        ],
     }
+
+
+def _cannot_follow(part: Partition, model: Model, outcome: _Outcome) -> list[int]:
+    """The ops that could come next after the longest prefix — called before the blocked op
+    returned, not in the prefix — and that the model refuses in the state it reached (the
+    blocked op among them, unless only an order of the others' would have let it follow)."""
+    done = set(outcome.longest)
+    stop = 2 * outcome.blocked + 1
+    out: list[int] = []
+    for e in part.events:
+        if e == stop:
+            break
+        op = e >> 1
+        if e & 1 or op in done or not part.determinate[op]:
+            continue
+        if not model.step(outcome.state, part.inputs[op], part.outputs[op])[0]:
+            out.append(op)
+    return out
 
 
 _PRECHECK_WHY = {

@@ -1,8 +1,11 @@
 """Backends by name (``--backend docker``). Third-party backends register through the
 ``chaos.backends`` entry point group: a name and a factory returning a Backend.
 
-A backend may take options (``--nodes-file FILE`` becomes ``nodes_file=``): ``get`` passes those the
-factory accepts and refuses, naming them, those it does not."""
+A backend may take options, each declared once (chaos.run_option; the SSH backend's
+``--nodes-file FILE`` becomes ``nodes_file=``): the commands' options are made from
+:func:`options`, and ``get`` passes a backend those its factory accepts and refuses, naming them,
+those it does not. A third-party backend's options are read from its factory's ``options``
+attribute when it is asked for (its class is not loaded for ``--help``)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from chaos.cluster.base import Backend
+from chaos.cluster.ssh import options as ssh_options
+from chaos.run_option import RunOption
 
 DEFAULT = "docker"
 
@@ -36,6 +41,22 @@ BUILTIN: dict[str, Callable[[], Callable[..., Backend]]] = {
     "docker": _docker,
     "ssh": _ssh,
 }
+
+
+# each built-in backend's declared options (read without loading the backend)
+OPTIONS: dict[str, tuple[RunOption, ...]] = {
+    "docker": (),
+    "ssh": ssh_options.OPTIONS,
+}
+
+
+def options() -> tuple[RunOption, ...]:
+    """Every built-in backend's options, each once (two backends may take the same one)."""
+    seen: dict[str, RunOption] = {}
+    for declared in OPTIONS.values():
+        for o in declared:
+            seen.setdefault(o.name, o)
+    return tuple(seen.values())
 
 
 def names() -> list[str]:

@@ -9,7 +9,7 @@ the orchestrator receives one by name (``--backend docker``) and never names a b
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -120,6 +120,19 @@ class SharedLive(Protocol):
 
 
 @runtime_checkable
+class SocketOwners(Protocol):
+    """Optional capability: tell, from outside the node, which of its named processes (or a
+    process below one of them) holds a loopback TCP connection from ``local_port`` to
+    ``remote_port`` — how a write held by the node's etcd proxy is traced to the process that
+    sent it, with no word from that process. Returns the name, or None when none of ``names``
+    holds it (the connection closed, or a process outside them). Must only look."""
+
+    def socket_owner(
+        self, node: str, names: Sequence[str], local_port: int, remote_port: int
+    ) -> str | None: ...
+
+
+@runtime_checkable
 class Sized(Protocol):
     """Optional capability: the paths the code under test can write have sizes, and the cluster
     can tell which of them it filled.
@@ -185,6 +198,19 @@ class Capable(Protocol):
     without it is asked nothing; its faults fail when applied."""
 
     def supports(self, capability: type) -> bool: ...
+
+
+@runtime_checkable
+class GivenMachines(Protocol):
+    """Optional capability of a :class:`Backend`: its nodes are machines it was given (the SSH
+    backend's nodes file), so a run takes all of them unless the command names as many.
+    ``machines``: how many; ``given_by``: where they are named, for an error."""
+
+    @property
+    def machines(self) -> int: ...
+
+    @property
+    def given_by(self) -> str: ...
 
 
 class Backend(Protocol):

@@ -230,6 +230,52 @@ class TxnPoints(Protocol):
     rival: str
 
 
+@runtime_checkable
+class WritePoints(Protocol):
+    """The system's writes pass through a vantage point the code under test cannot reach (each
+    node's root-owned etcd proxy), which can hold one write for a trigger: ``kill worker after
+    write of counter``. The code under test gets no sign before the fault: nothing it can read is
+    armed, it numbers nothing, and a held call looks like a slow one until the fault happened.
+
+    ``write_groups`` maps the word a trigger names to the key prefixes whose write is the point
+    (lab3: ``{"counter": ("/lab3/counter",), ...}``). ``arm_write_point`` arms the first ``op``
+    — a ``write`` ``before`` (could write) or ``after`` (did write) under a group, or a ``read``
+    of a key under it (``pause worker after read of dedup``) — on every node, and returns the
+    arming's generation; ``write_point_fired`` is the proxy's note (``node``, ``time``,
+    ``port``: the sender's TCP port, ``keys``) or None, and must only read; ``write_point_writer``
+    names the component that holds that connection, as the host sees it (never the process's own
+    word), or None; ``release_write_point`` lets the held write go on, or drops it (``forward``
+    False: its sender was killed); ``disarm_write_point`` must be idempotent; ``group_revision``
+    is the newest revision that wrote a key of the group, by the orchestrator's own read (None:
+    no answer), so that a held read ends once its answer would be stale; it must only read."""
+
+    write_groups: Mapping[str, tuple[str, ...]]
+
+    def arm_write_point(self, ctx: RunContext, op: str, moment: str, group: str) -> str: ...
+
+    def write_point_fired(self, ctx: RunContext, gen: str) -> dict[str, Any] | None: ...
+
+    def write_point_writer(self, ctx: RunContext, node: str, port: int) -> str | None: ...
+
+    def release_write_point(
+        self, ctx: RunContext, node: str, gen: str, *, forward: bool
+    ) -> None: ...
+
+    def disarm_write_point(self, ctx: RunContext) -> None: ...
+
+    def group_revision(self, ctx: RunContext, group: str) -> int | None: ...
+
+
+def write_point(component: str, moment: str, op: str, group: str) -> HoldPoint:
+    """The point a write (or read) trigger names, held by the etcd proxy, not by the process."""
+    what = "a transaction that writes" if op == "write" else "a read of"
+    return HoldPoint(
+        component,
+        f"{moment}-{op}-{group}",
+        f"{component}: {moment} {what} its {group} (held by the etcd proxy)",
+    )
+
+
 def txn_point(component: str, moment: str, n: int, fn: str) -> HoldPoint:
     """The hold point before or after the ``n``-th transaction of one call of ``fn``."""
     return HoldPoint(

@@ -6,30 +6,24 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+import click
+
 from chaos.core.solution import REFERENCE
-
-# TestSpec field -> the `chaos run` option that sets it (the workload is the argument; nemesis,
-# triggers and options are written apart). The defaults are `chaos run`'s: a unit test compares
-# them (tests/unit/test_cli_validation.py). Only the framework's generic parameters are here: a
-# workload's own knobs are its declared options (chaos.core.options), in ``options``.
-RUN_OPTIONS = {
-    "solution": "--solution",
-    "nodes": "--nodes",
-    "tasks": "--tasks",
-    "rate": "--rate",
-    "concurrency": "--concurrency",
-    "time_limit": "--time-limit",
-    "recovery_timeout": "--recovery-timeout",
-    "pause_duration": "--pause-duration",
-    "nemesis_interval": "--nemesis-interval",
-    "nemesis_jitter": "--nemesis-jitter",
-    "fault_duration": "--fault-duration",
-}
-
+from chaos.run_option import (
+    POSITIVE,
+    RUN,
+    SECONDS,
+    SECONDS_OR_NONE,
+    RunOption,
+    declared,
+    run_option,
+)
 
 # The takeover wait of a workload that declares none (chaos.core.capabilities.Takeover): the
 # default fault then lasts 5 s, as every run's did when AckWait (2 s) was a field of the spec.
 DEFAULT_TAKEOVER = 2.0
+# seconds a default fault outlasts the workload's takeover wait
+FAULT_MARGIN = 3.0
 
 
 def fault_seconds(
@@ -39,10 +33,10 @@ def fault_seconds(
     takeover: float = DEFAULT_TAKEOVER,
 ) -> float:
     """How long a scheduled, triggered or random fault lasts: ``--fault-duration``, else
-    ``--pause-duration``, else the workload's takeover wait + 3 s (a pause that outlasts the
+    ``--pause-duration``, else the workload's takeover wait + :data:`FAULT_MARGIN` s (a pause that outlasts the
     wait after which another process takes the paused one's work over, so that the takeover
     happens while it lasts)."""
-    return float(fault_duration or pause_duration or takeover + 3.0)
+    return float(fault_duration or pause_duration or takeover + FAULT_MARGIN)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,19 +49,55 @@ class TestSpec:
     solution: str = REFERENCE
     nemesis: tuple[str, ...] = ()
     seed: int = 0
-    nodes: int = 3
-    tasks: int | None = None
-    rate: float | None = None
-    concurrency: int = 3
-    time_limit: float = 30.0
-    recovery_timeout: float = 40.0
-    pause_duration: float | None = None
-    nemesis_interval: float = 8.0
+    # The run parameters every workload honours, each declared once as an option of `chaos run`
+    # (chaos.run_option): its command-line option, its place in a grade matrix and its field here
+    # are all made from this declaration. A workload's own knobs are its declared options
+    # (chaos.core.options), in ``options``.
+    tasks: int | None = run_option(
+        None, POSITIVE, "Load mode: this many tasks, >= 1 (random amounts).", commands=RUN
+    )
+    rate: float | None = run_option(
+        None, SECONDS, "Load mode: tasks per second (> 0) for --time-limit seconds.", commands=RUN
+    )
+    time_limit: float = run_option(
+        30.0, SECONDS, "Seconds (> 0) of workload in load mode, else the bound on the fault phase."
+    )
+    concurrency: int = run_option(
+        3, POSITIVE, "Clients performing operations at the same time (>= 1).", commands=RUN
+    )
+    recovery_timeout: float = run_option(
+        40.0,
+        SECONDS_OR_NONE,
+        "Seconds (>= 0), after the faults are healed, for the system to finish its work.",
+    )
+    pause_duration: float | None = run_option(
+        None,
+        SECONDS,
+        "Seconds (> 0) a pause lasts (default: 3 past the workload's takeover wait).",
+        commands=RUN,
+    )
+    nemesis_interval: float = run_option(
+        8.0, SECONDS, "Seconds (> 0) between the faults of a random schedule.", commands=RUN
+    )
     # the gap between faults is interval * uniform(1 - jitter, 1 + jitter)
-    nemesis_jitter: float = 0.5
+    nemesis_jitter: float = run_option(
+        0.5,
+        click.FloatRange(0, 1),
+        "Gaps between faults vary by this fraction of the interval (0 to 1).",
+        commands=RUN,
+    )
     # how long a scheduled or triggered fault lasts (default: pause_duration, else the
     # workload's takeover wait + 3)
-    fault_duration: float | None = None
+    fault_duration: float | None = run_option(
+        None,
+        SECONDS,
+        "Seconds (> 0) a scheduled or triggered fault lasts (default: --pause-duration where "
+        f"given, else {FAULT_MARGIN:g} past the workload's takeover wait, such as its AckWait: "
+        f"{DEFAULT_TAKEOVER + FAULT_MARGIN:g} where it has none).",
+    )
+    nodes: int = run_option(
+        3, POSITIVE, "How many nodes, at least 1 (with --nodes-file: all the file names)."
+    )
     # event triggers ("pause worker on delivery") and a scripted timeline (a parsed --schedule)
     triggers: tuple[str, ...] = ()
     schedule: dict[str, Any] | None = None
@@ -98,11 +128,10 @@ class TestSpec:
         if self.schedule:
             raise ValueError("a spec with a schedule has no command line (its file is not kept)")
         argv = [self.workload]
-        defaults = {f.name: f.default for f in dataclasses.fields(self)}
-        for name, option in RUN_OPTIONS.items():
-            value = getattr(self, name)
-            if value != defaults[name] and value is not None:
-                argv += [option, str(value)]
+        for option in SPEC_OPTIONS:
+            value = getattr(self, option.name)
+            if value != option.default and value is not None:
+                argv += [option.flag, str(value)]
         if self.nemesis:
             argv += ["--nemesis", ",".join(self.nemesis)]
         for phrase in self.triggers:
@@ -116,3 +145,7 @@ class TestSpec:
         d["nemesis"] = list(self.nemesis)
         d["triggers"] = list(self.triggers)
         return d
+
+
+# the run parameters TestSpec declares, in the order `chaos run --help` shows them
+SPEC_OPTIONS: tuple[RunOption, ...] = declared(TestSpec)

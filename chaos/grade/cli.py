@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from chaos.core.capabilities import Gradable, WorkloadOptions
-from chaos.grade import certs, dispatch, ledger, matrix, seeds, submissions
-from chaos.grade.session import GradeOutcome, GradeRequest, grade
+from chaos.grade import certs, dispatch, estimate, feedback, ledger, matrix, seeds, submissions
+from chaos.grade.session import GradeOutcome, GradeRequest, grade, rows_of
 from chaos.workloads import registry
 
 
@@ -35,6 +35,7 @@ class GradeArgs:
     controls: tuple[str, ...] | None = None  # None: all the lab's shipped solutions
     certs: Path | None = None  # the folder `chaos grade-certs` filled: TLS to the scheduler
     insecure: bool = False  # a plain tcp:// scheduler, knowingly
+    feedback: Path | None = None  # a feedback pack per student, written here after the grade
     # `chaos run`'s own check of its arguments (ValueError naming the option): each configuration
     # of the matrix goes through it before anything is written, so a value every run would refuse
     # (tasks: 0) stops the grade, not every cell of it
@@ -152,8 +153,30 @@ def _controls(names: tuple[str, ...] | None, wl: Gradable) -> tuple[str, ...] | 
     return tuple(names)
 
 
+def plan_grade(args: GradeArgs, say: Callable[[str], None]) -> estimate.Plan:
+    """``chaos grade --plan``: every input checked as for a grade, then the matrix x rows x
+    repeats and the estimate said; nothing is run and nothing is written."""
+    req = request_of(args, say)
+    wl = gradable(req.lab)
+    rows = rows_of(req, wl.grade_controls)
+    parallel = args.parallel or dispatch.default_parallel()
+    for line in estimate.table(rows, req.matrix, req.repeats):
+        say(line)
+    done = (
+        sum(1 for r in ledger.Ledger(req.out).finished().values() if r.graded)
+        if (args.resume is not None)
+        else 0
+    )
+    plan = estimate.plan_of(rows, req.matrix, req.repeats, parallel, done)
+    for line in plan.lines():
+        say(line)
+    return plan
+
+
 def run_grade(args: GradeArgs, say: Callable[[str], None]) -> GradeOutcome:
     security = scheduler_security(args, say)  # before anything is read or written
+    if args.feedback is not None:
+        feedback.check_out(args.feedback)
     req = request_of(args, say)
     if args.chaos_command and args.resume is not None:
         req = GradeRequest.from_json({**req.to_json(), "chaos": list(args.chaos_command)}, req.out)
@@ -166,7 +189,7 @@ def run_grade(args: GradeArgs, say: Callable[[str], None]) -> GradeOutcome:
     # it cleanly (runs healed, the ledger kept for --resume), as Ctrl-C does in a terminal.
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    return grade(
+    outcome = grade(
         req,
         controls=wl.grade_controls,
         scheduler=args.scheduler,
@@ -174,3 +197,7 @@ def run_grade(args: GradeArgs, say: Callable[[str], None]) -> GradeOutcome:
         progress=say,
         security=security,
     )
+    if args.feedback is not None and not outcome.interrupted:
+        done = feedback.write_feedback(outcome.out, args.feedback, say)
+        outcome.reports["feedback"] = done.out
+    return outcome

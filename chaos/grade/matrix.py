@@ -30,47 +30,25 @@ from typing import Any
 import yaml
 
 from chaos.core import options as workload_options
+from chaos.core import run_options
 from chaos.core.options import WorkloadOption
 from chaos.core.spec import TestSpec
 from chaos.histories.files import read_input_text
 from chaos.histories.limits import InputError
 from chaos.histories.yaml_input import compose
 
-# `chaos run`'s options a configuration may set, with the type of their value. A unit test holds
-# this table against the run command's own options, so that a new option of `chaos run` cannot
-# silently be missing here.
+# `chaos run`'s options a configuration may set, with the type of their value, and those the
+# grading sets itself, with why: both read from the options' declarations
+# (chaos.core.run_options), where each says whether a matrix may set it. A unit test holds these
+# against the run command's own options.
 OPTIONS: dict[str, type] = {
-    "nemesis": str,
-    "trigger": list,
-    "schedule": Path,
-    "tasks": int,
-    "rate": float,
-    "time-limit": float,
-    "concurrency": int,
-    "recovery-timeout": float,
-    "pause-duration": float,
-    "nemesis-interval": float,
-    "nemesis-jitter": float,
-    "fault-duration": float,
-    "nodes": int,
-    "option": dict,
-    "backend": str,
+    o.key: o.kind() for o in run_options.command_options("run") if not o.matrix
 }
-# ... and those the grading sets itself, with why
 REFUSED: dict[str, str] = {
-    "seed": "every run's seed derives from the grade's --seed",
-    "solution": "the solution is the submission being graded",
-    "store": "runs are stored in the grade's out folder",
-    "scenarios": "one configuration is one run: name a scenario with nemesis: <fault point>",
-    "lab-report": "one configuration is one run",  # deprecated spelling of --scenarios all
-    "lab-report-out": "the grade writes its own report",
-    "report": "the grade writes its own report",  # deprecated spelling of --lab-report-out
-    "nodes-file": "the grade's concurrent runs cannot share one nodes file's machines",
-    "stored-command": "each graded run stores the command that reproduces it",
-    "stored-solution": "each graded run names the submission it grades",
-    "stored-path": "each graded run's page names the grade's folder of the run",
-    "quiet": "the grade's runs are always quiet",
-    "no-html": "every graded run keeps its page: the grade's report links to it",
+    **{o.key: o.matrix for o in run_options.command_options("run") if o.matrix},
+    # the deprecated spellings of refused options (chaos.deprecation)
+    "lab-report": "one configuration is one run",  # of --scenarios all
+    "report": "the grade writes its own report",  # of --lab-report-out
 }
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # `chaos run`'s defaults (TestSpec's), for a run's time bound when a configuration leaves them out

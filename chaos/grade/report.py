@@ -106,7 +106,7 @@ def to_json(table: ClassTable, meta: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _safe_csv(v: Any) -> Any:
+def safe_csv(v: Any) -> Any:
     # a folder named "=HYPERLINK(...)" must stay text in a spreadsheet
     if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"):
         return "'" + v
@@ -119,7 +119,7 @@ def to_csv(table: ClassTable) -> str:
     head = ["name", "kind", "score", "flaky", "reason"]
     for c in table.configs:
         head += [f"{c} passes", f"{c} runs", f"{c} pass rate", f"{c} low", f"{c} high"]
-    w.writerow([_safe_csv(h) for h in head])
+    w.writerow([safe_csv(h) for h in head])
     for r in table.rows:
         line: list[Any] = [
             r.name,
@@ -132,9 +132,11 @@ def to_csv(table: ClassTable) -> str:
             t = r.cells[c].tally
             i = t.pass_interval()
             rate = "" if t.pass_rate is None else f"{t.pass_rate:.3f}"
-            lo, hi = ("", "") if not t.runs else (f"{i.low:.3f}", f"{i.high:.3f}")
+            # as on the page: too few runs for an interval to say anything is no interval
+            few = t.runs < MIN_RUNS_FOR_INTERVAL
+            lo, hi = ("", "") if few else (f"{i.low:.3f}", f"{i.high:.3f}")
             line += [t.passes, t.runs, rate, lo, hi]
-        w.writerow([_safe_csv(v) for v in line])
+        w.writerow([safe_csv(v) for v in line])
     return buf.getvalue()
 
 

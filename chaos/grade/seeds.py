@@ -10,12 +10,11 @@ from __future__ import annotations
 import hashlib
 import random
 
-# chaos run takes any int; keep seeds positive and within 31 bits like the ones it draws itself
-_SPAN = 2**31 - 1
+from chaos.run_option import SEED_SPAN
 
 
 def new_grade_seed() -> int:
-    return random.SystemRandom().randrange(1, _SPAN)
+    return random.SystemRandom().randrange(1, SEED_SPAN)
 
 
 def run_seed(grade_seed: int, student: str, config: str, repeat: int) -> int:
@@ -24,4 +23,4 @@ def run_seed(grade_seed: int, student: str, config: str, repeat: int) -> int:
     # ("a", "b:c") cannot collide
     text = f"{grade_seed}\0{len(student)}:{student}\0{len(config)}:{config}\0{repeat}"
     digest = hashlib.sha256(text.encode()).digest()
-    return 1 + int.from_bytes(digest[:8], "big") % (_SPAN - 1)
+    return 1 + int.from_bytes(digest[:8], "big") % (SEED_SPAN - 1)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaos.grade import dispatch, ledger, report, submissions, table
+from chaos.grade import dispatch, estimate, ledger, report, submissions, table
 from chaos.grade.matrix import Matrix
 from chaos.grade.seeds import run_seed
 from chaos.grade.submissions import Submission
@@ -27,6 +27,7 @@ from chaos.grade.task import (
     stop_all,
     unpack,
 )
+from chaos.histories.safe_text import shortened
 
 # bring-up, teardown, checking and the report of a run, over its own time bounds
 RUN_MARGIN = 180.0
@@ -147,7 +148,7 @@ class Eta:
         what = r.status + (f" ({r.anomaly or r.message})" if r.anomaly or r.message else "")
         self.say(
             f"[{self.done}/{self.total}] {r.student} x {r.config} r{r.repeat}: "
-            f"{what[:120]} in {r.seconds:.0f} s; ETA {_clock(left)}"
+            f"{shortened(what, 120)} in {r.seconds:.0f} s; ETA {_clock(left)}"
         )
 
 
@@ -178,6 +179,11 @@ def grade(
     jobs = plan(request, rows, done)
     skipped = sum(1 for r in done.values() if r.graded)
     _say_plan(rows, len(jobs), skipped, progress)
+    if scheduler is None and jobs:
+        # on this machine: the estimate is the measured throughput's (chaos.grade.estimate)
+        progress(
+            estimate.plan_of(rows, request.matrix, request.repeats, parallel, skipped).lines()[1]
+        )
     eta = Eta(len(jobs), progress)
     workers: dict[str, int] = {}
 

@@ -20,12 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+# what a run copies of a solution (no more): a submission over it could never run
+from chaos.core.solution import MOUNT_CAP, MOUNT_FILES
 from chaos.histories.files import read_input
 from chaos.histories.limits import InputError
 from chaos.node.solution import MAX_SOURCE
-
-# what a run copies of a solution (no more): a submission over it could never run
-from chaos.orchestrator.run import MOUNT_CAP, MOUNT_FILES
 
 LINKED = "a symbolic link; links under the submissions folder are not followed"
 

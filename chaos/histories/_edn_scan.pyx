@@ -9,8 +9,11 @@ entries and one space after each key; the keys ``:type :f :value :time :process 
 :error``, each at most once, ``:type :f :process :index :time`` always; ``:type`` and ``:f`` a
 keyword, ``:process`` a keyword or an integer, ``:index`` and ``:time`` an integer, ``:error`` a
 keyword or nil; ``:value`` nil, true, false, an integer, or a vector of those and of vectors,
-space-separated, whose first item may be a keyword (Jepsen's micro-ops, ``[:append 5 3]``).
-Integers are ``-?[0-9]{1,18}``; everything else (strings, floats, other keywords, tags, commas
+space-separated, and keywords inside them (Jepsen's micro-ops, ``[:append 5 3]``; Elle's,
+``[:append :x 3]``);
+a line's map may be written as a ``#jepsen.history.Op`` record (Jepsen 0.3's history files),
+which every reader of ops takes as the map it holds.
+Integers are ``-?[0-9]{1,18}``; everything else (strings, floats, other keywords, other tags, commas
 inside vectors, tabs, non-ASCII bytes) gives up.
 
 Keyword names are copied with the bytes the fast path's pattern takes; whether each is a name
@@ -23,7 +26,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy
 
 # What edn_fast checks before it uses this build (a stale one of another grammar is not used).
-GRAMMAR = 1
+GRAMMAR = 2
 
 cdef enum:
     K_TYPE = 1
@@ -111,7 +114,7 @@ cdef Py_ssize_t _word(
 
 cdef Py_ssize_t _value(
     const unsigned char* s, Py_ssize_t i, Py_ssize_t n, unsigned char* o, Py_ssize_t* j,
-    int depth, bint* heads
+    int depth, int* heads
 ) noexcept nogil:
     """A value at s[i] (see the module) as JSON; the offset after it, or -1."""
     cdef unsigned char c
@@ -126,6 +129,11 @@ cdef Py_ssize_t _value(
         return _word(s, i, n, o, j, b"false", 5, b"false", 5)
     if c == b'-' or b'0' <= c <= b'9':
         return _integer(s, i, n, o, j)
+    if c == b':' and depth > 0:
+        # a keyword inside a vector (Elle's keys: [:append :x 1]): quoted like a head, and
+        # every string in such a block is one (this grammar has no strings)
+        heads[0] = 2
+        return _name(s, i, n, o, j)
     if c != b'[' or depth >= MAX_DEPTH:
         return -1
     o[j[0]] = b'['
@@ -137,7 +145,8 @@ cdef Py_ssize_t _value(
         return i + 1
     if i < n and s[i] == b':':
         i = _name(s, i, n, o, j)
-        heads[0] = True
+        if heads[0] == 0:
+            heads[0] = 1
     else:
         i = _value(s, i, n, o, j, depth + 1, heads)
     while i >= 0:
@@ -181,7 +190,7 @@ cdef int _key(const unsigned char* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil
 
 cdef Py_ssize_t _line(
     const unsigned char* s, Py_ssize_t i, Py_ssize_t n, unsigned char* o, Py_ssize_t* j,
-    bint* heads
+    int* heads
 ) noexcept nogil:
     """One op line at s[i] (its newline included) as a JSON line; the offset after it, or -1."""
     cdef int seen = 0
@@ -189,6 +198,8 @@ cdef Py_ssize_t _line(
     cdef Py_ssize_t m
     while i < n and (s[i] == b' ' or s[i] == b','):
         i += 1  # what the reader put in place of the history's opening bracket
+    if i + 18 < n and memcmp(s + i, b"#jepsen.history.Op", 18) == 0:
+        i += 18  # Jepsen 0.3's record of an op: read as the map it holds
     if i >= n or s[i] != b'{':
         return -1
     o[j[0]] = b'{'
@@ -242,8 +253,9 @@ cdef Py_ssize_t _line(
 
 def jepsen_lines_to_json(bytes block):
     """``block`` (whole lines, each ending in a newline) as JSON lines, the number of lines and
-    whether a vector opens with a keyword (quoted: the caller turns it back into one); None when
-    any line is outside this pass's grammar (see the module)."""
+    where the quoted keywords the caller turns back into keywords are: 0 none, 1 only opening
+    vectors, 2 anywhere inside a vector; None when any line is outside this pass's grammar (see
+    the module)."""
     cdef Py_ssize_t n = PyBytes_GET_SIZE(block)
     cdef const unsigned char* s = <const unsigned char*> PyBytes_AS_STRING(block)
     # every rewrite adds at most one byte per two it reads (":k " -> "\"k\":", "nil" ->
@@ -252,7 +264,7 @@ def jepsen_lines_to_json(bytes block):
     cdef Py_ssize_t i = 0
     cdef Py_ssize_t j = 0
     cdef Py_ssize_t lines = 0
-    cdef bint heads = False
+    cdef int heads = 0
     if o == NULL:
         raise MemoryError()
     with nogil:

@@ -12,7 +12,7 @@ regexes that start with a literal, both of which run in C) and decoded by msgspe
 reader costs several microseconds of Python per token; these passes cost nanoseconds per byte.
 
 The rewrite is exact or it gives up: :func:`ops_from_block` returns ``None`` for any block it is
-not sure of (tags, sets, lists, nested maps, characters, comments, symbols, ``42N``, odd spacing, a
+not sure of (tags other than Jepsen 0.3's op record at the start of a line, sets, lists, nested maps, characters, comments, symbols, ``42N``, odd spacing, a
 string escape JSON and EDN read differently, ...), and the caller reads that block with the
 general reader, which also gives each bad line its number. The tests check that both readers
 give the same ops wherever this one answers.
@@ -60,8 +60,8 @@ except ImportError:  # pragma: no cover - an unbuilt checkout
 __all__ = ["ops_from_block"]
 
 # What the compiled pass must say it reads: a stale build of another grammar is not used.
-_SCAN_GRAMMAR = 1
-_scan: Callable[[bytes], tuple[bytes, int, bool] | None] | None = (
+_SCAN_GRAMMAR = 2
+_scan: Callable[[bytes], tuple[bytes, int, int] | None] | None = (
     _edn_scan.jepsen_lines_to_json
     if _edn_scan is not None and getattr(_edn_scan, "GRAMMAR", None) == _SCAN_GRAMMAR
     else None
@@ -232,6 +232,16 @@ def _keyword_heads(v: list[Any], keywords: dict[str, Keyword]) -> None:
             _keyword_heads(x, keywords)
 
 
+def _keywords_anywhere(v: list[Any], keywords: dict[str, Keyword]) -> None:
+    """:func:`_keyword_heads` for the compiled pass's values with keywords anywhere in their
+    vectors: its grammar has no strings, so every string is a quoted keyword."""
+    for i, x in enumerate(v):
+        if type(x) is str:
+            v[i] = keywords[x]
+        elif type(x) is list:
+            _keywords_anywhere(x, keywords)
+
+
 def _nulls(t: bytes) -> bytes:
     """EDN's nil as JSON's null, in a block whose separators are already commas."""
     if b"nil" in t:
@@ -265,6 +275,8 @@ def _prechecked(block: bytes) -> tuple[bytes, list[bytes], int] | None:
             return None
     else:
         t = block
+    if b"#jepsen.history.Op{" in t:  # Jepsen 0.3's records: each op read as its map
+        t = (b"\n" + t).replace(b"\n#jepsen.history.Op{", b"\n{")[1:]
     if b"#" in t or b";" in t or b"\\" in t or b"\t" in t or b"\r" in t or b"null" in t:
         return None  # tags, sets, comments, characters, tabs: the general reader's job
     if b"(" in t or b")" in t:
@@ -344,7 +356,7 @@ def _to_seconds(ops: list[Op]) -> bool:
     return True
 
 
-def _finished(text: bytes, n: int, heads: bool) -> list[Op] | None:
+def _finished(text: bytes, n: int, heads: int) -> list[Op] | None:
     """The ops of JSON lines made by the shaped rewrite or the compiled pass, their names
     checked, their times in seconds and their vector-opening keywords made keywords again;
     None when any of that fails (the long way decides)."""
@@ -356,10 +368,11 @@ def _finished(text: bytes, n: int, heads: bool) -> list[Op] | None:
         return None
     if heads:
         keywords = _KeywordCache()
+        walk = _keywords_anywhere if heads == 2 else _keyword_heads
         try:
             for op in ops:
                 if type(op.value) is list:
-                    _keyword_heads(op.value, keywords)
+                    walk(op.value, keywords)
         except ValueError:
             return None
     return ops

@@ -23,6 +23,9 @@ class OpType(StrEnum):
 
 
 NEMESIS = "nemesis"
+# the ``extra`` key of a nemesis op that says an aimed fault never found its aim (the run is
+# unknown: chaos.checkers.completeness)
+ABSTAINED = "abstained"
 
 OP_FIELDS = frozenset({"index", "time", "process", "type", "f", "value", "error"})
 OP_TYPES = frozenset(t.value for t in OpType)

@@ -96,6 +96,22 @@ def workload_of(spec: dict[str, Any]) -> str:
     return str(spec.get("workload") or spec.get("lab") or "")
 
 
+def faults_of(spec: dict[str, Any]) -> str:
+    """The faults a stored ``spec.json`` asked for, as one line: its ``--nemesis``, each
+    ``--trigger`` phrase, its seed scenario, its schedule; ``""`` for a run without any.
+    ``chaos ls``, ``chaos serve``'s index and the run's page all name a run's fault by this."""
+    nemesis = spec.get("nemesis")
+    parts = [",".join(map(str, nemesis)) if isinstance(nemesis, list) else str(nemesis or "")]
+    triggers = spec.get("triggers")
+    if isinstance(triggers, list):
+        parts += [f"trigger '{t}'" for t in triggers]
+    if spec.get("scenario"):
+        parts.append(f"scenario {spec['scenario']}")
+    if isinstance(spec.get("schedule"), dict | list):
+        parts.append("schedule")
+    return ", ".join(p for p in parts if p)
+
+
 class NotARun(Exception):
     """A folder that is not a usable run; the message names the file (and line and field)."""
 

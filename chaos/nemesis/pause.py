@@ -9,7 +9,6 @@ case the labs are about.
 
 from __future__ import annotations
 
-import random
 import signal
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from typing import Any
 from chaos.cluster.base import Freezable
 from chaos.core.context import RunContext
 from chaos.core.target import Resolved, Target
+from chaos.histories.ops import ABSTAINED, NEMESIS, OpType
 from chaos.nemesis.targets import TargetedFault, processes_of, reap_handle
 
 Picker = Callable[["RunContext"], Target | None]
@@ -166,9 +166,7 @@ class PauseNemesis:
         interval: float,
         once: bool,
         wait_for_target: float = 20.0,
-        fallback_after: float = 5.0,
     ) -> None:
-        self.fallback_after = fallback_after
         self.pick = pick
         self.duration = duration
         self.interval = interval
@@ -177,43 +175,46 @@ class PauseNemesis:
 
     def run(self, ctx: RunContext) -> None:
         rng = ctx.rng_for("nemesis-pause")
-        first = True
-        while not ctx.stop.is_set():
-            if not first or not self.once:
-                delay = self.interval * (0.5 + rng.random()) if not first else 1.0
-                if ctx.stop.wait(delay):
-                    return
-            first = False
-            began = time.monotonic()
-            deadline = began + self.wait_for_target
-            target = None
-            while target is None and time.monotonic() < deadline and not ctx.stop.is_set():
-                ctx.events.poll()
-                target = self.pick(ctx)
-                if target is None and time.monotonic() - began >= self.fallback_after:
-                    # nobody is doing the interesting thing: a random service process instead
-                    target = random_service(ctx, rng)
+        first, paused = True, 0
+        try:
+            while not ctx.stop.is_set():
+                if not first or not self.once:
+                    delay = self.interval * (0.5 + rng.random()) if not first else 1.0
+                    if ctx.stop.wait(delay):
+                        return
+                first = False
+                target = self._aim(ctx)
                 if target is None:
-                    time.sleep(0.01)
-            if target is None:
-                ctx.progress("pause: no target became available")
+                    ctx.progress("pause: no target became available")
+                    if self.once:
+                        return
+                    continue
+                pause(ctx, target, self.duration)
+                paused += 1
                 if self.once:
                     return
-                continue
-            pause(ctx, target, self.duration)
-            if self.once:
-                return
+        finally:
+            if not paused:
+                abstain(ctx, "pause", f"no process was doing what the pause aims at (the "
+                        f"workload's busiest process) within {self.wait_for_target:g} s")  # fmt: skip
 
-
-def random_service(ctx: RunContext, rng: random.Random) -> Target | None:
-    """A running, not stopped, process of the service under test (not its infrastructure: the
-    database members and the broker)."""
-    procs = sorted(
-        (p for p in ctx.supervisor.processes() if not p.infrastructure),
-        key=lambda p: (p.node, p.name),
-    )
-    live = [p for p in procs if ctx.cluster.process_state(p.node, p.name) not in (None, "T")]
-    if not live:
+    def _aim(self, ctx: RunContext) -> Target | None:
+        """The workload's aim, or None after ``wait_for_target``: never a random process instead
+        (a solution that hides what the aim looks for would turn the pause onto a process where
+        it proves nothing, and the run would pass as tested)."""
+        deadline = time.monotonic() + self.wait_for_target
+        while time.monotonic() < deadline and not ctx.stop.is_set():
+            ctx.events.poll()
+            target = self.pick(ctx)
+            if target is not None:
+                return target
+            time.sleep(0.01)
         return None
-    p = rng.choice(live)
-    return Target(node=p.node, process=p.name)
+
+
+def abstain(ctx: RunContext, fault: str, why: str) -> None:
+    """Record that an aimed fault never found its aim: an ``info`` nemesis op whose ``extra``
+    says so, which makes the run ``unknown`` (chaos.checkers.completeness)."""
+    ctx.history.record(
+        process=NEMESIS, type=OpType.INFO, f=fault, value={ABSTAINED: why}, extra={ABSTAINED: why}
+    )

@@ -25,6 +25,7 @@ from chaos.core.capabilities import (
     HostFaultPoints,
     Names,
     PauseTarget,
+    WritePoints,
     fault_seconds,
 )
 from chaos.core.rest import RestWatch
@@ -39,6 +40,7 @@ from chaos.nemesis.runner import ScheduleNemesis
 from chaos.nemesis.table import BY_NAME, FAULTS, NEEDS, fault_table
 from chaos.nemesis.targets import check_target
 from chaos.nemesis.trigger import TriggerNemesis, bind, parse_trigger
+from chaos.nemesis.writepoint import WriteTriggerNemesis
 
 
 def parse_nemesis(
@@ -169,15 +171,15 @@ def make_nemeses(wl: Workload, spec: TestSpec) -> list[Nemesis]:
         triggers += list(spec.schedule.get("triggers", []))
     for phrase in triggers:
         tr = bind(parse_trigger(phrase), wl, spec.workload)
-        out.append(
-            TriggerNemesis(
-                tr,
-                faults[tr.fault],
-                default_duration=duration,
-                wait=spec.time_limit,
-                rest=lambda: RestWatch(wl, spec),
-            )
-        )
+        settings: dict[str, Any] = {
+            "default_duration": duration,
+            "wait": spec.time_limit,
+            "rest": lambda: RestWatch(wl, spec),
+        }
+        if tr.write is not None and isinstance(wl, WritePoints):
+            out.append(WriteTriggerNemesis(tr, faults[tr.fault], writes=wl, **settings))
+        else:
+            out.append(TriggerNemesis(tr, faults[tr.fault], **settings))
     return out
 
 

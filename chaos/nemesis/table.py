@@ -17,6 +17,7 @@ from chaos.nemesis.base import Fault
 from chaos.nemesis.clock import ClockFault
 from chaos.nemesis.freeze import FreezeFault
 from chaos.nemesis.grudge import SHAPES
+from chaos.nemesis.hold import HoldFault
 from chaos.nemesis.kill import KillFault
 from chaos.nemesis.loss import PacketLossFault
 from chaos.nemesis.partition import PartitionFault
@@ -58,6 +59,8 @@ class FaultKind:
     targets_in: Callable[[str], Sequence[str]] = _whole
     # whether those targets may name roles, or only nodes
     roles: bool = True
+    # whether --nemesis and a schedule may name it, or only a write or read trigger (hold)
+    scheduled: bool = True
 
 
 KINDS: tuple[FaultKind, ...] = (
@@ -88,6 +91,13 @@ KINDS: tuple[FaultKind, ...] = (
         targets_in=_clock,
     ),
     FaultKind(
+        "hold",
+        HoldFault,
+        "with a write or read trigger only: the etcd proxy holds the call, no signal (a slow call)",
+        None,
+        scheduled=False,
+    ),
+    FaultKind(
         "packet-loss",
         PacketLossFault,
         "drop a fraction of packets (iptables statistic), measured: packet-loss[:P%][:n1+n2|n1>n2]",
@@ -98,7 +108,7 @@ KINDS: tuple[FaultKind, ...] = (
     ),
 )
 
-FAULTS: tuple[str, ...] = tuple(k.name for k in KINDS)
+FAULTS: tuple[str, ...] = tuple(k.name for k in KINDS if k.scheduled)
 BY_NAME: dict[str, FaultKind] = {k.name: k for k in KINDS}
 TRIGGER_FAULTS: tuple[str, ...] = tuple(k.name for k in KINDS if k.triggerable)
 NEEDS: dict[str, type] = {k.name: k.needs for k in KINDS if k.needs is not None}

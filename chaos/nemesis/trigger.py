@@ -28,7 +28,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from chaos.core.capabilities import HoldPoint, HoldPoints, Names, TxnPoints, txn_point
+from chaos.core.capabilities import (
+    HoldPoint,
+    HoldPoints,
+    Names,
+    TxnPoints,
+    WritePoints,
+    txn_point,
+    write_point,
+)
 from chaos.core.context import RunContext
 from chaos.core.rest import REST_EVERY, RestWatch
 from chaos.core.target import Resolved, Target
@@ -42,10 +50,11 @@ from chaos.nemesis.targets import did_you_mean
 
 _PHRASE = re.compile(
     r"^\s*(?P<fault>[a-z]+)\s+(?P<role>[a-z][\w-]*)\s+(?P<moment>on|before|after)\s+"
-    r"(?P<kind>txn\s+\d+\s+of\s+[a-z_][\w]*|[a-z][\w-]*)"
+    r"(?P<kind>txn\s+\d+\s+of\s+[a-z_][\w]*|(?:write|read)\s+of\s+[a-z][\w-]*|[a-z][\w-]*)"
     r"(?P<rest>.*)$"
 )
 _TXN = re.compile(r"^txn\s+(?P<n>\d+)\s+of\s+(?P<fn>[a-z_]\w*)$")
+_WRITE = re.compile(r"^(?P<op>write|read)\s+of\s+(?P<group>[a-z][\w-]*)$")
 _FOR = re.compile(r"\bfor\s+(?P<d>\S+)")
 _UNTIL = re.compile(r"\buntil\s+(?P<k>[a-z][\w-]*)")
 _TIMES = re.compile(r"\b(?P<n>\d+)\s+times?\b|\b(?P<every>every\s+time|always)\b")
@@ -67,12 +76,21 @@ class Trigger:
     duration: float | None = None
     until: str | None = None
     times: int | None = 1  # None: every time until the run stops
+    # the key group of a write point (``after write of counter``, ``after read of dedup``) and
+    # which of the two: held by the etcd proxy
+    write: str | None = None
+    op: str = "write"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "phrase": self.phrase,
             "fault": self.fault,
             "hold": self.point.file if self.point else None,
+            **(
+                {"write": self.write, "op": self.op, "decided_by": "etcd-proxy"}
+                if self.write
+                else {}
+            ),
             "duration": self.duration,
             "until": self.until,
             "times": self.times,
@@ -126,6 +144,14 @@ def bind(trigger: Trigger, workload: Workload, workload_name: str) -> Trigger:
     _check_until(trigger, workload, workload_name)
     if txn := _TXN.match(trigger.kind):
         return dataclasses.replace(trigger, point=_bind_txn(trigger, txn, workload, workload_name))
+    if write := _WRITE.match(trigger.kind):
+        held = _bind_write(trigger, write["op"], write["group"], workload, workload_name)
+        return dataclasses.replace(trigger, point=held, write=write["group"], op=write["op"])
+    if trigger.fault == "hold":
+        raise TriggerError(
+            f"trigger {trigger.phrase!r}: a hold is the etcd proxy's, for a write or read point "
+            "('hold worker before read of counter for 2s')"
+        )
     points = workload.hold_points if isinstance(workload, HoldPoints) else {}
     point = points.get((trigger.role, trigger.moment, trigger.kind))
     if point is None:
@@ -171,6 +197,30 @@ def _bind_txn(trigger: Trigger, m: re.Match[str], workload: Workload, name: str)
             f"trigger {trigger.phrase!r}: {fn} runs in {component}, not in {trigger.role}"
         )
     return txn_point(component, trigger.moment, n, fn)
+
+
+def _bind_write(trigger: Trigger, op: str, group: str, workload: Workload, name: str) -> HoldPoint:
+    if not isinstance(workload, WritePoints) or not isinstance(workload, TxnPoints):
+        raise TriggerError(f"trigger {trigger.phrase!r}: {name} has no write points")
+    if group not in workload.write_groups:
+        known = ", ".join(sorted(workload.write_groups))
+        raise TriggerError(
+            f"trigger {trigger.phrase!r}: {name} has no write group {group!r}"
+            f"{did_you_mean(group, tuple(workload.write_groups))}; known: {known}"
+        )
+    if trigger.moment not in ("before", "after"):
+        raise TriggerError(f"trigger {trigger.phrase!r}: say 'before {op}' or 'after {op}'")
+    components = set(workload.txn_functions.values())
+    component = workload.txn_roles.get(trigger.role, trigger.role)
+    if component not in components:
+        raise TriggerError(
+            f"trigger {trigger.phrase!r}: {name} has no role {trigger.role!r} that writes; "
+            f"known: {', '.join(sorted(components | set(workload.txn_roles)))}"
+        )
+    if trigger.until is not None:
+        # an ``until`` would end the hold on a service's report: the code under test's word
+        raise TriggerError(f"trigger {trigger.phrase!r}: a write point takes 'for', not 'until'")
+    return write_point(component, trigger.moment, op, group)
 
 
 def _wait_event(

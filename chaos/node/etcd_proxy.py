@@ -18,11 +18,19 @@ line per write it forwarded to a journal the service user can neither read nor w
 the proxy's own: every process that reaches this proxy runs on this node, so the journal names the
 node whose service sent each write, whatever the service itself reports.
 
+Scope: the proxy forwards only the calls a lab needs, on keys under the lab's prefix
+(``--prefix``); every other call is refused with PERMISSION_DENIED before it reaches etcd and
+journaled as ``"outcome": "refused"`` with the reason (chaos.node.etcd_scope).
+
 Fault injection: a root-only control file ``<state>/control/txn-error`` (``{"gen": "...",
 "keys": ["/lab3/results/", ...]}``) makes the proxy fail the next ``KV/Txn`` that would write a
 key under one of ``keys`` with UNAVAILABLE (what a client sees when etcd is unreachable), without
 forwarding it; it journals it as ``"outcome": "injected"`` with the arming's generation and
 writes ``control/fired-<gen>``: the firing is the proxy's word, not the service's.
+
+Write and read points (chaos.node.proxy_points): an armed ``write-point`` file in the same folder
+makes the proxy hold the first call that writes (or reads) a key group, for a trigger whose
+fault the code under test must not see coming.
 
 Runs on the nodes, as root: standard library, ``grpc`` and ``etcd3``'s generated messages only.
 """
@@ -41,6 +49,9 @@ from typing import Any
 
 import grpc
 
+from chaos.node import etcd_scope
+from chaos.node.proxy_points import HOLD_LIMIT, Held, WritePoints
+
 # methods that change nothing: forwarded, not journaled (everything else is journaled, so a
 # method this list forgets is journaled too, never hidden)
 READS = frozenset(
@@ -48,12 +59,6 @@ READS = frozenset(
         "etcdserverpb.KV/Range",
         "etcdserverpb.Watch/Watch",
         "etcdserverpb.Lease/LeaseTimeToLive",
-        "etcdserverpb.Lease/LeaseLeases",
-        "etcdserverpb.Cluster/MemberList",
-        "etcdserverpb.Maintenance/Status",
-        "etcdserverpb.Maintenance/Hash",
-        "etcdserverpb.Maintenance/HashKV",
-        "etcdserverpb.Auth/Authenticate",
     }
 )
 # how each streaming method streams; every other method is unary
@@ -68,6 +73,8 @@ STREAMS = {
 UPSTREAM_TIMEOUT = 30.0
 MAX_VALUE = 4096
 INJECT_FILE = "txn-error"
+# a held read goes on this long before its client's deadline (see Forwarder._hold)
+DEADLINE_MARGIN = 0.3
 
 
 def _pb() -> Any:
@@ -243,6 +250,32 @@ class Injector:
         return gen
 
 
+WRITES = frozenset({"etcdserverpb.KV/Txn", "etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange"})
+
+
+RANGE = "etcdserverpb.KV/Range"
+
+
+def _request_keys(method: str, request: bytes) -> list[str]:
+    """Every key a write request could write (both branches of a transaction); a read's key."""
+    name = method.lstrip("/")
+    if name == RANGE:
+        return [_text(_pb().RangeRequest.FromString(request).key)]
+    if name == "etcdserverpb.KV/Txn":
+        return _txn_keys(request)
+    if name == "etcdserverpb.KV/Put":
+        return [_text(_pb().PutRequest.FromString(request).key)]
+    return [_text(_pb().DeleteRangeRequest.FromString(request).key)]
+
+
+def _answered_keys(method: str, request: bytes, response: bytes) -> list[str]:
+    """The keys a write that etcd answered did write (the executed branch); a read's key."""
+    if method.lstrip("/") == RANGE:
+        return _request_keys(method, request)
+    rec = describe(method, request, response)
+    return [x["key"] for x in (*rec.get("puts", []), *rec.get("deletes", []))]
+
+
 def _metadata(context: grpc.ServicerContext) -> list[tuple[str, str | bytes]]:
     return [
         (k, v)
@@ -254,20 +287,83 @@ def _metadata(context: grpc.ServicerContext) -> list[tuple[str, str | bytes]]:
 class Forwarder(grpc.GenericRpcHandler):
     """Every method, forwarded as bytes to the local member; writes journaled."""
 
-    def __init__(self, upstream: grpc.Channel, journal: Journal, injector: Injector) -> None:
+    def __init__(
+        self,
+        upstream: grpc.Channel,
+        journal: Journal,
+        injector: Injector,
+        prefix: bytes | None = None,
+        points: WritePoints | None = None,
+    ) -> None:
         self._up = upstream
         self._journal = journal
         self._inject = injector
+        self._prefix = prefix
+        self._points = points
+
+    def _hold(
+        self,
+        moment: str,
+        method: str,
+        keys: Callable[[], list[str]],
+        peer: str,
+        deadline: Callable[[], float | None] = lambda: None,
+    ) -> dict[str, Any] | None:
+        """Hold this call at an armed write or read point (chaos.node.proxy_points): the
+        release's words, or None when no point fired here."""
+        name = method.lstrip("/")
+        if self._points is None or (name not in WRITES and name != RANGE):
+            return None
+        op = "read" if name == RANGE else "write"
+        try:
+            held: Held | None = self._points.take(op, moment, keys(), peer)
+        except Exception:  # a request etcd refuses anyway: no point of ours
+            return None
+        if held is None:
+            return None
+        limit = HOLD_LIMIT
+        remaining = deadline()
+        if op == "read" and remaining is not None:
+            # a read held past the client's own deadline would reach it as a timeout, not as
+            # the stale answer the point is for: it goes on just before, whatever is awaited
+            limit = max(0.0, min(limit, remaining - DEADLINE_MARGIN))
+        return {"gen": held.gen, **self._points.wait(held, limit)}
 
     def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         method = str(details.method)
         name = method.lstrip("/")
         kind = STREAMS.get(name, "unary_unary")
+        if name not in etcd_scope.ALLOWED:
+            return self._refusing(method, kind)
         if kind == "stream_stream":
             return grpc.stream_stream_rpc_method_handler(self._stream_stream(method))
         if kind == "unary_stream":
             return grpc.unary_stream_rpc_method_handler(self._unary_stream(method))
         return grpc.unary_unary_rpc_method_handler(self._unary(method, journaled=name not in READS))
+
+    def _refuse(self, method: str, why: str, context: grpc.ServicerContext) -> None:
+        self._journal.write({"method": method.lstrip("/").removeprefix("etcdserverpb."),
+                             "outcome": etcd_scope.REFUSED, "reason": why,
+                             "mono": time.monotonic(), "wall": time.time()})  # fmt: skip
+        context.abort(grpc.StatusCode.PERMISSION_DENIED, f"refused by chaos: {why}")
+
+    def _refusing(self, method: str, kind: str) -> grpc.RpcMethodHandler:
+        """A call no lab may make: journaled and refused, whatever it carries."""
+        why = etcd_scope.refusal(method.lstrip("/"), b"", self._prefix) or "refused"
+
+        def unary(request: Any, context: grpc.ServicerContext) -> bytes:
+            self._refuse(method, why, context)
+            return b""
+
+        def streaming(request: Any, context: grpc.ServicerContext) -> Iterator[bytes]:
+            self._refuse(method, why, context)
+            yield b""
+
+        if kind == "stream_stream":
+            return grpc.stream_stream_rpc_method_handler(streaming)
+        if kind == "unary_stream":
+            return grpc.unary_stream_rpc_method_handler(streaming)
+        return grpc.unary_unary_rpc_method_handler(unary)
 
     def _record(self, method: str, request: bytes, response: bytes | None, **extra: Any) -> None:
         try:
@@ -281,9 +377,21 @@ class Forwarder(grpc.GenericRpcHandler):
         is_txn = method.lstrip("/") == "etcdserverpb.KV/Txn"
 
         def handle(request: bytes, context: grpc.ServicerContext) -> bytes:
+            why = etcd_scope.refusal(method.lstrip("/"), request, self._prefix)
+            if why is not None:
+                self._refuse(method, why, context)
             if is_txn and (gen := self._inject.take(request)) is not None:
                 self._record(method, request, None, outcome="injected", gen=gen)
                 context.abort(grpc.StatusCode.UNAVAILABLE, "injected: etcd unavailable")
+            peer = context.peer()
+            left = context.time_remaining
+            before = self._hold(
+                "before", method, lambda: _request_keys(method, request), peer, left
+            )
+            if before is not None and before.get("forward") is False:
+                # the process that sent it was killed while it was held: it never left
+                self._record(method, request, None, outcome="dropped", gen=before["gen"])
+                context.abort(grpc.StatusCode.UNAVAILABLE, "connection lost")
             remaining = context.time_remaining()
             timeout = UPSTREAM_TIMEOUT if journaled else remaining
             try:
@@ -297,6 +405,9 @@ class Forwarder(grpc.GenericRpcHandler):
                 context.abort(code, details or "")
             if journaled:
                 self._record(method, request, response, outcome="ok")
+            self._hold(
+                "after", method, lambda: _answered_keys(method, request, response), peer, left
+            )
             return bytes(response)
 
         return handle
@@ -320,9 +431,27 @@ class Forwarder(grpc.GenericRpcHandler):
     def _stream_stream(self, method: str) -> Callable[[Iterator[bytes], Any], Iterator[bytes]]:
         call = self._up.stream_stream(method)
         keepalive = method.lstrip("/") == "etcdserverpb.Lease/LeaseKeepAlive"
+        watch = method.lstrip("/") == "etcdserverpb.Watch/Watch"
 
         def handle(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
-            responses = call(requests, metadata=_metadata(context))
+            refused: list[str] = []
+            ups: list[Any] = []
+
+            def checked() -> Iterator[bytes]:
+                # a watch outside the prefix ends the whole stream, refused, before etcd sees it
+                for request in requests:
+                    why = etcd_scope.watch_refusal(request, self._prefix) if watch else None
+                    if why is not None:
+                        refused.append(why)
+                        for up in ups:
+                            up.cancel()
+                        return
+                    yield request
+
+            responses = call(checked(), metadata=_metadata(context))
+            ups.append(responses)
+            if refused:  # refused before the call was there to cancel
+                responses.cancel()
             context.add_callback(responses.cancel)
             try:
                 for response in responses:
@@ -334,13 +463,19 @@ class Forwarder(grpc.GenericRpcHandler):
                                              "mono": time.monotonic(), "wall": time.time()})  # fmt: skip
                     yield response
             except grpc.RpcError as e:
+                if refused:
+                    self._refuse(method, refused[0], context)
                 if isinstance(e, grpc.Call) and e.code() is not grpc.StatusCode.CANCELLED:
                     context.abort(e.code(), e.details() or "")
+            if refused:
+                self._refuse(method, refused[0], context)
 
         return handle
 
 
-def serve(listen: str, upstream: str, node: str, state: Path, claims: Path | None) -> None:
+def serve(
+    listen: str, upstream: str, node: str, state: Path, claims: Path | None, prefix: str | None
+) -> None:
     control = state / "control"
     control.mkdir(parents=True, exist_ok=True)
     os.chmod(state, 0o700)
@@ -351,7 +486,15 @@ def serve(listen: str, upstream: str, node: str, state: Path, claims: Path | Non
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=256, thread_name_prefix="fwd"), options=unlimited
     )
-    server.add_generic_rpc_handlers((Forwarder(channel, journal, Injector(control, node, claims)),))
+    scope = prefix.encode() if prefix else None
+    forwarder = Forwarder(
+        channel,
+        journal,
+        Injector(control, node, claims),
+        scope,
+        WritePoints(control, node, claims),
+    )
+    server.add_generic_rpc_handlers((forwarder,))
     if server.add_insecure_port(listen) == 0:
         raise SystemExit(f"etcd proxy: cannot listen on {listen}")
     server.start()
@@ -366,9 +509,10 @@ def main() -> None:
     p.add_argument("--node", required=True)
     p.add_argument("--state", required=True, type=Path)
     p.add_argument("--claims", type=Path, default=None)
+    p.add_argument("--prefix", default=None, help="the lab's keys: every other key is refused")
     a = p.parse_args()
     os.umask(0o077)
-    serve(a.listen, a.upstream, a.node, a.state, a.claims)
+    serve(a.listen, a.upstream, a.node, a.state, a.claims, a.prefix)
 
 
 if __name__ == "__main__":

@@ -36,9 +36,11 @@ from chaos.core.spec import TestSpec
 from chaos.core.workload import Workload
 from chaos.exits import Exit
 from chaos.histories.ops import Op
+from chaos.histories.safe_text import shortened
 from chaos.histories.store import load_run
-from chaos.orchestrator.run import RunOutcome, render_page, run_test
+from chaos.orchestrator.run import RunOutcome, run_test
 from chaos.report.loading import REPORT_NAME
+from chaos.run_option import SEED_SPAN
 
 # trigger faults tried at every transaction point: (label, phrase suffix)
 FAULTS: tuple[tuple[str, str], ...] = (
@@ -109,13 +111,22 @@ class Exploration:
         """(points reached, points tried)."""
         return sum(t.reached for t in self.tried), len(self.tried)
 
+    def left(self) -> list[Probe]:
+        """The points never tried: the budget, or the first invalid run, ended the search."""
+        done = {t.probe.label for t in self.tried}
+        return [p for p in self.probes if p.label not in done]
+
     def exit_status(self) -> Exit:
-        """``chaos explore``'s answer: invalid (1) when a run was, else unknown (2) when a point
-        was never reached or a run was unknown, else valid (0)."""
+        """``chaos explore``'s answer: invalid (1) when a run was; else unknown (2) when the
+        search ended before every point was tried (a search out of budget proves nothing about
+        the rest), a point was never reached, or a run (the trace too) was unknown; valid (0)
+        only when every point was tried and every run was valid."""
         if self.first_invalid is not None or self.trace_verdict is Verdict.INVALID:
             return Exit.INVALID
         reached, tried = self.coverage()
-        if reached < tried or any(t.verdict is not Verdict.VALID for t in self.tried):
+        if self.left() or reached < tried or self.trace_verdict is not Verdict.VALID:
+            return Exit.UNKNOWN
+        if any(t.verdict is not Verdict.VALID for t in self.tried):
             return Exit.UNKNOWN
         return Exit.VALID
 
@@ -186,7 +197,7 @@ def _said(outcome: RunOutcome) -> str:
 def probe_seed(seed: int, label: str) -> int:
     """Each probe's seed, from the explore's seed and the probe alone: any run re-runs alone."""
     digest = hashlib.sha256(f"{seed}:{label}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") % (2**31 - 1) + 1
+    return int.from_bytes(digest[:4], "big") % SEED_SPAN + 1
 
 
 def run_command(spec: TestSpec, extra: tuple[str, ...] = ()) -> str:
@@ -213,12 +224,10 @@ def explore(
     progress("trace: one fault-free run to learn the solution's transactions")
 
     def run(one: TestSpec) -> RunOutcome:
-        # pages only for the runs worth opening (not valid): drawing one is ~2 s of a ~13 s run
-        got = run_test(one, backend=backend, store=store, workload=workload,
-                       command=command(one), page=False)  # fmt: skip
-        if got.verdict is not Verdict.VALID:
-            render_page(got.run_dir, workload, progress)
-        return got
+        # every run gets its page, as a `chaos run` does: a valid run's page shows what the
+        # fault did and how the system recovered (~2 s of a ~13 s run)
+        return run_test(one, backend=backend, store=store, workload=workload,
+                        command=command(one))  # fmt: skip
 
     traced = run(base)
     txns = trace_txns(traced.run_dir)
@@ -259,15 +268,6 @@ def explore(
 SAID_CHARS = 300
 
 
-def shortened(text: str, limit: int = SAID_CHARS) -> str:
-    """``text`` cut to ``limit`` characters at a word's end, with an ellipsis when cut."""
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + "…"
-
-
 def summary_lines(found: Exploration) -> list[str]:
     """The explore's answer in lines: the trace, each run (a run not valid with its sentence and
     its page), the coverage."""
@@ -276,23 +276,34 @@ def summary_lines(found: Exploration) -> list[str]:
     if found.trace_verdict is not Verdict.VALID:
         lines.append(
             f"  the fault-free run itself is {found.trace_verdict.value}: "
-            f"{shortened(found.trace_said)}"
+            f"{shortened(found.trace_said, SAID_CHARS)}"
         )
-        lines.append(f"           report: {found.trace_run / REPORT_NAME}")
+    lines.append(f"           report: {found.trace_run / REPORT_NAME}")
     for t in found.tried:
         note = "" if t.reached else " [not reached]"
         lines.append(f"  {t.verdict.value:<8}{t.probe.label}{note}  ({t.run_dir.name})")
-        if t.verdict is not Verdict.VALID:
-            if t.said:
-                lines.append(f"           {shortened(t.said)}")
-            lines.append(f"           report: {t.run_dir / REPORT_NAME}")
+        if t.verdict is not Verdict.VALID and t.said:
+            lines.append(f"           {shortened(t.said, SAID_CHARS)}")
+        lines.append(f"           report: {t.run_dir / REPORT_NAME}")
     reached, tried = found.coverage()
-    left = len(found.probes) - tried
+    left = found.left()
     lines.append(
         f"coverage: {reached} of {tried} tried point(s) reached; {len(found.probes)} point(s) "
-        f"in all" + (f", {left} not tried" if left else "")
+        f"in all" + (f", {len(left)} not tried" if left else "")
     )
-    return lines
+    return lines + _left_lines(found, left)
+
+
+def _left_lines(found: Exploration, left: list[Probe]) -> list[str]:
+    """The points not tried, each by name, and why: the search says what it did not prove."""
+    if not left:
+        return []
+    why = (
+        "the search stopped at the first invalid run (--keep-going tries the rest)"
+        if found.first_invalid is not None or found.trace_verdict is Verdict.INVALID
+        else f"the budget ended (--budget {len(found.probes)} tries every point)"
+    )
+    return [f"not tried, {why}:", *(f"  {p.label}" for p in left)]
 
 
 def to_json(found: Exploration) -> dict[str, Any]:
@@ -314,4 +325,5 @@ def to_json(found: Exploration) -> dict[str, Any]:
         ],
         "reached": reached,
         "first_invalid": found.first_invalid.probe.label if found.first_invalid else None,
+        "not_tried": [p.label for p in found.left()],
     }

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import random
 import shlex
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from chaos.checkers.verdict import combine
 from chaos.cluster import backends
-from chaos.cluster.base import Backend
+from chaos.cluster.base import Backend, GivenMachines
+from chaos.core import run_options
 from chaos.core.capabilities import Scenarios, fault_seconds
 from chaos.core.spec import TestSpec
 from chaos.core.workload import Workload
@@ -31,6 +32,7 @@ from chaos.nemesis.registry import make_nemeses
 from chaos.nemesis.schedule import load_schedule
 from chaos.orchestrator.explore import run_command
 from chaos.orchestrator.run import RunOutcome, check_spec, run_test
+from chaos.run_option import SEED_SPAN
 from chaos.workloads import registry
 
 
@@ -38,27 +40,20 @@ from chaos.workloads import registry
 class RunRequest:
     """``chaos run``'s options as parsed (the names are the options' own; None: not given).
 
-    ``nodes`` None: all the machines of ``nodes_file``. ``argv``: the command line as typed,
-    stored as the command that reproduces the run unless ``stored_command`` is given."""
+    ``settings``: the run parameters (chaos.core.run_options: TestSpec's declared fields but
+    ``nodes``) and ``backend_options`` the backends' (a nodes file), by name, each as declared
+    once. ``nodes`` None: the default, or all the machines of a nodes file. ``argv``: the command
+    line as typed, stored as the command that reproduces the run unless ``stored_command`` is
+    given. :meth:`of` sorts a command's parsed parameters into these."""
 
     workload: str
     backend_name: str
     nemesis: str
     solution: str
     seed: int | None
-    tasks: int | None
-    rate: float | None
-    time_limit: float
-    concurrency: int
-    recovery_timeout: float
-    pause_duration: float | None
-    nemesis_interval: float
-    nemesis_jitter: float
-    fault_duration: float | None
     triggers: tuple[str, ...]
     schedule_file: Path | None
     nodes: int | None
-    nodes_file: Path | None
     scenarios: str | None
     report_path: Path | None
     options: tuple[str, ...]
@@ -67,7 +62,15 @@ class RunRequest:
     stored_solution: str | None
     stored_path: Path | None
     store: Path
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    backend_options: Mapping[str, Any] = field(default_factory=dict)
     argv: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any], **given: Any) -> RunRequest:
+        """The request of ``chaos run``'s parsed ``params`` (``given``: what the command
+        resolved itself, such as ``nodes`` and ``argv``)."""
+        return _request_of(cls, "run", params, given)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,17 +86,18 @@ class RunPlan:
 
     def command_of(self, spec: TestSpec) -> str:
         """The command ``spec``'s run stores: one scenario of several is stored with the
-        ``chaos run`` that makes it alone; a schedule or nodes file is named only by the command
-        as typed."""
-        if len(self.specs) == 1 or spec.schedule or self.request.nodes_file is not None:
+        ``chaos run`` that makes it alone; a schedule or a backend's option (a nodes file) is
+        named only by the command as typed."""
+        given = any(v is not None for v in self.request.backend_options.values())
+        if len(self.specs) == 1 or spec.schedule or given:
             return self.command
-        return run_command(spec, rerun_extra(self.request.backend_name, self.request.store))
+        return run_command(spec, rerun_extra(self.request.backend_name, self.request.store, {}))
 
 
 def plan_runs(request: RunRequest) -> RunPlan:
     """Every spec ``request`` asks for, each checked against the workload and the backend."""
     wl = registry.get(request.workload)
-    backend, nodes = backend_for(request.backend_name, request.nodes, request.nodes_file)
+    backend, nodes = backend_for(request.backend_name, request.nodes, request.backend_options)
     seed = new_seed() if request.seed is None else request.seed
     argv = request.argv
     command = request.stored_command or (
@@ -113,19 +117,11 @@ def _base(request: RunRequest, wl: Workload, seed: int, nodes: int) -> dict[str,
     """The fields every spec of ``request`` shares (all but the fault and the scenario)."""
     r = request
     base: dict[str, Any] = dict(
+        r.settings,
         workload=r.workload,
         solution=r.solution,
         seed=seed,
         nodes=nodes,
-        tasks=r.tasks,
-        rate=r.rate,
-        concurrency=r.concurrency,
-        time_limit=r.time_limit,
-        recovery_timeout=r.recovery_timeout,
-        pause_duration=r.pause_duration,
-        nemesis_interval=r.nemesis_interval,
-        nemesis_jitter=r.nemesis_jitter,
-        fault_duration=r.fault_duration,
         triggers=tuple(r.triggers),
         options=parse_options(r.options),
     )
@@ -205,19 +201,41 @@ def run_status(outcomes: Sequence[RunOutcome]) -> Exit:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExploreRequest:
     """``chaos explore``'s options that make its spec and backend, as parsed (None: not given;
-    ``nodes`` None: the default, or all the machines of ``nodes_file``)."""
+    ``nodes`` None: the default, or all the machines of a nodes file; ``settings`` and
+    ``backend_options`` as in :class:`RunRequest`)."""
 
     workload: str
     backend_name: str
     solution: str
     seed: int | None
-    time_limit: float
-    recovery_timeout: float
-    fault_duration: float | None
     nodes: int | None
-    nodes_file: Path | None
     options: tuple[str, ...]
     store: Path
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    backend_options: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any], **given: Any) -> ExploreRequest:
+        """The request of ``chaos explore``'s parsed ``params`` that make its spec and backend
+        (``given``: what the command resolved itself, such as ``nodes``)."""
+        return _request_of(cls, "explore", params, given)
+
+
+R = TypeVar("R", RunRequest, ExploreRequest)
+
+
+def _request_of(
+    cls: type[R], command: str, params: Mapping[str, Any], given: Mapping[str, Any]
+) -> R:
+    """Sort ``command``'s parsed parameters into ``cls``: the declared run parameters into
+    ``settings``, the backends' options into ``backend_options``, every other by its own name
+    (TypeError for one ``cls`` has no field for: the command must take its own out first)."""
+    settings = run_options.spec_values(command, params)
+    backend = run_options.backend_values(command, params)
+    settings.pop("nodes", None)  # resolved with the backend: the request's own field
+    rest = {k: v for k, v in params.items() if k not in settings and k not in backend}
+    rest.pop("nodes", None)
+    return cls(**{**rest, **given}, settings=settings, backend_options=backend)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,19 +252,17 @@ def plan_explore(request: ExploreRequest) -> ExplorePlan:
     """The spec ``request`` explores around, checked against the workload and the backend."""
     r = request
     wl = registry.get(r.workload)
-    backend, count = backend_for(r.backend_name, r.nodes, r.nodes_file)
+    backend, count = backend_for(r.backend_name, r.nodes, r.backend_options)
     spec = TestSpec(
+        **r.settings,
         workload=r.workload,
         solution=r.solution,
         seed=new_seed() if r.seed is None else r.seed,
         nodes=count,
-        time_limit=r.time_limit,
-        recovery_timeout=r.recovery_timeout,
-        fault_duration=r.fault_duration,
         options=parse_options(r.options),
     )
     # each run stores the `chaos run` that reproduces it alone, on the same backend and store
-    extra = rerun_extra(r.backend_name, r.store, r.nodes_file)
+    extra = rerun_extra(r.backend_name, r.store, r.backend_options)
     check_spec(spec, wl, backend)
     return ExplorePlan(wl, backend, spec, lambda one: run_command(one, extra))
 
@@ -277,23 +293,23 @@ def check_faults(
 DEFAULT_NODES = TestSpec(workload="").nodes
 
 
-def backend_for(name: str, nodes: int | None, nodes_file: Path | None) -> tuple[Backend, int]:
-    """The backend, and the run's number of nodes: ``nodes`` (None: the default), or with a
-    nodes file all of its machines (a ``nodes`` beside it, as a stored command has, must
-    agree). ValueError for an unknown backend or a count the file does not have."""
-    backend = backends.get(name, nodes_file=nodes_file)
-    if nodes_file is None:
+def backend_for(name: str, nodes: int | None, options: Mapping[str, Any]) -> tuple[Backend, int]:
+    """The backend with its declared ``options``, and the run's number of nodes: ``nodes``
+    (None: the default), or on a backend given its machines (a nodes file) all of them (a
+    ``nodes`` beside it, as a stored command has, must agree). ValueError for an unknown
+    backend, an option it does not take or a count its machines are not."""
+    backend = backends.get(name, **options)
+    if not isinstance(backend, GivenMachines):
         return backend, nodes or DEFAULT_NODES
-    # a backend built from a nodes file runs on all of its nodes (not part of Backend)
-    have = len(getattr(backend, "file").nodes)  # noqa: B009
+    have = backend.machines
     if nodes is not None and nodes != have:
-        raise ValueError(f"--nodes {nodes}: {nodes_file} names {have} node(s)")
+        raise ValueError(f"--nodes {nodes}: {backend.given_by} names {have} node(s)")
     return backend, have
 
 
 def new_seed() -> int:
     """A seed for a run that was given none (printed, so that the run can be made again)."""
-    return random.SystemRandom().randrange(1, 2**31)
+    return random.SystemRandom().randrange(1, SEED_SPAN)
 
 
 def faults(nemesis: str) -> tuple[str, ...]:
@@ -323,9 +339,11 @@ def schedule_of(
     return plan.to_json()
 
 
-def rerun_extra(backend_name: str, store: Path, nodes_file: Path | None = None) -> tuple[str, ...]:
-    """The options a stored command needs beside its spec's: the backend, nodes file and store
-    it ran on."""
+def rerun_extra(backend_name: str, store: Path, options: Mapping[str, Any]) -> tuple[str, ...]:
+    """The options a stored command needs beside its spec's: the backend, its declared options
+    as given and the store it ran on."""
     extra: tuple[str, ...] = ("--backend", backend_name) if backend_name != "docker" else ()
-    extra += ("--nodes-file", str(nodes_file)) if nodes_file is not None else ()
+    for o in backends.options():
+        if options.get(o.name) is not None:
+            extra += (o.flag, str(options[o.name]))
     return extra + (("--store", str(store)) if store != DEFAULT_STORE else ())

@@ -37,6 +37,7 @@ from chaos.core.ledger import FaultLedger
 from chaos.core.live import EventTail
 from chaos.core.quota import QuotaWatch
 from chaos.core.rest import RestWatch
+from chaos.core.solution import MOUNT_CAP, MOUNT_FILES
 from chaos.core.spec import TestSpec
 from chaos.core.supervisor import Supervisor
 from chaos.core.workload import Workload
@@ -78,9 +79,6 @@ def make_live(live: Path, nodes: int) -> None:
         (live / "control" / node).mkdir(parents=True)
 
 
-# a solution larger than this is refused (it is copied into every run), before anything is copied
-MOUNT_CAP = 64 << 20
-MOUNT_FILES = 2000
 _SKIP = ("__pycache__", ".git")
 
 

@@ -64,7 +64,7 @@ def cycle_svg(anomaly: dict[str, Any]) -> str | None:
         parts += _arrow(step, pos[i], pos[(i + 1) % n], (cx, cy), n, node)
     for (x, y), t in zip(pos, txns, strict=True):
         parts.append(
-            f'<g><title>{e(t.get("value", ""))}</title><circle cx="{x:.1f}" cy="{y:.1f}" '
+            f'<g><title>{e(t.get("text", t.get("value", "")))}</title><circle cx="{x:.1f}" cy="{y:.1f}" '
             f'r="{node}" fill="#fff" stroke="#333" stroke-width="1.5"/>'
             f'<text x="{x:.1f}" y="{y - 2:.1f}" font-size="13" text-anchor="middle" '
             f'font-weight="bold">{e(t.get("name", "?"))}</text>'

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import time
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
@@ -17,14 +17,11 @@ def e(x: Any) -> str:
     return escape(clean(x), quote=True)
 
 
-# Seconds since 1970 between 2001 and 2096: a wall-clock time (a lock's expiry, a record's
-# stamp), which a reader wants as a date, not as 1.79613e+09.
-_EPOCH = (1e9, 4e9)
-
-
 def fmt_value(v: Any, limit: int = 400) -> str:
     """A JSON value as short text a person reads: records as ``key value, ...`` and lists joined,
-    never JSON syntax or ``\\u2014`` escapes; wall-clock epochs as UTC dates."""
+    never JSON syntax or ``\\u2014`` escapes. A number stays a number whatever its size (a seed
+    of 1783085369 is not a date): a time is rendered by what its field is declared to be
+    (chaos.report.final_state.WALL_CLOCK), never guessed from its magnitude."""
     s = _text(v)
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
@@ -35,16 +32,21 @@ def _text(v: Any) -> str:
     if isinstance(v, bool) or v is None:
         return {True: "yes", False: "no", None: "none"}[v]
     if isinstance(v, int | float):
-        if _EPOCH[0] <= v < _EPOCH[1]:
-            frac = f"{float(v) % 1:.3f}"[1:] if isinstance(v, float) else ""
-            return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(v)) + frac + " UTC"
-        return f"{v:.6g}" if isinstance(v, float) else str(v)
+        return _number(v)
     if isinstance(v, Mapping):
         return ", ".join(f"{k} {_text(x)}" for k, x in v.items()) or "(empty)"
     if isinstance(v, list | tuple):
         sep = "; " if any(isinstance(x, Mapping | list | tuple) for x in v) else ", "
         return sep.join(_text(x) for x in v) or "(none)"
     return str(v)
+
+
+def _number(v: int | float) -> str:
+    if isinstance(v, int):
+        return str(v)
+    if math.isfinite(v) and 1e6 <= abs(v) < 1e15:  # its digits: 1783085369.5, not 1.78309e+09
+        return f"{v:.3f}".rstrip("0").rstrip(".")
+    return f"{v:.6g}"
 
 
 def as_text(v: Any) -> str:
@@ -57,11 +59,12 @@ def as_text(v: Any) -> str:
 
 
 def kv_table(d: Mapping[str, Any], cls: str = "kv") -> str:
-    rows = "".join(f"<tr><th>{e(k)}</th><td>{_cell(v)}</td></tr>" for k, v in d.items())
+    rows = "".join(f"<tr><th>{e(k)}</th><td>{value_cell(v)}</td></tr>" for k, v in d.items())
     return f'<table class="{cls}">{rows}</table>'
 
 
-def _cell(v: Any) -> str:
+def value_cell(v: Any) -> str:
+    """``v`` as the HTML of one table cell."""
     # Evidence is often a list of records (the commits, the event chain) or one record (a lock
     # holder): small tables of them read far better than one long line.
     if isinstance(v, list) and 0 < len(v) <= 60 and all(isinstance(x, dict) for x in v):
@@ -70,6 +73,13 @@ def _cell(v: Any) -> str:
             cols.extend(k for k in x if k not in cols)
         rows = [[x.get(c, "") for c in cols] for x in v]
         return table(cols, rows, cls="grid nested")
+    if isinstance(v, dict) and 1 < len(v) <= 60 and all(isinstance(x, dict) for x in v.values()):
+        # records by name (each task's result, each night's run): one row each, like a list
+        cols = []
+        for x in v.values():
+            cols.extend(k for k in x if k not in cols)
+        named = [[k, *(x.get(c, "") for c in cols)] for k, x in v.items()]
+        return table(["", *cols], named, cls="grid nested")
     if isinstance(v, dict) and 0 < len(v) <= 40:
         return kv_table(v, cls="kv nested")
     if isinstance(v, list) and 1 < len(v) <= 60 and all(isinstance(x, str) for x in v):

@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import chaos
+from chaos.histories.store import faults_of
 from chaos.report.clientops import ClientOp, client_ops
 from chaos.report.clocks import clocks_section, read_clocks
 from chaos.report.contrib import GENERIC_ORDER, ContributorsFor, Section, SectionContributor
 from chaos.report.cycle import cycle_svg
 from chaos.report.faults import FaultBand, fault_bands
 from chaos.report.figures import Plot
+from chaos.report.final_state import final_section
 from chaos.report.findings import Finding, classify, group_by_cause
 from chaos.report.html import as_text, e, kv_table, section, table
 from chaos.report.loading import REPORT_NAME, EventRow, OpRow, RunData, load
@@ -94,7 +96,9 @@ class _Page:
         self.end = run.end_time
         self.ops: list[ClientOp] = client_ops(run.history, self.end)
         self.bands: list[FaultBand] = fault_bands(run.history, self.end)
-        self.tasks = TaskIndex(task_events(run.events, run.history), self.ops, self.bands)
+        self.tasks = TaskIndex(
+            task_events(run.events, run.history), self.ops, self.bands, final=run.final
+        )
         self.plots: list[Plot] = []
         self.sections: list[tuple[str, str, str]] = []
 
@@ -305,7 +309,7 @@ def build_page(run: RunData, contributors: Sequence[SectionContributor] = ()) ->
     if p.tasks.events_by_task:
         p.add("excerpt", "Event excerpt of one task", p.excerpt)
     if run.final:
-        p.add("final", "Final state", lambda: kv_table(run.final))
+        p.add("final", "Final state", lambda: final_section(run.final, run.spec))
     clocks = read_clocks(run.path)
     if clocks is not None:
         p.add("clocks", "Node clocks", lambda: clocks_section(clocks, run.events))
@@ -326,9 +330,9 @@ def build_page(run: RunData, contributors: Sequence[SectionContributor] = ()) ->
     css = resources.files("chaos.report").joinpath("assets/report.css").read_text("utf-8")
     title = f"{lab or 'run'} · {run.name}"
     spec = run.spec
-    sub = " · ".join(
-        f"{k} {as_text(spec[k])}" for k in ("solution", "nemesis", "seed") if as_text(spec.get(k))
-    )
+    told = {"solution": as_text(spec.get("solution")), "fault": faults_of(spec) or "none"}
+    told["seed"] = as_text(spec.get("seed"))
+    sub = " · ".join(f"{k} {v}" for k, v in told.items() if v) if spec else ""
     nav = "".join(f'<a href="#{e(sid)}">{e(t)}</a>' for sid, t, _ in p.sections)
     body = "".join(section(sid, t, b) for sid, t, b in p.sections)
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")

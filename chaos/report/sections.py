@@ -6,12 +6,14 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from chaos.histories.store import workload_of
+from chaos.histories.store import faults_of, workload_of
 from chaos.report.figures import Plot
 from chaos.report.html import as_text, e, fmt_value, kv_table, table
 from chaos.report.loading import RunData
 
 VERDICTS = ("valid", "invalid", "unknown")
+# the spec's fields the Parameters' "fault" row tells (chaos.histories.store.faults_of)
+FAULT_FIELDS = ("nemesis", "triggers", "scenario", "schedule")
 RANK = {"valid": 0, "unknown": 1, "invalid": 2}
 
 
@@ -152,13 +154,15 @@ def params_section(run: RunData) -> str:
     spec = run.spec
     if not spec:
         return "<p>spec.json is missing: the run's parameters are unknown.</p>"
-    first = ("workload", "lab", "solution", "nemesis", "seed", "versions")
-    shown = {k: (_versions(spec[k]) if k == "versions" else spec[k]) for k in first if k in spec}
+    first = ("workload", "lab", "solution", "fault", "seed", "versions")
+    # the fault as one line (nemesis, triggers, scenario, schedule), as `chaos ls` names it
+    told = {"fault": faults_of(spec) or "none", **spec}
+    shown = {k: (_versions(told[k]) if k == "versions" else told[k]) for k in first if k in told}
     shown.update(
         {
             k: v
             for k, v in spec.items()
-            if k not in first and k != "command" and not isinstance(v, dict | list)
+            if k not in (*first, *FAULT_FIELDS, "command") and not isinstance(v, dict | list)
         }
     )
     options = spec.get("options")

@@ -4,16 +4,19 @@ across the lanes of the process or node they hit.
 
 Rows follow the order of events rather than a linear time axis: a task's hops are milliseconds
 apart while the fault that matters lasts seconds, and a linear scale would stack the hops on top
-of each other. Each row carries its time, and long gaps are marked.
+of each other. Each row carries its time, and long gaps are marked. The order is happens-before
+(chaos.report.causal: etcd's revisions, the broker's order, request→answer), not the nodes'
+stamps: a row stamped earlier than a row above it says so.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from chaos.report.causal import Key, causal_times
 from chaos.report.clientops import ClientOp
 from chaos.report.faults import FaultBand
 from chaos.report.html import e, fmt_value
@@ -30,6 +33,8 @@ TOP = 46
 ROW_H = 26
 MAX_ROWS = 160
 GAP = 1.0  # seconds of silence worth marking in a diagram
+# stamps this close are not called out of order (a stamp is printed to the millisecond)
+STAMP_SLACK = 5e-4
 BROKER_PROCESSES = ("nats", "nats-server", "broker", "jetstream")
 
 INK = "#222"
@@ -50,6 +55,8 @@ class Step:
     tip: str = ""
     # the time was not recorded, only bounded: drawn just before the first effect it had
     approx: bool = False
+    # its node's own stamp (``time`` is where the happens-before order draws it)
+    stamp: float | None = None
 
 
 def _lane(ev: EventLike) -> str:
@@ -57,99 +64,117 @@ def _lane(ev: EventLike) -> str:
 
 
 def _steps(view: TaskView) -> list[Step]:
-    steps = _op_steps(view) + _event_steps(view)
+    at = causal_times(view.events, view.ops, view.writes)
+    steps = _op_steps(view, at) + _event_steps(view, at)
     steps.sort(key=lambda s: s.time)
     return steps
 
 
-def _op_steps(view: TaskView) -> list[Step]:
+def _placed(step: Step, stamp: float, key: Key, at: dict[Key, float]) -> Step:
+    """``step`` at its causal time, keeping its own stamp."""
+    return replace(step, time=at.get(key, stamp), stamp=stamp)
+
+
+def _out_of_clock_order(steps: list[Step]) -> set[int]:
+    """The ``id`` of each step whose stamp is earlier than a step's above it or later than a
+    step's below it: the rows the causal order put elsewhere than their clocks would."""
+    stamped = [(s, s.stamp) for s in steps if s.stamp is not None]
+    out: set[int] = set()
+    high = float("-inf")
+    for s, t in stamped:
+        if t < high - STAMP_SLACK:
+            out.add(id(s))
+        high = max(high, t)
+    low = float("inf")
+    for s, t in reversed(stamped):
+        if t > low + STAMP_SLACK:
+            out.add(id(s))
+        low = min(low, t)
+    return out
+
+
+def _op_steps(view: TaskView, at: dict[Key, float]) -> list[Step]:
     """The client's calls to the api and their answers (with any retry on another node)."""
     steps: list[Step] = []
     api_of_task = next((_lane(x) for x in view.events if x.component == "api"), "api")
-    for op in view.ops:
+    for k, op in enumerate(view.ops):
         api = f"api@{op.node}" if op.node else api_of_task
         args = op.value if isinstance(op.value, dict) else {}
         shown = ", ".join(f"{k}={v}" for k, v in args.items() if k != "task_id")
         first = str(op.retried[0].get("node", "")) if op.retried else ""
         call = f"api@{first}" if first else api
-        steps.append(Step(op.start, "client", call, f"{op.f}({shown})", tip=fmt_value(op.value)))
-        steps.extend(_retries(op, view, api_of_task))
+        ask = Step(op.start, "client", call, f"{op.f}({shown})", tip=fmt_value(op.value))
+        steps.append(_placed(ask, op.start, ("op", k, "start"), at))
+        steps.extend(_retries(op, view, api_of_task, at))
         if not op.completed:
             continue
         colour = {"ok": OK_COLOUR, "fail": BAD_COLOUR}.get(op.type, "#b26a00")
         what = op.type if not op.error else f"{op.type}: {op.error}"
-        steps.append(
-            Step(
-                op.end,
-                api,
-                "client",
-                what,
-                colour=colour,
-                dashed=op.type != "ok",
-                tip=fmt_value(op.result),
-            )
-        )
+        answer = Step(
+            op.end, api, "client", what, colour=colour, dashed=op.type != "ok",
+            tip=fmt_value(op.result),
+        )  # fmt: skip
+        steps.append(_placed(answer, op.end, ("op", k, "end"), at))
     return steps
 
 
-def _event_steps(view: TaskView) -> list[Step]:
-    """What the services reported, as arrows between lanes (a second commit marked AGAIN)."""
+def _event_steps(view: TaskView, at: dict[Key, float]) -> list[Step]:
+    """What the services reported, as arrows between lanes, each at its causal time (the
+    second commit in that order marked AGAIN)."""
     steps: list[Step] = []
     commits = 0
-    for ev in view.events:
-        lane, d = _lane(ev), ev.data
-        tip = fmt_value(event_json(ev))
-        k = ev.kind
-        if k == "task-accepted":
-            steps.append(Step(ev.time, lane, "etcd", "txn: task + idem + outbox", tip=tip))
-        elif k == "publish":
-            attempt = d.get("attempt")
-            verb = "republish" if isinstance(attempt, int) and attempt > 1 else "publish"
-            seq = f" → seq {d['stream_seq']}" if d.get("stream_seq") is not None else ""
-            n = f" #{attempt}" if attempt is not None else ""
-            steps.append(Step(ev.time, lane, "broker", f"{verb}{n}{seq}", tip=tip))
-        elif k == "publish-ack-lost":
-            steps.append(
-                Step(ev.time, "broker", lane, "publish ACK lost", BAD_COLOUR, True, "x", tip)
-            )
-        elif k == "marked-published":
-            steps.append(Step(ev.time, lane, "etcd", "mark outbox published", tip=tip))
-        elif k == "delivery":
-            num = d.get("num_delivered")
-            verb = "redeliver" if isinstance(num, int) and num > 1 else "deliver"
-            n = f" #{num}" if num is not None else ""
-            steps.append(Step(ev.time, "broker", lane, f"{verb}{n}", SOFT, tip=tip))
-        elif k == "commit":
-            commits += 1
-            parts = []
-            if d.get("amount") is not None:
-                parts.append(f"+{d['amount']}")
-            if d.get("counter") is not None:
-                parts.append(f"counter={d['counter']}")
-            label = "commit " + " ".join(parts)
-            if commits > 1:
-                steps.append(Step(ev.time, lane, "etcd", f"⚠ {label} AGAIN", BAD_COLOUR, tip=tip))
-            else:
-                steps.append(Step(ev.time, lane, "etcd", label, OK_COLOUR, tip=tip))
-        elif k == "suppressed":
-            steps.append(
-                Step(ev.time, lane, "etcd", "dedup hit: suppressed", OK_COLOUR, True, tip=tip)
-            )
-        elif k == "ack":
-            steps.append(Step(ev.time, lane, "broker", "ACK", tip=tip))
-        elif k == "crash":
-            fault = d.get("fault")
-            label = f"crash ({fault})" if fault else "crash"
-            steps.append(Step(ev.time, lane, None, label, BAD_COLOUR, mark="x", tip=tip))
-        elif k == "fault-point":
-            label = f"fault point {d.get('point', '')}".strip()
-            steps.append(Step(ev.time, lane, None, label, "#6a1b9a", mark="d", tip=tip))
-        else:
-            steps.append(Step(ev.time, lane, None, k, "#555", tip=tip))
+    for i in sorted(range(len(view.events)), key=lambda j: (at.get(j, view.events[j].time), j)):
+        ev = view.events[i]
+        commits += ev.kind == "commit"
+        steps.append(_placed(_event_step(ev, again=commits > 1), ev.time, i, at))
     return steps
 
 
-def _retries(op: ClientOp, view: TaskView, api_of_task: str) -> list[Step]:
+def _event_step(ev: EventLike, *, again: bool) -> Step:
+    """One event as its arrow or note (``again``: a commit after the task's first)."""
+    lane, d, t, k = _lane(ev), ev.data, ev.time, ev.kind
+    tip = fmt_value(event_json(ev))
+    if k == "task-accepted":
+        return Step(t, lane, "etcd", "txn: task + idem + outbox", tip=tip)
+    if k == "publish":
+        attempt = d.get("attempt")
+        verb = "republish" if isinstance(attempt, int) and attempt > 1 else "publish"
+        seq = f" → seq {d['stream_seq']}" if d.get("stream_seq") is not None else ""
+        n = f" #{attempt}" if attempt is not None else ""
+        return Step(t, lane, "broker", f"{verb}{n}{seq}", tip=tip)
+    if k == "publish-ack-lost":
+        return Step(t, "broker", lane, "publish ACK lost", BAD_COLOUR, True, "x", tip)
+    if k == "marked-published":
+        return Step(t, lane, "etcd", "mark outbox published", tip=tip)
+    if k == "delivery":
+        num = d.get("num_delivered")
+        verb = "redeliver" if isinstance(num, int) and num > 1 else "deliver"
+        n = f" #{num}" if num is not None else ""
+        return Step(t, "broker", lane, f"{verb}{n}", SOFT, tip=tip)
+    if k == "commit":
+        parts = [f"+{d['amount']}"] if d.get("amount") is not None else []
+        if d.get("counter") is not None:
+            parts.append(f"counter={d['counter']}")
+        label = "commit " + " ".join(parts)
+        if again:
+            return Step(t, lane, "etcd", f"⚠ {label} AGAIN", BAD_COLOUR, tip=tip)
+        return Step(t, lane, "etcd", label, OK_COLOUR, tip=tip)
+    if k == "suppressed":
+        return Step(t, lane, "etcd", "dedup hit: suppressed", OK_COLOUR, True, tip=tip)
+    if k == "ack":
+        return Step(t, lane, "broker", "ACK", tip=tip)
+    if k == "crash":
+        label = f"crash ({d['fault']})" if d.get("fault") else "crash"
+        return Step(t, lane, None, label, BAD_COLOUR, mark="x", tip=tip)
+    if k == "fault-point":
+        label = f"fault point {d.get('point', '')}".strip()
+        return Step(t, lane, None, label, "#6a1b9a", mark="d", tip=tip)
+    return Step(t, lane, None, k, "#555", tip=tip)
+
+
+def _retries(
+    op: ClientOp, view: TaskView, api_of_task: str, causal: dict[Key, float]
+) -> list[Step]:
     """Each earlier attempt's lost answer, then the retry on the next node.
 
     The client records only when the op began and ended, not when it gave up on an attempt: a
@@ -158,11 +183,15 @@ def _retries(op: ClientOp, view: TaskView, api_of_task: str) -> list[Step]:
     """
     out: list[Step] = []
     nodes = [str(a.get("node", "")) for a in op.retried] + [op.node or ""]
-    after = op.start
+    after = causal.get(("op", view.ops.index(op), "start"), op.start)
     for i, attempt in enumerate(op.retried):
         lane = f"api@{nodes[i]}" if nodes[i] else api_of_task
         nxt = f"api@{nodes[i + 1]}" if nodes[i + 1] else api_of_task
-        seen = [x.time for x in view.events if _lane(x) == nxt and x.time > after]
+        seen = [
+            causal.get(j, x.time)
+            for j, x in enumerate(view.events)
+            if _lane(x) == nxt and causal.get(j, x.time) > after
+        ]
         at = max(after, min(seen, default=op.end if op.completed else after + 1e-3) - 2e-6)
         what = str(attempt.get("outcome") or "no answer")
         err = str(attempt.get("error") or "")
@@ -336,6 +365,7 @@ def _row_marks(
     """Each row: its time, a gap mark before a long quiet stretch, and its arrow or band note."""
     out: list[str] = []
     prev_t: float | None = None
+    moved = _out_of_clock_order([r[1] for r in rows if r[1] is not None])
     for (t, step, label), y in zip(rows, ys, strict=True):
         if prev_t is not None and t - prev_t >= GAP:
             mid = y - ROW_H * 0.8
@@ -347,8 +377,7 @@ def _row_marks(
                 f"+{t - prev_t:.2f} s</text>"
             )
         prev_t = t
-        when = f"≤{t:.3f} s" if step is not None and step.approx else f"{t:.3f} s"
-        out.append(f'<text x="6" y="{y + 4}" fill="#666">{when}</text>')
+        out.append(_when(t, step, y, moved=step is not None and id(step) in moved))
         if step is None:
             out.append(
                 f'<text x="{LEFT}" y="{y + 4}" fill="#8a4b00" font-style="italic">{e(label)}</text>'
@@ -356,6 +385,25 @@ def _row_marks(
             continue
         out.append(_draw(step, x_of, y))
     return out
+
+
+def _when(t: float, step: Step | None, y: float, *, moved: bool = False) -> str:
+    """A row's time: its node's stamp; a row out of its clock's order says so (``moved``)."""
+    if step is not None and step.stamp is not None and moved:
+        node = next((x.partition("@")[2] for x in (step.src, step.dst or "") if "@" in x), "")
+        why = (
+            f"stamped {step.stamp:.3f} s by {node or 'its'}'s clock when logged; drawn where "
+            "etcd's revisions, the broker's order and request and answer put it, not where "
+            "the clocks would"
+        )
+        return (
+            f'<text x="6" y="{y + 4}" fill="#b26a00"><title>{e(why)}</title>'
+            f"{step.stamp:.3f} s ↕</text>"
+        )
+    if step is not None and step.stamp is not None and not step.approx:
+        t = step.stamp
+    when = f"≤{t:.3f} s" if step is not None and step.approx else f"{t:.3f} s"
+    return f'<text x="6" y="{y + 4}" fill="#666">{when}</text>'
 
 
 def _marker_id(colour: str) -> str:
@@ -416,9 +464,12 @@ def _draw(s: Step, x_of: dict[str, int], y: float) -> str:
 
 
 def step_rows(view: TaskView) -> list[list[Any]]:
-    """The same hops as a table: time, where, kind, what (the lab's event excerpt)."""
+    """The same hops as a table, in the diagram's order: time (the node's stamp), where, kind,
+    what (the lab's event excerpt)."""
+    at = causal_times(view.events, view.ops, view.writes)
     rows: list[list[Any]] = []
-    for ev in view.events:
+    order = sorted(range(len(view.events)), key=lambda j: (at.get(j, view.events[j].time), j))
+    for ev in (view.events[j] for j in order):
         detail = dict(ev.data)
         if ev.event_id:
             detail = {"event_id": ev.event_id, **detail}

@@ -29,7 +29,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from chaos.histories.files import open_regular, read_regular
 from chaos.histories.limits import MAX_INPUT_BYTES
-from chaos.histories.store import workload_of
+from chaos.histories.store import faults_of, workload_of
 from chaos.report.contrib import ContributorsFor, no_contributors
 from chaos.report.defaults import DEFAULT_HOST, DEFAULT_PORT
 from chaos.report.html import as_text, e
@@ -151,14 +151,16 @@ def index_page(store: Path) -> str:
             f'<span class="pill" style="background:{colour}">{e(r.verdict)}</span>',
             f'<a href="/run/{link}/">{e(r.rel)}</a>',
             e(workload_of(r.spec)),
-            *(e(as_text(r.spec.get(k))) for k in ("solution", "nemesis", "seed")),
+            e(as_text(r.spec.get("solution"))),
+            e(faults_of(r.spec) or "none"),
+            e(as_text(r.spec.get("seed"))),
             e(when),
             f'<a href="/zip/{link}">zip</a>',
         ]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "".join(
         f"<th>{h}</th>"
-        for h in ("verdict", "run", "workload", "solution", "nemesis", "seed", "time", "")
+        for h in ("verdict", "run", "workload", "solution", "fault", "seed", "time", "")
     )
     body = "".join(rows) or '<tr><td colspan="8">No runs in this store yet.</td></tr>'
     return (

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from chaos.checkers.journal import read_journal
+from chaos.report.causal import Write, task_writes, writes_by_name
 from chaos.report.clientops import ClientOp
 from chaos.report.faults import FaultBand
 from chaos.report.loading import EventLike
@@ -27,6 +30,8 @@ class TaskView:
     events: list[EventLike]  # the task's own events plus crashes of the processes it touched
     ops: list[ClientOp]
     bands: list[FaultBand]
+    # the writes of etcd's record (the proxies' journal) to the task's keys: its causal order
+    writes: tuple[Write, ...] = ()
 
     @property
     def start(self) -> float:
@@ -41,9 +46,17 @@ class TaskView:
 
 class TaskIndex:
     def __init__(
-        self, events: Sequence[EventLike], ops: list[ClientOp], bands: list[FaultBand]
+        self,
+        events: Sequence[EventLike],
+        ops: list[ClientOp],
+        bands: list[FaultBand],
+        *,
+        final: Mapping[str, Any] | None = None,
     ) -> None:
+        """``final``: the run's final state, whose journal (etcd's writes, by node) orders
+        each task's events (chaos.report.causal)."""
         self._bands = bands
+        self._writes = writes_by_name(read_journal(final))
         eid_task: dict[str, str] = {}
         self.ops_by_task: dict[str, list[ClientOp]] = defaultdict(list)
         for op in ops:
@@ -88,7 +101,9 @@ class TaskIndex:
                 evs.append(c)
         evs.sort(key=lambda e: e.time)
         bands = [b for b in self._bands if b.overlaps(t0, t1)]
-        return TaskView(task_id=task_id, events=evs, ops=ops, bands=bands)
+        names = {task_id} | {e.event_id for e in evs if e.event_id}
+        writes = tuple(task_writes(self._writes, names))
+        return TaskView(task_id=task_id, events=evs, ops=ops, bands=bands, writes=writes)
 
     def eventful(self) -> list[str]:
         """Tasks that went beyond the plain path (a redelivery, a suppression, a crash, ...)."""

@@ -67,6 +67,7 @@ SECOND_STREAM = (
     "test_report_browser.py",
     "test_confinement_egress.py",
     "test_lab1_protocol.py",
+    "test_sequence_causal.py",
 )
 PARTS = ("first", "second")
 

@@ -34,6 +34,8 @@ FAST = {
     "CHAOS_LAB1_JOB": "3",
     "CHAOS_LAB1_LOCK_AT_MOST": "30",
     "CHAOS_LAB1_LOCK_AT_LEAST": "2",
+    "CHAOS_LAB1_RENEW": "0",
+    "CHAOS_LAB1_CRON": "0",
     "CHAOS_LAB1_ORDERS": "5",
 }
 AT_MOST_S = 30 * 0.04

@@ -2,8 +2,8 @@
 
 lab3 and lab1, valid and invalid, the class report and ``chaos serve``'s index: no red anomaly
 card under a VALID verdict, no ``{"`` of raw JSON in the visible text, no element wider than the
-viewport, and every link resolves (a file next to the page, an element of the page, or a 200
-from the server). A probe appended to a copy of the page measures the laid-out DOM and writes
+viewport or than its card, and every link resolves (a file next to the page, an element of the
+page, or a 200 from the server). A probe appended to a copy of the page measures the laid-out DOM and writes
 what it found into an element that ``--dump-dom`` hands back.
 
 Needs only the ``chromium`` package, like test_report_browser.py; not integration-marked.
@@ -46,6 +46,15 @@ PROBE = """
     if (r.width > W + 1) out.wide.push(el.tagName + "." + el.className + " " + Math.round(r.width));
   });
   out.scroll = document.documentElement.scrollWidth;
+  // nothing wider than its card: a section scrolls sideways when its content is wider
+  out.cards = [];
+  document.querySelectorAll("section").forEach(function (sec) {
+    if (sec.scrollWidth > sec.clientWidth + 1) out.cards.push(sec.id + " " + sec.scrollWidth + " > " + sec.clientWidth);
+  });
+  // a command cut off at the right (Reproduce) hides what it names: it wraps instead
+  document.querySelectorAll("pre").forEach(function (pre) {
+    if (pre.scrollWidth > pre.clientWidth + 1) out.cards.push("pre " + pre.textContent.slice(0, 60));
+  });
   out.links = Array.prototype.map.call(document.querySelectorAll("a[href]"), function (a) {
     return a.getAttribute("href");
   });
@@ -77,6 +86,7 @@ def _assert_readable(out: dict[str, Any]) -> None:
     assert out["escape"] is False, "a \\u escape in the visible text"
     assert out["wide"] == [], f"wider than the {out['width']} px viewport: {out['wide']}"
     assert out["scroll"] <= out["width"], "the page scrolls sideways"
+    assert out["cards"] == [], f"wider than its card: {out['cards']}"
 
 
 def _assert_file_links(out: dict[str, Any], page: Path) -> None:

@@ -6,6 +6,8 @@ root-owned etcd proxy journal, never from what the code under test reports.
   ``holder-stopped-after-grant`` configuration must catch it by the author journal.
 - ``forged_authors``: the same, plus ``txn`` events in the other replicas' names: the verdict and
   its author are the journal's.
+- ``release_side_channel`` (issue 29, ``-m slow``): ``release_any`` through a key outside
+  ``/lab1/``, each lease operation made by its holder: refused by the proxy, ``etcd-scope``.
 - ``direct_etcd``: a service that tries to reach etcd around its proxy (its own member, every
   address of its network): every attempt is refused, the proxy answers, the verdict stays valid.
 """
@@ -112,3 +114,19 @@ def test_a_service_cannot_reach_etcd_around_its_proxy(
     final = json.loads((run / "final.json").read_text())
     assert all(v.get("token") != 999 for v in final["lock_history"])
     assert set(final["journal"]["nodes"]) == {"n1", "n2", "n3"}
+
+
+@pytest.mark.slow
+def test_a_release_asked_through_a_key_outside_the_prefix_is_refused_and_named(
+    tmp_path: Path,
+) -> None:
+    """Issue 29: ``release_any``'s bug done through ``/side/release`` (the holder shortens its own
+    lease when asked), so that every lease operation is its holder's: VALID on main. The proxy
+    refuses the key outside ``/lab1/``, and ``etcd-scope`` names the refusal."""
+    p = chaos("run", "lab1", "--solution", str(REDTEAM / "release_side_channel"), "--seed", "3",
+              *HOLDER_STOPPED, "-q", store=tmp_path, timeout=240)  # fmt: skip
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out
+    r = _result(run_dir_from(p), "etcd-scope")
+    assert r["verdict"] == "invalid", out
+    assert "key '/side/release' is outside the lab's prefix '/lab1/'" in r["summary"]

@@ -33,9 +33,10 @@ CASES: dict[str, tuple[str, int, dict[str, str]]] = {
         "exactly-once": r"task t1 was applied 2 times.*task t2 was applied 2 times.*task t3 was "
                         r"completed \(rev \d+ wrote its task record completed\) but no transaction",
     }),
-    "compaction": ("lab3", 2, {
-        "exactly-once": r"compacted after revision \d+",
-        "double-apply": r"compacted after revision \d+",
+    # the nodes' etcd proxies refuse a compaction (issue 29): the record stays whole and the
+    # attempt is named; a record compacted all the same is unknown (test_lab3_accounting.py)
+    "compaction": ("lab3", 1, {
+        "etcd-scope": r"refused KV/Compact",
     }),
     "order_twice_compensated": ("lab1", 1, {
         "exactly-once": r"Rev \d+ deleted /lab1/applied/o1/000001/\S+ \(the application record\).*"
@@ -87,7 +88,8 @@ def _judge(name: str, code: int, run: Path, out: str) -> None:
     _, want, says = CASES[name]
     assert code == want, f"{name}: exit {code}\n{out}"
     results = {r["checker"]: r for r in json.loads((run / "results.json").read_text())["results"]}
-    assert results["exactly-once"]["verdict"] != "valid"
+    if "etcd-scope" not in says:  # an attempt refused leaves the record whole
+        assert results["exactly-once"]["verdict"] != "valid"
     for checker, pattern in says.items():
         r = results[checker]
         assert r["verdict"] == ("unknown" if want == 2 else "invalid"), (name, checker, r)

@@ -334,13 +334,14 @@ def test_each_scenario_run_stores_the_chaos_run_that_makes_it_alone(
 
 def test_run_argv_leaves_out_exactly_the_defaults_of_chaos_run() -> None:
     """TestSpec's defaults are `chaos run`'s: else a stored command would not reproduce."""
-    from chaos.core.spec import RUN_OPTIONS
+    from chaos.core.spec import SPEC_OPTIONS
 
     options = {p.opts[0]: p.default for p in main.commands["run"].params if p.opts}
-    for field in dataclasses.fields(TestSpec):
-        if field.name in RUN_OPTIONS:
-            default = options[RUN_OPTIONS[field.name]]
-            assert str(default) in (str(field.default), f"{field.default}.0"), field.name
+    defaults = {f.name: f.default for f in dataclasses.fields(TestSpec)}
+    assert SPEC_OPTIONS, "TestSpec declares its run parameters"
+    for option in SPEC_OPTIONS:
+        default = options[option.flag]
+        assert str(default) in (str(defaults[option.name]), f"{defaults[option.name]}.0")
 
 
 def test_explore_cuts_a_long_sentence_at_a_word_and_names_each_page(tmp_path: Path) -> None:

@@ -189,6 +189,8 @@ def test_an_old_spelling_is_checked_by_the_new_options_type() -> None:
 SAME_CONCEPT_OTHER_WORDS = {
     # sandbox up writes the nodes file the other commands read
     "--nodes-file": {"chaos sandbox up"},
+    # an output folder in each, with its own default and contents (check's: what it draws)
+    "--out": {"chaos check", "chaos feedback"},
 }
 
 

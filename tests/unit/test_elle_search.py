@@ -105,3 +105,28 @@ def test_a_cycle_through_two_required_edges_that_the_shortest_walk_misses() -> N
     c = search(g, comp, spec("G1c-process", PROCESS), Budget(10**6, math.inf))
     assert c is not None and c[0] == (0, 1, 2, 3, 4)
     assert "G1c-process" in brute(g, comp, PROCESS)
+
+
+def test_the_linear_pass_decides_all_but_three_models() -> None:
+    """docs/checkers.md: the forbidden cycles of every model but three are a union of the linear
+    pass's classes; those three forbid G-single without G-nonadjacent."""
+    from chaos.checkers.elle.consistency import MODELS
+
+    classes = [("G0",), ("G0", "G1c"), ("G0", "G1c", "G-single", "G-nonadjacent"),
+               ("G0", "G1c", "G-single", "G-nonadjacent", "G2-item")]  # fmt: skip
+    partial = {}
+    for name, cm in MODELS.items():
+        types = types_for(cm.order_edges)
+        forbidden = {t for t in types if cm.forbidden(t)}
+        covered = set()
+        levels = [s for s in SUFFIXES if any(t.endswith(s) for t in types)]
+        for i in range(len(levels)):
+            for bases in classes:
+                c = {b + s for b in bases for s in SUFFIXES[: i + 1]}
+                if c <= forbidden:
+                    covered |= c
+        if covered != forbidden:
+            partial[name] = sorted(forbidden - covered)
+    assert len(MODELS) == 25
+    assert partial == {m: ["G-single"] for m in
+                       ("consistent-view", "forward-consistent-view", "update-serializable")}  # fmt: skip

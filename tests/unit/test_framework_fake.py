@@ -5,15 +5,19 @@ No Docker: these test chaos's own machinery (as Jepsen tests itself with atom-db
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
+from chaos.checkers.completeness import completeness
 from chaos.checkers.faults import fault_intervals
+from chaos.checkers.verdict import Verdict
 from chaos.cluster.base import Cluster, ClusterError, control_channel
 from chaos.cluster.fake import FakeCluster
 from chaos.core.context import RunContext
@@ -23,6 +27,8 @@ from chaos.core.spec import TestSpec
 from chaos.core.supervisor import ProcessSpec, Supervisor
 from chaos.core.target import Resolved, Target
 from chaos.histories.jsonl import HistoryRecorder, read_history
+from chaos.histories.ops import ABSTAINED
+from chaos.histories.store import StoredRun
 from chaos.nemesis.pause import PauseFault, PauseNemesis, pause
 
 
@@ -180,7 +186,11 @@ def test_heal_all_undoes_what_a_stopped_nemesis_left_active(tmp_path: Path) -> N
     assert len(heals) == 2, "healed once, although both the nemesis and heal-all tried"
 
 
-def test_pause_falls_back_to_a_random_service_process_when_nobody_is_busy(tmp_path: Path) -> None:
+def test_an_aimed_pause_that_finds_no_aim_abstains_and_the_run_is_unknown(
+    tmp_path: Path,
+) -> None:
+    """Aim or abstain (issue 29): a pause whose aim is never there (a solution that hides what
+    the aim looks for) pauses nothing else instead, and the run says it tested nothing."""
     cluster = FakeCluster()
     ctx = make_ctx(tmp_path, cluster)
     for node in cluster.nodes:
@@ -189,11 +199,20 @@ def test_pause_falls_back_to_a_random_service_process_when_nobody_is_busy(tmp_pa
         )
         ctx.supervisor.start_process(ProcessSpec(node=node, name="api", argv=["a"], role="api"))
     nemesis = PauseNemesis(lambda c: None, duration=0.05, interval=1.0, once=True,
-                           wait_for_target=2.0, fallback_after=0.05)  # fmt: skip
+                           wait_for_target=0.3)  # fmt: skip
     nemesis.run(ctx)
-    stopped = [k for k, p in cluster.procs.items() if signal.SIGSTOP in p.signals]
-    assert len(stopped) == 1 and stopped[0][1] == "api", "never the store or the broker"
-    assert all(p.state == "S" for p in cluster.procs.values())
+    assert not [k for k, p in cluster.procs.items() if signal.SIGSTOP in p.signals]
+    abstained = [o for o in ctx.history.ops if o.extra.get(ABSTAINED)]
+    assert len(abstained) == 1 and abstained[0].f == "pause"
+    run = StoredRun(path=tmp_path, spec={}, history=list(ctx.history.ops), events=[],
+                    final={"counter": 0}, schedule=[], problems=[])  # fmt: skip
+    result = completeness(run)
+    assert result.verdict is Verdict.UNKNOWN
+    assert "the pause fault never found its aim" in result.summary
+    # the same run with its aim found is judged on its record
+    found = [msgspec.structs.replace(o, extra={}, value=None) for o in run.history]
+    run = dataclasses.replace(run, history=found)
+    assert completeness(run).verdict is Verdict.VALID
 
 
 class _CopyingCluster(FakeCluster):

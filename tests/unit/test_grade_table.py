@@ -172,7 +172,9 @@ def test_reports(tmp_path: Path) -> None:
     by = {r["name"]: r for r in rows}
     assert by["bob"]["pause passes"] == "1" and by["bob"]["pause runs"] == "3"
     assert by["bob"]["flaky"] == "pause quiet"
-    assert by["alice"]["score"] == "1.000" and by["alice"]["pause low"] == "0.439"
+    # as on the page: 3 runs are too few for an interval, so the CSV has none either
+    assert by["alice"]["score"] == "1.000" and by["alice"]["pause runs"] == "3"
+    assert by["alice"]["pause low"] == by["alice"]["pause high"] == ""
     assert by["dave"]["reason"] == "no protocol.py" and by["dave"]["score"] == ""
     assert "'=carol" in by  # a spreadsheet formula stays text
 
@@ -205,8 +207,14 @@ def test_one_repeat_claims_no_interval_no_flakiness_and_says_what_controls_lack(
         unfired,
     ]
     meta = {"lab": "memory-lab3", "seed": 1, "repeats": 1, "configs": []}
-    page = report.to_html(table.build(rows, MATRIX, results), meta)
+    built = table.build(rows, MATRIX, results)
+    page = report.to_html(built, meta)
     assert 'class="iv"' not in page and "0.21" not in page
+    # the CSV agrees with the page: one run is no interval (it was 0.207-1.000)
+    alice = next(
+        r for r in csv.DictReader(io.StringIO(report.to_csv(built))) if r["name"] == "alice"
+    )
+    assert alice["pause runs"] == "1" and alice["pause low"] == alice["pause high"] == ""
     assert "Flakiness is not measured" in page and "submission(s) flaky" not in page
     assert "Only the reference was graded" in page and "caught" not in page
     anomalies = page[page.index('id="anomalies"') :]
@@ -217,6 +225,9 @@ def test_one_repeat_claims_no_interval_no_flakiness_and_says_what_controls_lack(
 def test_five_runs_a_cell_show_the_interval() -> None:
     results = [_r("alice", c, k, "valid") for c in ("pause", "quiet") for k in range(1, 6)]
     meta = {"lab": "memory-lab3", "seed": 1, "repeats": 5, "configs": []}
-    page = report.to_html(table.build([ROWS[2]], MATRIX, results), meta)
+    built = table.build([ROWS[2]], MATRIX, results)
+    page = report.to_html(built, meta)
     assert '<span class="iv">0.57&ndash;1.00</span>' in page
+    alice = next(csv.DictReader(io.StringIO(report.to_csv(built))))
+    assert (alice["pause low"], alice["pause high"]) == ("0.566", "1.000")
     assert "0 submission(s) flaky" in page

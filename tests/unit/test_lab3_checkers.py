@@ -77,9 +77,18 @@ def final_state(
         "results": {t: {"amount": AMOUNTS[t], "event_id": f"e-{t}"} for t, s in done.items()
                     if s == "completed"},
         "record": rec if rec is not None else ONCE_EACH,
+        # the broker's configuration as chaos made it, unchanged at the end (broker-config)
+        "broker_config": {"created": BROKER, "final": BROKER},
+        # every node's etcd-proxy journal read, no call refused (etcd-scope)
+        "journal": {"source": "etcd-proxy", "entries": [], "problems": [],
+                    "nodes": {"n1": 0, "n2": 0, "n3": 0}, "unread": {}},
     }  # fmt: skip
 
 
+BROKER = {"streams": {"TASKS": {"config": {"name": "TASKS", "retention": "limits"},
+                                "created": "c0", "consumers": {"workers": {
+                                    "config": {"ack_wait": 2_000_000_000, "max_deliver": -1},
+                                    "created": "c1", "paused": False}}}}}  # fmt: skip
 ALL_DONE = {"t1": "completed", "t2": "completed", "t3": "completed"}
 
 
@@ -296,14 +305,43 @@ def test_a_scenario_counts_only_when_the_orchestrator_saw_its_fault_fire() -> No
     assert "never saw it restarted" in fake.summary
 
 
-def test_lost_publish_ack_is_confirmed_by_the_brokers_own_count() -> None:
+def _msgs(*bodies: tuple[int, str, str, int]) -> dict[str, Any]:
+    return {str(seq): {"event_id": e, "task_id": t, "amount": str(a)} for seq, e, t, a in bodies}
+
+
+def test_lost_publish_ack_counts_only_by_copies_of_one_event_chaos_read_itself() -> None:
+    """Confirmed by two copies of an event pending at the claim, one stored after it and both
+    delivered — never by a message count, which a junk publish raises (issue 29)."""
     point = "lost-publish-ack"
-    fired = {"node": "n1", "process": "relay", "pid": 5, "fired_at": 0.8}
-    more = {**final_state(10, ALL_DONE), "stream": {"messages": 4}}
-    assert checkers.scenario_fired(_scenario_run(point, fired, more)).verdict is Verdict.VALID
-    same = {**final_state(10, ALL_DONE), "stream": {"messages": 3}}
-    got = checkers.scenario_fired(_scenario_run(point, fired, same))
-    assert got.verdict is Verdict.UNKNOWN and "holds 3 message(s) for 3 accepted" in got.summary
+    at = {"pending_event_ids": ["e-t2"], "stream": {"last_seq": 1},
+          "messages": _msgs((1, "e-t1", "t1", 2))}  # fmt: skip
+    fired = {"node": "n1", "process": "relay", "pid": 5, "fired_at": 0.8, "at_fire": at}
+    copies = _msgs((1, "e-t1", "t1", 2), (2, "e-t2", "t2", 3), (3, "e-t2", "t2", 3),
+                   (4, "e-t3", "t3", 5))  # fmt: skip
+    delivered = {"delivered_stream_seq": 4, "delivered_consumer_seq": 4}
+    twice = {**final_state(10, ALL_DONE), "messages": copies, "consumer": delivered,
+             "stream": {"messages": 4}}  # fmt: skip
+    got = checkers.scenario_fired(_scenario_run(point, fired, twice))
+    assert got.verdict is Verdict.VALID, got.summary
+    assert "event e-t2 of task t2" in got.summary and "messages 2, 3" in got.summary
+    # the attack: the publish acked as usual, one junk message: 4 messages for 3 tasks
+    junk = _msgs((1, "e-t1", "t1", 2), (2, "e-t2", "t2", 3), (3, "None", "None", 0),
+                 (4, "e-t3", "t3", 5))  # fmt: skip
+    counted = {**twice, "messages": junk}
+    got = checkers.scenario_fired(_scenario_run(point, fired, counted))
+    assert got.verdict is Verdict.UNKNOWN and "did not observe a republished event" in got.summary
+    # a copy with another amount is no copy of the event
+    other = _msgs((2, "e-t2", "t2", 3), (3, "e-t2", "t2", 9))
+    got = checkers.scenario_fired(_scenario_run(point, fired, {**twice, "messages": other}))
+    assert got.verdict is Verdict.UNKNOWN
+    # two copies, the second never delivered: the workers never saw the duplicate
+    short = {**twice, "consumer": {"delivered_stream_seq": 2, "delivered_consumer_seq": 2}}
+    got = checkers.scenario_fired(_scenario_run(point, fired, short))
+    assert got.verdict is Verdict.UNKNOWN and "delivered only up to message 2" in got.summary
+    # no state read at the claim: nothing to confirm by
+    bare = {k: v for k, v in fired.items() if k != "at_fire"}
+    got = checkers.scenario_fired(_scenario_run(point, bare, twice))
+    assert got.verdict is Verdict.UNKNOWN and "read no state" in got.summary
 
 
 def test_a_worker_crash_counts_when_the_broker_itself_redelivered() -> None:

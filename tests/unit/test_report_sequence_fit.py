@@ -77,9 +77,10 @@ def test_many_lanes_fit_the_page_and_bands_stay_off_the_margin() -> None:
         for comp in ("worker", "relay")
         if (comp, i) != ("relay", 3)
     ]
-    events += [_ev(2.0 + i / 10, f"n{i}", "api", "task-accepted") for i in range(1, 4)]
+    # accepted before published: the diagram draws a relay's publish after the acceptance
+    events += [_ev(0.5 + i / 10, f"n{i}", "api", "task-accepted") for i in range(1, 4)]
     etcd_pause = FaultBand(
-        fault_id="2", fault="pause", start=1.5, end=1.9, open=False, nodes=("n9",), process="x"
+        fault_id="2", fault="pause", start=0.9, end=1.05, open=False, nodes=("n9",), process="x"
     )
     view = TaskView(task_id="t1", events=events, ops=[], bands=[etcd_pause])
     svg = sequence_svg(view)

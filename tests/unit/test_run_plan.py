@@ -21,7 +21,7 @@ from chaos.cluster.docker.backend import DockerBackend
 from chaos.exits import Exit
 from chaos.histories.store import StoredRun, load_run
 from chaos.orchestrator import plan
-from chaos.orchestrator.explore import Exploration, Probe, Tried, run_command
+from chaos.orchestrator.explore import Exploration, Probe, Tried, run_command, summary_lines
 from chaos.orchestrator.recheck import recheck
 from chaos.orchestrator.run import RunOutcome
 from chaos.workloads.lab3.workload import Lab3
@@ -42,19 +42,31 @@ def _request(argv: list[str], store: Path) -> plan.RunRequest:
     nodes = (
         cli.run.make_context("run", list(argv)).params["nodes_arg"] if "--nodes" in argv else None
     )
-    return plan.RunRequest(**p, nodes=nodes, argv=("run", *argv))
+    return plan.RunRequest.of(p, nodes=nodes, argv=("run", *argv))
 
 
-def test_the_requests_hold_exactly_the_options_the_commands_hand_them() -> None:
+def test_the_requests_hold_exactly_the_options_the_commands_hand_them(tmp_path: Path) -> None:
     """A `chaos run` or `chaos explore` option added without its field (or a field no option
-    fills) fails here, not as an internal error on the first run."""
+    fills) fails here, not as an internal error on the first run: the declared run options go
+    into ``settings`` and ``backend_options``, every other parameter into a field of its own."""
+    from chaos.core import run_options
+
     run_params = {p.name for p in cli.run.params if p.expose_value}
+    declared = {o.name for o in run_options.spec_options("run")} - {"nodes"}
+    backend = {o.name for o in run_options.backend_options("run")}
     run_fields = {f.name for f in dataclasses.fields(plan.RunRequest)}
+    own = {"settings", "backend_options", "nodes", "argv"}
     # the click layer's own: the deprecated --nodes FILE spelling, progress lines; argv is sys.argv
-    assert run_params - {"nodes_arg", "quiet"} == run_fields - {"nodes", "argv"}
+    assert run_params - {"nodes_arg", "quiet"} - declared - backend == run_fields - own
+    request = _request(["lab3"], tmp_path)
+    assert set(request.settings) == declared and set(request.backend_options) == backend
     explore_params = {p.name for p in cli.explore.params if p.expose_value}
+    declared = {o.name for o in run_options.spec_options("explore")} - {"nodes"}
     explore_fields = {f.name for f in dataclasses.fields(plan.ExploreRequest)}
-    assert explore_params - {"budget", "try_all", "json_path", "quiet"} == explore_fields
+    command = {"budget", "try_all", "json_path", "quiet"}
+    assert explore_params - command - declared - backend == explore_fields - own | {"nodes"}
+    with pytest.raises(TypeError):  # a parameter of its own the command forgot to take out
+        plan.RunRequest.of({"workload": "lab3", "quiet": True})
 
 
 def test_scenarios_plan_one_checked_spec_per_scenario_each_stored_as_its_own_run(
@@ -115,12 +127,13 @@ def test_a_nodes_file_sets_the_count_and_a_count_beside_it_must_agree(tmp_path: 
     (tmp_path / "id_test").write_text("not really a key")
     nodes = tmp_path / "nodes.yaml"
     nodes.write_text(NODES)
-    assert plan.backend_for("ssh", None, nodes)[1] == 2
-    assert plan.backend_for("ssh", 2, nodes)[1] == 2
+    given = {"nodes_file": nodes}
+    assert plan.backend_for("ssh", None, given)[1] == 2
+    assert plan.backend_for("ssh", 2, given)[1] == 2
     with pytest.raises(ValueError, match=r"--nodes 3: .*nodes.yaml names 2 node\(s\)"):
-        plan.backend_for("ssh", 3, nodes)
-    assert plan.backend_for("docker", None, None)[1] == plan.DEFAULT_NODES == 3
-    assert plan.backend_for("docker", 5, None)[1] == 5
+        plan.backend_for("ssh", 3, given)
+    assert plan.backend_for("docker", None, {})[1] == plan.DEFAULT_NODES == 3
+    assert plan.backend_for("docker", 5, {"nodes_file": None})[1] == 5
 
 
 def _result(verdict: Verdict) -> CheckResult:
@@ -205,6 +218,28 @@ def _tried(verdict: Verdict, reached: bool = True) -> Tried:
 def test_the_explore_status(trace: Verdict, tried: list[Tried], status: Exit) -> None:
     found = Exploration(trace_run=Path("t"), txns={}, probes=[], tried=tried, trace_verdict=trace)
     assert found.exit_status() is status
+
+
+def test_an_explore_out_of_budget_is_unknown_and_names_the_points_left() -> None:
+    """3 of 36 points tried, all valid, proves nothing about the other 33: exit 2, not 0."""
+    points = [Probe(label=f"kill worker before txn {i} of complete") for i in range(36)]
+    tried = [
+        Tried(probe=p, run_dir=Path(f"r{i}"), verdict=Verdict.VALID, reached=True, said="")
+        for i, p in enumerate(points[:3])
+    ]
+    found = Exploration(trace_run=Path("t"), txns={}, probes=points, tried=tried)
+    assert found.exit_status() is Exit.UNKNOWN
+    assert [p.label for p in found.left()] == [p.label for p in points[3:]]
+    lines = summary_lines(found)
+    assert "coverage: 3 of 3 tried point(s) reached; 36 point(s) in all, 33 not tried" in lines
+    assert "not tried, the budget ended (--budget 36 tries every point):" in lines
+    assert "  kill worker before txn 35 of complete" in lines
+    assert [x.strip() for x in lines].count("report: r1/report.html") == 1
+    found.tried = [
+        Tried(probe=p, run_dir=Path("r"), verdict=Verdict.VALID, reached=True, said="")
+        for p in points
+    ]
+    assert found.exit_status() is Exit.VALID and found.left() == []
 
 
 def test_recheck_refuses_a_run_without_a_known_workload_naming_the_path_given(

@@ -86,24 +86,35 @@ def test_lab1_options_reach_the_services_typed() -> None:
         wl.preflight(TestSpec(workload="lab1", options={"renew": "-2"}))
 
 
-def test_lab1_sets_the_services_variables_of_the_given_options_only() -> None:
-    """As before the declarations: a given option becomes its variable (a float's text); one left
-    out leaves the service's own default; cron mode adds the shared epoch."""
+def test_lab1_sets_the_services_variables_of_every_option_given_or_declared() -> None:
+    """The service keeps no default of its own for a lab option: every declared option becomes
+    its variable (a float's text), the declared default where none was given; cron mode adds
+    the shared epoch. A service started without one refuses to start, naming it."""
     from types import SimpleNamespace
     from typing import Any, cast
 
-    from chaos.workloads.lab1.workload import Lab1
+    from chaos.workloads.lab1 import service
+    from chaos.workloads.lab1.workload import OPTION_ENV, OPTIONS, Lab1
 
     def env(**options: str) -> dict[str, str]:
         ctx: Any = SimpleNamespace(spec=TestSpec(workload="lab1", options=options), state={})
         return Lab1().option_env(cast(Any, ctx))
 
-    assert env() == {}
-    assert env(lock_at_least="20", renew="2") == {
-        "CHAOS_LAB1_LOCK_AT_LEAST": "20.0",
-        "CHAOS_LAB1_RENEW": "2.0",
-    }
+    defaults = {o.name: o.default for o in OPTIONS}
+    assert env() == {var: str(defaults[key]) for key, var in OPTION_ENV.items()}
+    assert env()["CHAOS_LAB1_LOCK_AT_MOST"] == "30.0"
+    given = env(lock_at_least="20", renew="2")
+    assert given["CHAOS_LAB1_LOCK_AT_LEAST"] == "20.0" and given["CHAOS_LAB1_RENEW"] == "2.0"
+    assert given["CHAOS_LAB1_JOB"] == "3.0"
     cron = env(cron="25")
     assert cron["CHAOS_LAB1_CRON"] == "25.0"
     assert {"CHAOS_LAB1_EPOCH", "CHAOS_LAB1_WALL_BASE"} <= set(cron)
+    with pytest.MonkeyPatch.context() as mp:
+        for var, value in env().items():
+            mp.setenv(var, value)
+        settings = service.Settings.from_env()
+        assert (settings.job, settings.at_most, settings.at_least) == (3.0, 30.0, 2.0)
+        mp.delenv("CHAOS_LAB1_JOB")
+        with pytest.raises(SystemExit, match="CHAOS_LAB1_JOB is required"):
+            service.Settings.from_env()
     assert "CHAOS_LAB1_EPOCH" not in env(cron="0")

@@ -19,10 +19,10 @@ from typing import Any
 from chaos.checkers.budget import DEFAULT_TIME_LIMIT
 from chaos.checkers.elle import list_append, rw_register
 from chaos.checkers.elle.consistency import CYCLE_TYPES, ConsistencyModel, model
-from chaos.checkers.elle.cycles import find_cycles
+from chaos.checkers.elle.cycles import Found, find_cycles
+from chaos.checkers.elle.decidable import nothing_to_check, rules_out
 from chaos.checkers.elle.explain import cycle_anomaly
 from chaos.checkers.elle.graph import PROCESS, REALTIME
-from chaos.checkers.elle.implies import forbidden_by
 from chaos.checkers.elle.inference import Inference
 from chaos.checkers.elle.loading import read_raw_ops
 from chaos.checkers.elle.txns import Txn, transactions
@@ -86,15 +86,14 @@ def check_transactions(
     t1 = time.monotonic()
     deadline = t1 + (time_limit if time_limit is not None else float("inf"))
     found = find_cycles(inf.graph, cm.order_edges, deadline, cm.forbidden)
-    cycles = found.cycles
     t2 = time.monotonic()
-    # a forbidden type the search neither found nor ruled out: never valid
-    undecided = sorted({t for _, ts in found.unsearched for t in ts if cm.forbidden(t)})
-    cut = [size for size, _ in found.unsearched]
     incomplete = [*inf.incomplete, *inf.graph.incomplete]
-    anomalies = _anomalies(cycles, inf, txns, cm)
+    anomalies = _anomalies(found.cycles, inf, txns, cm)
     # every kept case of a type carries the type's total
     by_type = {a["type"]: int(a["count"]) for a in anomalies}
+    nothing = nothing_to_check(cm, inf.graph)  # why no history could fail here (Elle: unknown)
+    if nothing:
+        incomplete = [nothing, *incomplete]
     forbidden = sorted({a["type"] for a in anomalies if a["forbidden"]})
     allowed = sorted({a["type"] for a in anomalies if not a["forbidden"]})
     kinds = {t: sum(1 for x in txns if x.type == t) for t in ("ok", "info", "fail")}
@@ -106,19 +105,21 @@ def check_transactions(
         "infer_s": round(t1 - t0, 3),
         "cycles_s": round(t2 - t1, 3),
         **inf.stats,
+        **dict(zip(("not", "also_not"), rules_out(by_type), strict=True)),
     }
     if skipped:
         stats["skipped_ops"] = skipped
     if incomplete:
         stats["incomplete"] = incomplete
-    if cut:
+    if found.unsearched:
+        sizes = [size for size, _ in found.unsearched]
         stats["search_cut_short"] = {
-            "components": len(cut),
-            "largest": max(cut),
+            "components": len(sizes),
+            "largest": max(sizes),
             "undecided": sorted({t for _, ts in found.unsearched for t in ts}),
         }
     verdict, summary = _verdict(
-        cm, len(txns), kinds, by_type, forbidden, allowed, incomplete, (cut, undecided)
+        cm, len(txns), kinds, by_type, forbidden, allowed, incomplete, found
     )
     return CheckResult(
         checker=name, verdict=verdict, summary=summary, anomalies=anomalies, stats=stats
@@ -142,7 +143,7 @@ def _anomalies(
             a["count"] = len(cs)
             anomalies.append(a)
     for a in inf.anomalies:
-        a["forbidden"] = forbidden_by(cm, a["type"])
+        a["forbidden"] = cm.forbidden(a["type"])
     anomalies += inf.anomalies
     anomalies.sort(key=_rank)
     return anomalies
@@ -156,7 +157,7 @@ def _verdict(
     forbidden: list[str],
     allowed: list[str],
     incomplete: list[str],
-    search: tuple[Sequence[int], Sequence[str]],
+    found: Found,
 ) -> tuple[Verdict, str]:
     """The verdict on ``n`` transactions and its one-line summary: invalid for a forbidden
     anomaly, unknown when nothing may have happened or the search was incomplete or cut short."""
@@ -170,8 +171,10 @@ def _verdict(
         return Verdict.UNKNOWN, f"no transaction that may have happened among {n}: nothing to check"
     if incomplete:
         return Verdict.UNKNOWN, f"no forbidden anomaly found, but {'; '.join(incomplete)}"
-    cut, undecided = search
+    # a forbidden type the search neither found nor ruled out: never valid
+    undecided = sorted({t for _, ts in found.unsearched for t in ts if cm.forbidden(t)})
     if undecided:
+        cut = [size for size, ts in found.unsearched if any(map(cm.forbidden, ts))]
         return Verdict.UNKNOWN, (
             f"the cycle search ran out of steps or time in {len(cut)} component(s) (largest: "
             f"{max(cut)} transactions) before finding or ruling out {', '.join(undecided)}, "

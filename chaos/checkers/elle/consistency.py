@@ -1,90 +1,76 @@
-"""Consistency models and the anomalies each one forbids (after Adya's thesis and Elle's table).
+"""Consistency models for the transactional checker: every model of Elle's lattice
+(:mod:`.lattice`), each with the anomalies it forbids and the order edges its cycles may use.
 
-Each model forbids its weaker neighbours' anomalies and more:
+A model forbids exactly what Elle's ``anomalies-prohibited-by`` says; the usual ones:
 
 ============================  =================================================================
 read-uncommitted (PL-1)       G0 (write cycles), duplicate elements, cyclic versions
 read-committed (PL-2)         + G1a (aborted read), G1b (intermediate read), G1c (ww/wr cycle),
-                              incompatible order, garbage reads
-repeatable-read (PL-2.99)     + G-single, G-nonadjacent, G2-item, lost update
+                              incompatible order, dirty update, future read, garbage reads
+repeatable-read (PL-2.99)     + G-single, G-nonadjacent, G2-item (all item cycles), lost update
 snapshot-isolation (PL-SI)    read-committed + G-single, G-nonadjacent, lost update, internal;
                               G2-item (write skew) is allowed
-serializable (PL-3)           repeatable-read + snapshot-isolation's: every data cycle, internal
+serializable (PL-3)           repeatable-read + snapshot-isolation's
 strong-session-serializable   + the ``-process`` variants (a cycle through process order)
 strict-serializable (PL-SS)   + the ``-process`` and ``-realtime`` variants
 ============================  =================================================================
 
-Following Elle, an *internal* anomaly (a read disagreeing with its own transaction's writes) is
-forbidden from snapshot isolation and serializability up, not by repeatable read. A model also
-names the order edges its cycles may use: process order, real-time order, or neither.
+and the others of the lattice (strong and strong-session SI, read atomic, update atomic,
+cursor stability, PL-2+, parallel SI, …). Some models (linearizable, causal, PRAM, …) forbid
+no transactional anomaly Elle knows: a history checked against one of them can only be
+``unknown``. A model counts process order when it forbids a ``-process`` anomaly, and real-time
+order (which orders each process's transactions too) when it forbids a ``-realtime`` one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from chaos.checkers.elle import lattice
 from chaos.checkers.elle.graph import PROCESS, REALTIME
 
 __all__ = [
     "CYCLE_TYPES",
     "MODELS",
+    "UNDECIDABLE",
     "ConsistencyModel",
     "model",
 ]
 
 CYCLE_TYPES = ("G0", "G1c", "G-single", "G-nonadjacent", "G2-item")
-_PROCESS_VARIANTS = frozenset(f"{c}-process" for c in CYCLE_TYPES)
-_REALTIME_VARIANTS = frozenset(f"{c}-realtime" for c in CYCLE_TYPES)
-
-_RU = frozenset({"G0", "duplicate-elements", "cyclic-versions"})
-_RC = _RU | {"G1a", "G1b", "G1c", "incompatible-order", "garbage-read"}
-_RR = _RC | {"G-single", "G-nonadjacent", "G2-item", "lost-update"}
-_SI = _RC | {"G-single", "G-nonadjacent", "lost-update", "internal"}
-_SER = _RR | _SI
 
 
 @dataclass(frozen=True, slots=True)
 class ConsistencyModel:
     name: str
     aka: tuple[str, ...]
-    forbids: frozenset[str]
+    forbids: frozenset[str]  # Elle's anomaly names and chaos's names for them
     order_edges: int  # PROCESS / REALTIME bits its cycles may use
 
     def forbidden(self, anomaly: str) -> bool:
         return anomaly in self.forbids
 
 
-MODELS: dict[str, ConsistencyModel] = {
-    m.name: m
-    for m in (
-        ConsistencyModel(name="read-uncommitted", aka=("PL-1",), forbids=_RU, order_edges=0),
-        ConsistencyModel(name="read-committed", aka=("PL-2",), forbids=_RC, order_edges=0),
-        ConsistencyModel(name="repeatable-read", aka=("PL-2.99",), forbids=_RR, order_edges=0),
-        ConsistencyModel(
-            name="snapshot-isolation", aka=("PL-SI", "si"), forbids=_SI, order_edges=0
-        ),
-        ConsistencyModel(
-            name="serializable",
-            aka=("PL-3", "conflict-serializable"),
-            forbids=_SER,
-            order_edges=0,
-        ),
-        ConsistencyModel(
-            name="strong-session-serializable",
-            aka=(),
-            forbids=_SER | _PROCESS_VARIANTS,
-            order_edges=PROCESS,
-        ),
-        ConsistencyModel(
-            name="strict-serializable",
-            aka=("PL-SS", "strong-serializable"),
-            forbids=_SER | _PROCESS_VARIANTS | _REALTIME_VARIANTS,
-            order_edges=PROCESS | REALTIME,
-        ),
-    )
-}
-_ALIASES = {a.lower(): m for m in MODELS.values() for a in (m.name, *m.aka)}
-NAMES: tuple[str, ...] = tuple(a for m in MODELS.values() for a in (m.name, *m.aka))
+def _model(canon: str) -> ConsistencyModel:
+    elle = lattice.prohibited_by([canon])
+    ours = {a for a, e in lattice.ELLE_NAME.items() if e in elle}
+    edges = 0
+    if any(a.endswith("-realtime") for a in elle):
+        edges = PROCESS | REALTIME
+    elif any(a.endswith("-process") for a in elle):
+        edges = PROCESS
+    name = lattice.friendly(canon)
+    aka = sorted({canon, *(f for f, c in lattice.CANONICAL.items() if c == canon)} - {name})
+    return ConsistencyModel(name=name, aka=tuple(aka), forbids=elle | ours, order_edges=edges)
+
+
+_ALL = {m.name: m for m in sorted(map(_model, lattice.ALL_MODELS), key=lambda m: m.name)}
+# the models a history of transactions can break: a check against one of them can fail
+MODELS: dict[str, ConsistencyModel] = {n: m for n, m in _ALL.items() if m.forbids}
+# accepted, but no transactional anomaly breaks them (linearizable, causal, ...): unknown
+UNDECIDABLE: dict[str, ConsistencyModel] = {n: m for n, m in _ALL.items() if not m.forbids}
+_ALIASES = {a.lower(): m for m in _ALL.values() for a in (m.name, *m.aka)}
+NAMES: tuple[str, ...] = tuple(a for m in _ALL.values() for a in (m.name, *m.aka))
 
 
 def model(name: str) -> ConsistencyModel:
@@ -92,7 +78,7 @@ def model(name: str) -> ConsistencyModel:
     m = _ALIASES.get(name.lower())
     if m is None:
         raise ValueError(
-            f"unknown consistency model {name!r}; choose one of {', '.join(sorted(MODELS))} "
-            f"(or {', '.join(a for m in MODELS.values() for a in m.aka)})"
+            f"unknown consistency model {name!r}; choose one of {', '.join(sorted(_ALL))} "
+            f"(or {', '.join(a for m in _ALL.values() for a in m.aka)})"
         )
     return m

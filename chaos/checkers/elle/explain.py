@@ -1,8 +1,8 @@
 """A cycle as words and as data: each transaction named T1, T2, ... in cycle order, each edge a
 sentence saying which observation orders the two, and the whole as one paragraph.
 
-The anomaly's JSON keeps the cycle as data (``txns``: who each Tn is; ``steps``: from, to, edge
-kind, key, value, text) so that the report can draw it.
+The anomaly's JSON keeps the cycle as data (``txns``: who each Tn is, its micro-ops as
+``[f, key, value]`` lists and as EDN text; ``steps``: from, to, edge kind, key, value, text) so that the report can draw it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from chaos.checkers.elle.graph import KIND_NAMES
 from chaos.checkers.elle.inference import Explainer, show
 from chaos.checkers.elle.txns import Txn
 
-__all__ = ["cycle_anomaly", "describe_mops"]
+__all__ = ["cycle_anomaly", "describe_mops", "mops_data"]
 
 _WHAT = {
     "G0": "a write cycle: every edge is a write-write dependency",
@@ -24,6 +24,16 @@ _WHAT = {
     "G-nonadjacent": "several anti-dependencies (rw), none adjacent",
     "G2-item": "several anti-dependencies (rw), some adjacent",
 }
+
+
+def mops_data(t: Txn) -> list[list[Any]]:
+    """The micro-ops as data, ``[f, key, value]`` each; a read's value only when the
+    transaction completed ``ok`` (else what it read is unknown: nil)."""
+    return [[f, k, None if f == "r" and t.type != "ok" else _plain(v)] for f, k, v in t.mops]
+
+
+def _plain(v: Any) -> Any:
+    return [_plain(x) for x in v] if isinstance(v, tuple | list) else v
 
 
 def describe_mops(t: Txn) -> str:
@@ -62,7 +72,8 @@ def cycle_anomaly(
             "invoke_index": txns[tid].invoke_index,
             "process": txns[tid].process,
             "type": txns[tid].type,
-            "value": describe_mops(txns[tid]),
+            "value": mops_data(txns[tid]),
+            "text": describe_mops(txns[tid]),
         }
         for tid in cycle.nodes
     ]

@@ -23,6 +23,7 @@ import shlex
 import subprocess
 import tarfile
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -373,6 +374,20 @@ class DockerCluster:
     def host_pid(self, node: str, name: str) -> int | None:
         ns = self._ns_pid(node, name)
         return None if ns is None else self._host_pid(node, ns)
+
+    def socket_owner(
+        self, node: str, names: Sequence[str], local_port: int, remote_port: int
+    ) -> str | None:
+        inode = procfs.tcp_inode(self._init_pid[node], local_port, remote_port)
+        if inode is None:
+            return None
+        for name in names:
+            hp = self.host_pid(node, name)
+            if hp is not None and any(
+                procfs.holds_socket(p, inode) for p in procfs.descendants(hp)
+            ):
+                return name
+        return None
 
     def pid(self, node: str, name: str) -> int | None:
         ns = self._ns_pid(node, name)

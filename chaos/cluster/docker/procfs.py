@@ -67,3 +67,57 @@ def pids_in(init_pid: int) -> list[int]:
     if ns is None:
         return []
     return [int(e) for e in os.listdir("/proc") if e.isdigit() and pidns(int(e)) == ns]
+
+
+def tcp_inode(host_pid: int, local_port: int, remote_port: int) -> int | None:
+    """The socket inode of the loopback TCP connection ``127.0.0.1:local_port`` →
+    ``127.0.0.1:remote_port`` in ``host_pid``'s network namespace (its ``/proc/<pid>/net/tcp``)."""
+    want = (f"0100007F:{local_port:04X}", f"0100007F:{remote_port:04X}")
+    try:
+        with open(f"/proc/{host_pid}/net/tcp") as fh:
+            next(fh, None)
+            for line in fh:
+                f = line.split()
+                if len(f) > 9 and (f[1], f[2]) == want:
+                    return int(f[9]) or None
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def descendants(host_pid: int) -> list[int]:
+    """``host_pid`` and every process below it (the kernel's ``children`` lists: a parent link
+    the process cannot forge)."""
+    out: list[int] = []
+    todo = [host_pid]
+    while todo and len(out) < 4096:
+        pid = todo.pop()
+        out.append(pid)
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                    todo.extend(int(c) for c in fh.read().split())
+            except (OSError, ValueError):
+                continue
+    return out
+
+
+def holds_socket(host_pid: int, inode: int) -> bool:
+    """Whether ``host_pid`` has socket ``inode`` open (read by the host's root, which may read any
+    process's descriptors; the node's own root may not)."""
+    link = f"socket:[{inode}]"
+    try:
+        fds = os.listdir(f"/proc/{host_pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{host_pid}/fd/{fd}") == link:
+                return True
+        except OSError:
+            continue
+    return False

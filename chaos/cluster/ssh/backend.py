@@ -22,17 +22,19 @@ from chaos.cluster.ssh import install, remote
 from chaos.cluster.ssh.cluster import SSHCluster, _pmap
 from chaos.cluster.ssh.conn import Connection
 from chaos.cluster.ssh.nodes import NodesFile, load
+from chaos.cluster.ssh.options import NODES_FILE, OPTIONS
 
 SRC_DIR = Path(chaos.__file__).resolve().parents[1]
 
 
 class SSHBackend:
     name = "ssh"
+    options = OPTIONS  # the keywords below, declared once (chaos.cluster.ssh.options)
 
     def __init__(self, nodes_file: Path | None = None) -> None:
         if nodes_file is None:
             raise ValueError(
-                "the ssh backend needs --nodes-file FILE (a nodes.yaml; see docs/backends.md)"
+                f"the ssh backend needs {NODES_FILE.flag} FILE (a nodes.yaml; see docs/backends.md)"
             )
         self.file: NodesFile = load(Path(nodes_file))
         self._conns = {
@@ -41,6 +43,15 @@ class SSHBackend:
         }
         self._python: dict[str, str] = {}
         self._venv: dict[str, str] = {}
+
+    @property
+    def machines(self) -> int:
+        """GivenMachines: a run takes every machine of the nodes file."""
+        return len(self.file.nodes)
+
+    @property
+    def given_by(self) -> str:
+        return str(self.file.path)
 
     def supports(self, capability: type) -> bool:
         """Whether this backend's clusters have an optional capability (see ``Capable``)."""

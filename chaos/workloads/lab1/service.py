@@ -9,16 +9,16 @@ by the orchestrator; times are in lab *units*, ``CHAOS_LAB1_UNIT`` seconds each)
     CHAOS_ETCD                 host:port,... (chaos gives its node's etcd proxy only)    127.0.0.1:2379
     CHAOS_LAB1_UNIT            seconds per unit                                        0.1
     CHAOS_LAB1_PERIOD          units between two attempts of the scheduler             5
-    CHAOS_LAB1_JOB             units a night's job normally takes                      3
+    CHAOS_LAB1_JOB             units a night's job normally takes                      required
     CHAOS_LAB1_JOB_WORST       units of a slow night                                   20
     CHAOS_LAB1_SLOW_EVERY      every k-th night is slow (0: never)                     0
-    CHAOS_LAB1_LOCK_AT_MOST    lockAtMostFor                                           30
-    CHAOS_LAB1_LOCK_AT_LEAST   lockAtLeastFor                                          2
-    CHAOS_LAB1_RENEW           renew the lease every so many units (0: never)          0
+    CHAOS_LAB1_LOCK_AT_MOST    lockAtMostFor                                           required
+    CHAOS_LAB1_LOCK_AT_LEAST   lockAtLeastFor                                          required
+    CHAOS_LAB1_RENEW           renew the lease every so many units (0: never)          required
     CHAOS_LAB1_ORDERS          orders reconciled each night (o1..oN)                   5
     CHAOS_LAB1_NIGHTS          last night to run (0: no end)                           0
     CHAOS_LAB1_CLOCK_SKEW      seconds added to this node's clock                      0
-    CHAOS_LAB1_CRON            night length in units: cron mode (0: nights back to back) 0
+    CHAOS_LAB1_CRON            night length in units: cron mode (0: nights back to back) required
     CHAOS_LAB1_EPOCH           cron mode: true wall time at which night 1 begins
     CHAOS_LAB1_WALL_BASE       cron mode: true wall time minus CLOCK_MONOTONIC (the host's)
 
@@ -43,6 +43,7 @@ lockAtLeastFor, end of job)`` has passed by then, it takes the lock and the nigh
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import random
 import sys
 import threading
@@ -73,41 +74,44 @@ COMPONENT = "orders"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
-    """The service's configuration, times in units (see the module docstring)."""
+    """The service's configuration, times in units (see the module docstring). The run's ``-o``
+    options (chaos.workloads.lab1.workload.OPTIONS: ``job``, ``lock_at_most``,
+    ``lock_at_least``, ``renew``, ``cron``) have no default here: the orchestrator always sets
+    them, given or at their declared default, so that the lab's defaults are written once."""
 
+    job: float
+    at_most: float
+    at_least: float
+    renew: float
+    cron: float
     unit: float = 0.1
     period: float = 5.0
-    job: float = 3.0
     job_worst: float = 20.0
     slow_every: int = 0
-    at_most: float = 30.0
-    at_least: float = 2.0
-    renew: float = 0.0
     orders: int = 5
     nights: int = 0
     clock_skew: float = 0.0
-    cron: float = 0.0
     epoch: float = 0.0
     wall_base: float = 0.0
 
     @staticmethod
     def from_env() -> Settings:
-        d = Settings()
+        d = {f.name: f.default for f in dataclasses.fields(Settings)}
         return Settings(
-            unit=float(env("CHAOS_LAB1_UNIT", str(d.unit))),
-            period=float(env("CHAOS_LAB1_PERIOD", str(d.period))),
-            job=float(env("CHAOS_LAB1_JOB", str(d.job))),
-            job_worst=float(env("CHAOS_LAB1_JOB_WORST", str(d.job_worst))),
-            slow_every=int(env("CHAOS_LAB1_SLOW_EVERY", str(d.slow_every))),
-            at_most=float(env("CHAOS_LAB1_LOCK_AT_MOST", str(d.at_most))),
-            at_least=float(env("CHAOS_LAB1_LOCK_AT_LEAST", str(d.at_least))),
-            renew=float(env("CHAOS_LAB1_RENEW", str(d.renew))),
-            orders=int(env("CHAOS_LAB1_ORDERS", str(d.orders))),
-            nights=int(env("CHAOS_LAB1_NIGHTS", str(d.nights))),
-            clock_skew=float(env("CHAOS_LAB1_CLOCK_SKEW", str(d.clock_skew))),
-            cron=float(env("CHAOS_LAB1_CRON", str(d.cron))),
-            epoch=float(env("CHAOS_LAB1_EPOCH", str(d.epoch))),
-            wall_base=float(env("CHAOS_LAB1_WALL_BASE", str(d.wall_base))),
+            unit=float(env("CHAOS_LAB1_UNIT", str(d["unit"]))),
+            period=float(env("CHAOS_LAB1_PERIOD", str(d["period"]))),
+            job=float(env("CHAOS_LAB1_JOB")),
+            job_worst=float(env("CHAOS_LAB1_JOB_WORST", str(d["job_worst"]))),
+            slow_every=int(env("CHAOS_LAB1_SLOW_EVERY", str(d["slow_every"]))),
+            at_most=float(env("CHAOS_LAB1_LOCK_AT_MOST")),
+            at_least=float(env("CHAOS_LAB1_LOCK_AT_LEAST")),
+            renew=float(env("CHAOS_LAB1_RENEW")),
+            orders=int(env("CHAOS_LAB1_ORDERS", str(d["orders"]))),
+            nights=int(env("CHAOS_LAB1_NIGHTS", str(d["nights"]))),
+            clock_skew=float(env("CHAOS_LAB1_CLOCK_SKEW", str(d["clock_skew"]))),
+            cron=float(env("CHAOS_LAB1_CRON")),
+            epoch=float(env("CHAOS_LAB1_EPOCH", str(d["epoch"]))),
+            wall_base=float(env("CHAOS_LAB1_WALL_BASE", str(d["wall_base"]))),
         )
 
     def seconds(self, units: float) -> float:

@@ -27,7 +27,7 @@ from chaos.workloads.lab1.final_state import finished, read_final
 from chaos.workloads.lab1.protocol_api import REQUIRED
 from chaos.workloads.lab1.report import UnsafeLeaseSection
 from chaos.workloads.lab1.service import COMPONENT
-from chaos.workloads.systems import egress, etcd, etcd_proxy, etcd_record
+from chaos.workloads.systems import egress, etcd, etcd_proxy, etcd_record, write_points
 from chaos.workloads.systems.roles import ETCD_ROLES, system_role
 
 SOLUTIONS_DIR = Path(__file__).parent / "solutions"
@@ -60,7 +60,8 @@ OPTIONS: tuple[WorkloadOption, ...] = (
         low=0,
     ),
 )
-# -o option -> the service's variable it sets (only when given: the service has the same defaults)
+# -o option -> the service's variable it sets, always (given, else its declared default: the
+# service has no default of its own for them)
 OPTION_ENV = {
     "lock_at_least": "CHAOS_LAB1_LOCK_AT_LEAST",
     "lock_at_most": "CHAOS_LAB1_LOCK_AT_MOST",
@@ -74,7 +75,7 @@ def solution_path(solution: str) -> Path:
     return solutions.resolve(SOLUTIONS_DIR, solution)
 
 
-class Lab1:
+class Lab1(write_points.ProxyWritePoints):
     """lab1 as a workload. Capabilities: SolutionMounts, HoldPoints, PauseTarget (the lock
     holder), Gradable, TxnPoints, RoleResolver (``holder``, ``standby`` and the systems' roles),
     FaultAims (``clock`` aims at the standbys), WorkloadOptions (:data:`OPTIONS`)."""
@@ -101,6 +102,14 @@ class Lab1:
         fn: "orders" for fn in ("acquire", "extend", "release", "write_change")
     }
     txn_roles: dict[str, str] = {"holder": "orders"}
+    # WritePoints: writes the nodes' etcd proxies can hold for a trigger (``pause holder before
+    # write of orders for 6s``), with no sign to the code under test before the fault
+    write_groups: dict[str, tuple[str, ...]] = {
+        "lock": (keys.LOCKS_PREFIX,),
+        "orders": (keys.ORDERS_PREFIX,),
+        "applied": (keys.APPLIED_PREFIX,),
+        "night": (keys.NIGHTS_PREFIX,),
+    }
     one_task: dict[str, str] = {"nights": "1"}
     rival: str = "lock-acquired"
     # Names: what a fault target and a trigger's ``until`` may name
@@ -131,16 +140,15 @@ class Lab1:
             # its own node's proxy only: the proxy's journal is the author of every write
             "CHAOS_ETCD": etcd_proxy.service_endpoint(),
             "CHAOS_LAB1_UNIT": str(UNIT),
-            "CHAOS_LAB1_LOCK_AT_MOST": str(LOCK_AT_MOST),
             "CHAOS_LAB1_NIGHTS": str(self.nights(ctx.spec)),
             **self.option_env(ctx),
         }
 
     def option_env(self, ctx: RunContext) -> dict[str, str]:
-        """The services' variables the given ``-o`` options set (see :data:`OPTIONS`; cron mode:
-        chaos.workloads.lab1.service)."""
+        """The services' variables the ``-o`` options set, each given or at its declared default
+        (see :data:`OPTIONS`; cron mode: chaos.workloads.lab1.service)."""
         opts = option_values(self, ctx.spec)
-        out = {var: str(opts[key]) for key, var in OPTION_ENV.items() if key in ctx.spec.options}
+        out = {var: str(opts[key]) for key, var in OPTION_ENV.items()}
         if float(opts["cron"]) > 0:
             # one epoch for every replica, a little after they all started; the host's offset
             # between the true wall clock and CLOCK_MONOTONIC gives the services the store's clock
@@ -153,7 +161,12 @@ class Lab1:
         ctx.progress("starting etcd on every node")
         # the services may connect to their own node only (its etcd proxy): nothing else of the
         # run; the chain needs nothing of etcd, so it is installed while etcd starts
-        etcd.deploy(ctx, proxies_ready=False, beside=[lambda: egress.install(ctx.cluster)])
+        etcd.deploy(
+            ctx,
+            proxies_ready=False,
+            beside=[lambda: egress.install(ctx.cluster)],
+            scope=keys.PREFIX,  # the proxies forward the lab's keys only
+        )
         c = etcd.client(ctx)
         try:
             # etcd's record of the run starts after this write (outside the lab's prefix): every

@@ -8,7 +8,29 @@ from typing import Any
 from chaos.workloads.lab3 import keys
 
 
-async def _ensure(url: str, ack_wait: float) -> None:
+async def _config(js: Any) -> dict[str, Any]:
+    """The broker's configuration as chaos checks it has not changed: every stream and consumer
+    there is, each one's configuration as the broker reports it, and when it was created (a
+    consumer deleted and made again with the same settings starts its counts over)."""
+    streams: dict[str, Any] = {}
+    for si in await js.streams_info():
+        name = si.config.name
+        consumers = {}
+        for ci in await js.consumers_info(name):
+            consumers[ci.name] = {
+                "config": ci.config.as_dict(),
+                "created": str(ci.created),
+                "paused": bool(ci.paused),
+            }
+        streams[name] = {
+            "config": si.config.as_dict(),
+            "created": str(si.created),
+            "consumers": consumers,
+        }
+    return {"streams": streams}
+
+
+async def _ensure(url: str, ack_wait: float) -> dict[str, Any]:
     import nats
     from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StorageType, StreamConfig
 
@@ -35,16 +57,18 @@ async def _ensure(url: str, ack_wait: float) -> None:
                 max_ack_pending=1000,
             ),
         )
+        return await _config(js)
     finally:
         await nc.close()
 
 
-def ensure_stream(url: str, ack_wait: float, attempts: int = 40) -> None:
+def ensure_stream(url: str, ack_wait: float, attempts: int = 40) -> dict[str, Any]:
+    """Create the stream and the durable consumer (chaos's own user: the services may not);
+    returns the configuration as the broker reports it right after (``read_config``)."""
     last: Exception | None = None
     for _ in range(attempts):
         try:
-            asyncio.run(_ensure(url, ack_wait))
-            return
+            return asyncio.run(_ensure(url, ack_wait))
         except Exception as e:  # the broker may still be starting
             last = e
             import time
@@ -95,6 +119,7 @@ async def _read(url: str, messages: int = 0) -> dict[str, Any]:
                     found[seq] = {
                         "task_id": str(body.get("task_id")),
                         "event_id": str(body.get("event_id")),
+                        "amount": str(body.get("amount")),
                     }
             out["messages"] = found
         return out
@@ -102,8 +127,23 @@ async def _read(url: str, messages: int = 0) -> dict[str, Any]:
         await nc.close()
 
 
-def read_broker(url: str) -> dict[str, Any]:
-    return asyncio.run(_read(url))
+def read_broker(url: str, messages: int = 0) -> dict[str, Any]:
+    return asyncio.run(_read(url, messages))
+
+
+async def _read_config(url: str) -> dict[str, Any]:
+    import nats
+
+    nc = await nats.connect(url, connect_timeout=2, max_reconnect_attempts=2)
+    try:
+        return await _config(nc.jetstream())
+    finally:
+        await nc.close()
+
+
+def read_config(url: str) -> dict[str, Any]:
+    """The broker's configuration now, as ``ensure_stream`` returned it at the start."""
+    return asyncio.run(_read_config(url))
 
 
 # how many of the stream's last messages a snapshot reads one by one (the state at a fault's firing

@@ -162,3 +162,50 @@ def redelivered(final: dict[str, Any]) -> tuple[bool, int, int]:
     made = _int(consumer.get("delivered_consumer_seq"))
     messages = _int(consumer.get("delivered_stream_seq"))
     return made > messages, made, messages
+
+
+def _copies(raw: Any) -> dict[tuple[str, str, str], list[int]]:
+    """The stream's messages by what they carry (event id, task id, amount): the sequences of
+    each, as chaos read them from the broker."""
+    out: dict[tuple[str, str, str], list[int]] = {}
+    for k, v in (raw if isinstance(raw, dict) else {}).items():
+        if str(k).isdigit() and isinstance(v, dict):
+            body = (str(v.get("event_id")), str(v.get("task_id")), str(v.get("amount")))
+            out.setdefault(body, []).append(int(k))
+    return out
+
+
+def republished(fired: dict[str, Any], final: dict[str, Any]) -> tuple[bool, str]:
+    """lost-publish-ack, by what chaos read from etcd and the broker itself: an event whose
+    outbox entry was pending when the point was claimed is in the stream at least twice — the
+    same event id, task and amount — one copy stored after the claim, and the consumer delivered
+    every copy. Whoever published the copies, the workers were handed the same event twice:
+    that is what the scenario tests. A message count any client can raise (a junk publish) is
+    not looked at."""
+    at, why = _at_fire(fired)
+    if at is None:
+        return False, why
+    pending = {str(e) for e in at.get("pending_event_ids") or []}
+    since = _int(_dict(at.get("stream")).get("last_seq"))
+    delivered = _int(_dict(final.get("consumer")).get("delivered_stream_seq"))
+    if not isinstance(final.get("messages"), dict):
+        return False, "chaos did not read the stream's messages at the end"
+    for (event, task, _), seqs in sorted(_copies(final["messages"]).items()):
+        if event in pending and len(seqs) > 1 and max(seqs) > since:
+            if delivered < max(seqs):
+                return False, (
+                    f"event {event} of task {task} is in the stream {len(seqs)} times (messages "
+                    f"{', '.join(map(str, sorted(seqs)))}), but the consumer delivered only up "
+                    f"to message {delivered}"
+                )
+            return True, (
+                f"event {event} of task {task}, pending in etcd's outbox when the point was "
+                f"claimed (the stream then ended at message {since}), is in the stream "
+                f"{len(seqs)} times (messages {', '.join(map(str, sorted(seqs)))}), each "
+                "delivered by the consumer"
+            )
+    return False, (
+        f"no event pending in etcd's outbox when the point was claimed ({len(pending)}) is in "
+        f"the broker's stream twice after message {since} (chaos read its last "
+        f"{len(final['messages'])} messages): the host did not observe a republished event"
+    )

@@ -22,7 +22,16 @@ from chaos.histories.store import StoredRun
 from chaos.workloads import solutions
 from chaos.workloads.lab3 import broker, checkers, keys, lab_report, points
 from chaos.workloads.lab3.report import LabReportSection
-from chaos.workloads.systems import egress, etcd, etcd_proxy, etcd_record, nats, record_values
+from chaos.workloads.systems import (
+    egress,
+    etcd,
+    etcd_proxy,
+    etcd_record,
+    nats,
+    record_values,
+    write_points,
+)
+from chaos.workloads.systems.nats_auth import BrokerAuth
 from chaos.workloads.systems.roles import ETCD_ROLES, NATS_ROLES, system_role
 
 API_PORT = 8080
@@ -72,7 +81,7 @@ def solution_path(solution: str) -> Path:
     return solutions.resolve(SOLUTIONS_DIR, solution)
 
 
-class Lab3:
+class Lab3(write_points.ProxyWritePoints):
     """lab3 as a workload. Capabilities: SolutionMounts, FaultPoints (the seed's three scenarios),
     HostFaultPoints (txn-error-*, fired by the nodes' etcd proxies), HoldPoints, PauseTarget (the
     busy worker), RoleResolver (the systems' roles), Scenarios, Gradable, WorkloadOptions
@@ -99,6 +108,15 @@ class Lab3:
     # TxnPoints: every transaction of these solution functions is a hold point
     txn_functions: dict[str, str] = {"create": "api", "complete": "worker"}
     txn_roles: dict[str, str] = {}
+    # WritePoints: writes the nodes' etcd proxies can hold for a trigger (``kill worker after
+    # write of counter``), with no sign to the code under test before the fault
+    write_groups: dict[str, tuple[str, ...]] = {
+        "counter": (keys.COUNTER,),
+        "task": (keys.TASKS_PREFIX,),
+        "outbox": (keys.OUTBOX_PREFIX,),
+        "dedup": (keys.DEDUP_PREFIX,),
+        "result": (keys.RESULTS_PREFIX,),
+    }
     # one unit of work: a run where a second fault lands in the first one's redelivery; the
     # second kill must be armed again before the redelivery reaches the point, and the first
     # kill's restart takes up to a second, so AckWait (2 s) must outlast it
@@ -203,7 +221,9 @@ class Lab3:
             # its own node's proxy and nothing else: the proxy's journal names this node as the
             # author of every write that passes (chaos.workloads.systems.etcd_proxy)
             "CHAOS_ETCD": etcd_proxy.service_endpoint(),
-            "CHAOS_NATS": nats.url(ctx),
+            # the services' own broker user: the lab's subject and consumer, nothing else
+            # (chaos.workloads.systems.nats_auth)
+            "CHAOS_NATS": nats.service_url(ctx),
             "CHAOS_API_PORT": str(API_PORT),
             "CHAOS_WORK_SECONDS": str(option_values(self, ctx.spec)["work_seconds"]),
             "CHAOS_PUBLISH_ACK_TIMEOUT": "1.0",
@@ -213,12 +233,21 @@ class Lab3:
         ctx.progress("starting etcd on every node and the JetStream broker")
         # side by side: none needs another to start; the services may connect to their own node
         # and the broker, nothing else of the run
+        users = BrokerAuth(stream=keys.STREAM, consumer=keys.CONSUMER, subject=keys.SUBJECT)
         etcd.deploy(
             ctx,
             proxies_ready=False,
-            beside=[lambda: nats.deploy(ctx), lambda: egress.install(ctx.cluster, (nats.PORT,))],
+            beside=[
+                lambda: nats.deploy(ctx, users=users),
+                lambda: egress.install(ctx.cluster, (nats.PORT,)),
+            ],
+            scope=keys.PREFIX,  # the proxies forward the lab's keys only
         )
-        broker.ensure_stream(nats.url(ctx), nats.ack_wait(option_values(self, ctx.spec)))
+        # chaos makes the stream and the consumer as its own user (the services' may not), and
+        # reads their configuration back at the end (broker-config)
+        ctx.state[BROKER_CONFIG] = broker.ensure_stream(
+            nats.url(ctx), nats.ack_wait(option_values(self, ctx.spec))
+        )
         c = etcd.client(ctx)
         try:
             c.put(keys.COUNTER, "0")
@@ -446,6 +475,7 @@ class Lab3:
         if counter is not None and state["counter"] is None:
             state["counter_refused"] = value
         state.update(_broker_state(nats.url(ctx)))
+        state[BROKER_CONFIG] = _broker_config(ctx)
         return state
 
     # ------------------------------------------------------------ checks
@@ -466,6 +496,7 @@ class Lab3:
 
 CREATE_ATTEMPTS = 4
 CREATE_RETRY_PAUSE = 0.2
+BROKER_CONFIG = "broker_config"  # in the context state (at the start) and the final state
 
 
 def _post_task(address: str, value: dict[str, Any]) -> tuple[str, Any]:
@@ -540,9 +571,26 @@ def _broker_state(url: str) -> dict[str, Any]:
     """The broker's stream and consumer, or ``broker_error`` after the last failed try."""
     for attempt in range(1, BROKER_READS + 1):
         try:
-            return dict(broker.read_broker(url))
+            # the messages too: which event each of the last ones carries (lost-publish-ack's
+            # copies, chaos.workloads.lab3.confirm.republished)
+            return dict(broker.read_broker(url, broker.MESSAGE_WINDOW))
         except Exception as e:
             if attempt == BROKER_READS:
                 return {"broker_error": f"{type(e).__name__}: {e}"}
             time.sleep(BROKER_READ_PAUSE)
     raise AssertionError("unreachable")
+
+
+def _broker_config(ctx: RunContext) -> dict[str, Any]:
+    """The broker's configuration when chaos made it and now (``broker-config`` compares)."""
+    out: dict[str, Any] = {"created": ctx.state.get(BROKER_CONFIG)}
+    for attempt in range(1, BROKER_READS + 1):
+        try:
+            out["final"] = broker.read_config(nats.url(ctx))
+            return out
+        except Exception as e:
+            if attempt == BROKER_READS:
+                out["error"] = f"{type(e).__name__}: {e}"
+            else:
+                time.sleep(BROKER_READ_PAUSE)
+    return out

@@ -75,6 +75,7 @@ def deploy(
     *,
     proxies_ready: bool = True,
     beside: Sequence[Callable[[], object]] = (),
+    scope: str | None = None,
 ) -> None:
     """Start the members, and in front of each its node's author-journal proxy (the only way
     the node's services reach etcd, see chaos.workloads.systems.etcd_proxy); return when the
@@ -86,10 +87,11 @@ def deploy(
     overlap: bring-up pays for the slowest, not for the sum. The rules only have to be in place
     before the services start, after this returns. ``proxies_ready=False``: return once etcd
     answers; the caller has other things to do first and calls ``etcd_proxy.wait_listening``
-    just before its services (a proxy is a Python process starting on its node's one CPU)."""
+    just before its services (a proxy is a Python process starting on its node's one CPU).
+    ``scope``: the lab's key prefix, the only keys the proxies forward (chaos.node.etcd_scope)."""
     etcd_proxy.prepare(ctx)
     members = [process(ctx, n) for n in ctx.cluster.nodes]
-    proxies = [etcd_proxy.process(ctx, n, CLIENT_PORT) for n in ctx.cluster.nodes]
+    proxies = [etcd_proxy.process(ctx, n, CLIENT_PORT, scope) for n in ctx.cluster.nodes]
     with ThreadPoolExecutor(max_workers=len(members) + len(proxies) + len(beside) + 2) as pool:
         # the members first, alone: their election is bring-up's longest wait, and a start is a
         # round trip through the engine that slows the others; the proxies start (and are ready)

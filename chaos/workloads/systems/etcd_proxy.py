@@ -61,7 +61,10 @@ def _claims(ctx: RunContext) -> str | None:
     return None
 
 
-def process(ctx: RunContext, node: str, upstream_port: int) -> ProcessSpec:
+def process(
+    ctx: RunContext, node: str, upstream_port: int, scope: str | None = None
+) -> ProcessSpec:
+    """The proxy of ``node``; ``scope``: the lab's key prefix, the only keys it forwards."""
     claims = _claims(ctx)
     return ProcessSpec(
         node=node,
@@ -75,6 +78,7 @@ def process(ctx: RunContext, node: str, upstream_port: int) -> ProcessSpec:
             "--node", node,
             "--state", STATE,
             *(["--claims", claims] if claims else []),
+            *(["--prefix", scope] if scope else []),
         ],
     )  # fmt: skip
 
@@ -167,6 +171,58 @@ def arm_txn_error(ctx: RunContext, prefixes: list[str]) -> str:
     data = json.dumps({"gen": gen, "keys": prefixes}).encode()
     _each(ctx.cluster, lambda n: ctx.cluster.put_file(n, f"{CONTROL}/txn-error", data))
     return gen
+
+
+WRITE_POINT = "write-point"  # chaos.node.proxy_points.ARM_FILE
+
+
+def arm_write_point(ctx: RunContext, op: str, moment: str, prefixes: list[str]) -> str:
+    """Arm every node's proxy to hold the first ``op`` (``write``/``read``) ``before``/``after``
+    it reaches a key under ``prefixes`` (chaos.node.proxy_points); returns the generation."""
+    gen = secrets.token_hex(8)
+    data = json.dumps({"gen": gen, "op": op, "moment": moment, "keys": prefixes}).encode()
+    _each(ctx.cluster, lambda n: ctx.cluster.put_file(n, f"{CONTROL}/{WRITE_POINT}", data))
+    return gen
+
+
+def disarm_write_point(ctx: RunContext) -> None:
+    _each(ctx.cluster, lambda n: ctx.cluster.put_file(n, f"{CONTROL}/{WRITE_POINT}", b"{}"))
+
+
+def release_write_point(ctx: RunContext, node: str, gen: str, *, forward: bool) -> None:
+    """Let the write held for arming ``gen`` on ``node`` go on (``forward``), or drop it (its
+    sender was killed while it was held)."""
+    data = json.dumps({"gen": gen, "forward": forward}).encode()
+    ctx.cluster.put_file(node, f"{CONTROL}/release-{gen}", data)
+
+
+def write_point_fired(ctx: RunContext, gen: str) -> dict[str, Any] | None:
+    """Where arming ``gen`` fired, in the proxy's own note (``node``, ``time``, ``port``: the
+    sender's TCP port, ``keys``), or None until it fires."""
+    raws: list[tuple[str | None, bytes | None]]
+    if _claims(ctx) is not None:
+        try:
+            raws = [(None, read_regular(ctx.live / CLAIMS / f"write-{gen}", 1 << 16))]
+        except OSError:
+            return None
+    else:
+        got = _each(ctx.cluster, lambda n: ctx.cluster.get_file(n, f"{CONTROL}/fired-{gen}"))
+        raws = list(zip(ctx.cluster.nodes, got, strict=True))
+    for node, raw in raws:
+        if raw is None:
+            continue
+        note = _note(ctx, raw, gen)
+        if note is None or (node is not None and note["node"] != node):
+            continue
+        try:
+            extra = json.loads(raw)
+        except ValueError:
+            continue
+        port, moment = extra.get("port"), extra.get("moment")
+        note["port"] = port if isinstance(port, int) else None
+        note["moment"] = moment if moment in ("before", "after") else None
+        return note
+    return None
 
 
 def disarm_txn_error(ctx: RunContext) -> None:

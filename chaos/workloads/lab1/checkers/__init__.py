@@ -13,6 +13,8 @@
 - ``exactly-once``         every revision of etcd's record accounted for (chaos.workloads.lab1.accounting)
 - ``lease-authors``        every lease operation and order write by the holder of the grant it
                            touches, by the nodes' etcd-proxy journals (chaos.workloads.lab1.authors)
+- ``etcd-scope``           no call the nodes' etcd proxies refused (a key outside /lab1/, Auth,
+                           compaction, ...)                                     (chaos.checkers.etcd_scope)
 
 Narratives follow the store's order of writes (etcd revisions: of the applied records, and of the
 lock record's versions), never the order of event times, which are stamped after the fact.
@@ -24,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
+from chaos.checkers.etcd_scope import etcd_scope
 from chaos.checkers.verdict import CheckResult, ModelChecker, Verdict, check_safe
 from chaos.histories.ops import Event, Op
 from chaos.workloads.lab1.accounting import exactly_once
@@ -65,6 +68,7 @@ CHECKERS: dict[str, ModelChecker[Lab1Run]] = {
     "lease-exclusivity": lease_exclusivity,
     "exactly-once": exactly_once,
     "lease-authors": lease_authors,
+    "etcd-scope": lambda run: etcd_scope(run.final),
 }
 
 

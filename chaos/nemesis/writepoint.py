@@ -1,0 +1,189 @@
+"""Write triggers: a fault applied at a write the etcd proxy holds, with no sign to the code under
+test before it happens.
+
+    kill worker after write of counter
+    pause worker before write of counter for 3s [2 times]
+
+An in-process hold point (chaos.nemesis.trigger) is reached by the code under test: it reads the
+arming, it numbers the transactions, so a solution that has read chaos's source can take its safe
+path only while a point is armed, or move a numbered point onto a decoy. Here the workload's
+``WritePoints`` arm every node's root-owned etcd proxy; the proxy holds the first write of the
+named key group (before it is forwarded, or after etcd answered it) and notes the sender's TCP
+port; the host finds the process that holds that connection; the fault is applied to it while
+its call is held; then the proxy lets the write go on — or drops it, when its sender was killed
+before it (a crash before the write). The code under test sees a slow call, and only after the
+fault. The nemesis ops carry ``trigger`` with ``decided_by: etcd-proxy``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from chaos.core.capabilities import WritePoints
+from chaos.core.context import RunContext
+from chaos.core.rest import RestWatch
+from chaos.core.target import Resolved, Target
+from chaos.nemesis.grudge import isolated_grudge
+from chaos.nemesis.trigger import TriggerNemesis, _RestLookout
+
+POLL = 0.01
+# how often a held read looks whether its group was written since (one etcd read)
+REREAD = 0.05
+
+
+class WriteTriggerNemesis(TriggerNemesis):
+    """A :class:`TriggerNemesis` whose point is a write held by the etcd proxy."""
+
+    def __init__(self, *args: Any, writes: WritePoints, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.writes = writes
+        self._next: str | None = None  # an arming made before the previous firing healed
+
+    def _once(self, ctx: RunContext, n: int) -> bool:
+        tr = self.trigger
+        assert tr.point is not None and tr.write is not None, "bind() the write trigger first"
+        note = self._await_write(ctx, n)
+        if note is None:
+            return False
+        node, gen = note["node"], note["gen"]
+        resolved, record = self._aimed_write(ctx, note, n)
+        killed = tr.fault == "kill"
+        # a held call (not a killed one's) ends once the group is written since the firing
+        fired_rev = None if killed else self.writes.group_revision(ctx, tr.write)
+        intent = {"target": resolved.spec, "duration": self.duration, "trigger": tr.phrase}
+        try:
+            fid = self.fault.start(ctx, resolved, intent=intent, trigger=record)
+        except BaseException:
+            self.writes.release_write_point(ctx, node, gen, forward=True)
+            raise
+        if killed:
+            # the sender is gone: a write held before it is dropped (it never left the process)
+            self.writes.release_write_point(ctx, node, gen, forward=False)
+            if tr.times is None or n + 1 < tr.times:
+                # the next firing is armed before the restart: the work the kill cut short comes
+                # back (a redelivery) as soon as the process does, or sooner, elsewhere
+                self._next = self.writes.arm_write_point(ctx, tr.op, tr.moment, tr.write)
+        ctx.progress(f"'{tr.phrase}' fired on {node} ({record['component']}, the etcd proxy)")
+        self._last_held(ctx, fired_rev)
+        if not killed:
+            # the held call goes on at the fault's end, before the heal: a write held before it
+            # lands late (stale), and its answer waits in the socket of the stopped process
+            self.writes.release_write_point(ctx, node, gen, forward=True)
+        ctx.faults.heal(fid)
+        return True
+
+    def _last_held(self, ctx: RunContext, fired_rev: int | None) -> None:
+        """The fault's length, ended sooner once etcd (read by the orchestrator) shows the group
+        written since the firing: another process did what the held one was held back from (the
+        race the point is for), and a held read's answer is stale from then on; a longer hold
+        only runs a read into the client's own deadline. ``for`` bounds it."""
+        tr = self.trigger
+        if fired_rev is None or tr.write is None:
+            ctx.stop.wait(self.duration)
+            return
+        deadline = time.monotonic() + self.duration
+        while not ctx.stop.wait(REREAD) and time.monotonic() < deadline:
+            rev = self.writes.group_revision(ctx, tr.write)
+            if rev is not None and rev > fired_rev:
+                ctx.progress(f"'{tr.phrase}': {tr.write} written at revision {rev}: released")
+                return
+
+    def _await_write(self, ctx: RunContext, n: int) -> dict[str, Any] | None:
+        """Arm the proxies and wait for a write of the trigger's component to be held: the proxy's
+        note with ``gen``, or None (the time limit; for a later firing, the system at rest). A
+        write of another component is let go and the point armed again."""
+        tr = self.trigger
+        assert tr.point is not None and tr.write is not None
+        watch = self.rest() if self.rest is not None and n > 0 else None
+        deadline = ctx.now() + self.wait
+        quiet = _Quiet(ctx, watch)
+        try:
+            while not ctx.stop.is_set() and ctx.now() < deadline and not quiet.rested():
+                gen = self._next or self.writes.arm_write_point(ctx, tr.op, tr.moment, tr.write)
+                self._next = None
+                self.armed.set()
+                ctx.progress(f"armed the etcd proxies' write point for '{tr.phrase}'")
+                note = self._fired(ctx, gen, deadline, quiet)
+                self.writes.disarm_write_point(ctx)
+                # a proxy may fire between the last look and the disarm
+                note = note or self.writes.write_point_fired(ctx, gen)
+                if note is None:
+                    break
+                note["gen"] = gen
+                writer = self._writer(ctx, note)
+                if writer == tr.point.component:
+                    note["component"] = writer
+                    return note
+                self.writes.release_write_point(ctx, note["node"], gen, forward=True)
+                ctx.progress(
+                    f"'{tr.phrase}': the held write on {note['node']} was {writer or 'no known process'}'s,"
+                    f" not {tr.point.component}'s: let go, armed again"
+                )
+        finally:
+            quiet.close()
+        said = "came to rest" if quiet.rested() else "ended its wait"
+        ctx.progress(f"'{tr.phrase}': no {tr.op} of {tr.write} was held before the run {said}")
+        return None
+
+    def _fired(
+        self, ctx: RunContext, gen: str, deadline: float, quiet: _Quiet
+    ) -> dict[str, Any] | None:
+        while not ctx.stop.is_set() and ctx.now() < deadline and not quiet.rested():
+            note = self.writes.write_point_fired(ctx, gen)
+            if note is not None:
+                return note
+            ctx.stop.wait(POLL)
+        return None
+
+    def _writer(self, ctx: RunContext, note: dict[str, Any]) -> str | None:
+        port = note.get("port")
+        if not isinstance(port, int):
+            return None
+        try:
+            return self.writes.write_point_writer(ctx, note["node"], port)
+        except Exception:  # the node or the process gone: no process to fault
+            return None
+
+    def _aimed_write(
+        self, ctx: RunContext, note: dict[str, Any], n: int
+    ) -> tuple[Resolved, dict[str, Any]]:
+        tr = self.trigger
+        node, component = str(note["node"]), str(note["component"])
+        if tr.fault == "partition":
+            resolved = Resolved(spec=node, grudge=isolated_grudge(list(ctx.cluster.nodes), [node]))
+        else:
+            target = Target(node=node, process=component)
+            resolved = Resolved(spec=f"{component}@{node}", targets=(target,))
+        record = {
+            "phrase": tr.phrase,
+            "hold": tr.point.file if tr.point else None,
+            "kind": tr.kind,
+            "write": tr.write,
+            "op": tr.op,
+            "decided_by": "etcd-proxy",
+            "node": node,
+            "component": component,
+            "pid": ctx.cluster.pid(node, component),
+            "keys": note.get("keys") or [],
+            "time": note.get("time"),
+            "firing": n + 1,
+        }
+        return resolved, record
+
+
+class _Quiet:
+    """Whether the system came to rest while a later firing is awaited (nothing left in it can
+    write the group again); never for the first firing, which waits the whole time limit."""
+
+    def __init__(self, ctx: RunContext, watch: RestWatch | None) -> None:
+        self._lookout = _RestLookout(ctx, watch) if watch is not None and watch.can_tell else None
+        if self._lookout is not None:
+            self._lookout.__enter__()
+
+    def rested(self) -> bool:
+        return self._lookout is not None and self._lookout.rested.is_set()
+
+    def close(self) -> None:
+        if self._lookout is not None:
+            self._lookout.__exit__(None, None, None)

@@ -1,0 +1,127 @@
+"""Write points: a fault aimed at a transaction, decided and held by the node's etcd proxy.
+
+Why here and not in the service: a point the service's own process reaches (a hold file it reads,
+a transaction it numbers) is a point the code under test can see coming, count, or move. The
+proxy is root's, outside the service user's reach, and every write of the node's services passes
+through it. So the orchestrator arms it through a root-only file, ``<state>/control/write-point``::
+
+    {"gen": "…", "op": "write" | "read", "moment": "before" | "after", "keys": ["/lab3/counter"]}
+
+and the proxy holds the first matching call of the arming. A write — ``before``: a ``KV/Txn``,
+``KV/Put`` or ``KV/DeleteRange`` that could write under one of ``keys`` (either branch of a
+transaction), held before it is forwarded; ``after``: one that did write there (the executed
+branch), held after etcd answered, before the answer goes back. A read: a ``KV/Range`` of a key
+under ``keys``, held before it is forwarded or after etcd answered (a check whose answer arrives
+late: the race check-then-act lives in). It says so in ``fired-<gen>`` (the node, the peer's
+TCP port, the keys) and waits for the orchestrator's ``release-<gen>`` (``{"forward": bool}``):
+meanwhile the orchestrator finds the process by the port (from the host) and faults it. To the
+code under test the held call is a slow network, before or after the fact: nothing it can read
+says the point is armed, and it cannot tell a held call from a slow one until the fault has
+happened. Exactly one proxy of the cluster fires an arming: the claim is an O_EXCL file in a
+root-only folder every node's proxy sees (as ``txn-error`` does).
+
+Standard library only: the caller decodes the keys.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ARM_FILE = "write-point"
+# a held call waits at most this long for its release, then goes on as if released (the
+# orchestrator died or lost the run): a proxy never keeps a write forever
+HOLD_LIMIT = 120.0
+POLL = 0.005
+_EXCL = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """One firing: the arming's generation, for :meth:`WritePoints.wait`."""
+
+    gen: str
+
+
+def peer_port(peer: str) -> int | None:
+    """The client's TCP port from gRPC's ``context.peer()`` (``ipv4:127.0.0.1:54321``)."""
+    head, _, port = peer.rpartition(":")
+    return int(port) if head.startswith(("ipv4:", "ipv6:")) and port.isdigit() else None
+
+
+class WritePoints:
+    """The orchestrator's armed write point on this node (see the module docstring)."""
+
+    def __init__(self, control: Path, node: str, claims: Path | None = None) -> None:
+        self._control = control
+        self._node = node
+        self._claims = claims
+        self._fired: set[str] = set()
+        self._lock = threading.Lock()
+
+    def _arming(self, op: str, moment: str) -> tuple[str, list[str]] | None:
+        try:
+            spec = json.loads((self._control / ARM_FILE).read_text() or "{}")
+        except (OSError, ValueError):
+            return None
+        if not isinstance(spec, dict) or spec.get("moment") != moment:
+            return None
+        if spec.get("op", "write") != op:
+            return None
+        gen = str(spec.get("gen", ""))
+        prefixes = [str(p) for p in spec.get("keys") or [] if str(p)]
+        if not gen or "/" in gen or gen.startswith(".") or not prefixes:
+            return None
+        return gen, prefixes
+
+    def take(self, op: str, moment: str, written: Sequence[str], peer: str) -> Held | None:
+        """Fire the arming for ``op`` (``write``/``read``) at ``moment`` if a key of ``written``
+        falls under it (once per generation, once in the cluster); None when nothing is armed or
+        it does not match."""
+        arming = self._arming(op, moment)
+        if arming is None:
+            return None
+        gen, prefixes = arming
+        keys = [k for k in written if any(k.startswith(p) for p in prefixes)]
+        if not keys:
+            return None
+        with self._lock:
+            if gen in self._fired:
+                return None
+            self._fired.add(gen)
+        note = json.dumps({"node": self._node, "gen": gen, "moment": moment, "op": op,
+                           "port": peer_port(peer), "keys": keys[:16],
+                           "mono": time.monotonic(), "wall": time.time()})  # fmt: skip
+        if self._claims is not None:
+            try:
+                fd = os.open(self._claims / f"write-{gen}", _EXCL, 0o600)
+            except OSError:
+                return None  # another node's proxy fired this arming
+            with os.fdopen(fd, "w") as fh:
+                fh.write(note)
+        tmp = self._control / f".fired-{gen}.tmp"
+        tmp.write_text(note)
+        os.replace(tmp, self._control / f"fired-{gen}")
+        return Held(gen)
+
+    def wait(self, held: Held, limit: float = HOLD_LIMIT) -> dict[str, Any]:
+        """Hold until the orchestrator's release of this firing; the release's words (``forward``
+        False: drop the held request, the process that sent it was killed). No release within
+        ``limit``: forwarded, and said so."""
+        release = self._control / f"release-{held.gen}"
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            try:
+                got = json.loads(release.read_text() or "{}")
+            except (OSError, ValueError):
+                got = None
+            if isinstance(got, dict):
+                return got
+            time.sleep(POLL)
+        return {"forward": True, "timed_out": True}

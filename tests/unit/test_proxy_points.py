@@ -1,0 +1,253 @@
+"""Write and read points decided by the nodes' etcd proxies (chaos.node.proxy_points,
+chaos.nemesis.writepoint): armed through a root-only file, fired once per arming and once in the
+cluster, the sender found by the host, the fault applied while the call is held."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chaos.cluster.docker import procfs
+from chaos.core.context import RunContext
+from chaos.core.target import Resolved, Target
+from chaos.histories.jsonl import read_history
+from chaos.nemesis.hold import HoldFault
+from chaos.nemesis.kill import KillFault
+from chaos.nemesis.pause import PauseFault
+from chaos.nemesis.trigger import TriggerError, bind, parse_trigger
+from chaos.nemesis.writepoint import WriteTriggerNemesis
+from chaos.node.proxy_points import ARM_FILE, WritePoints, peer_port
+from chaos.workloads.lab1.workload import Lab1
+from chaos.workloads.lab3.workload import Lab3
+from tests.unit.test_fault_confirmation import _ctx
+
+PEER = "ipv4:127.0.0.1:40123"
+
+
+def _arm(control: Path, **spec: Any) -> None:
+    control.mkdir(parents=True, exist_ok=True)
+    (control / ARM_FILE).write_text(json.dumps(spec))
+
+
+def test_a_write_under_the_armed_keys_fires_once_and_notes_the_senders_port(
+    tmp_path: Path,
+) -> None:
+    control = tmp_path / "control"
+    points = WritePoints(control, "n2")
+    assert points.take("write", "after", ["/lab3/counter"], PEER) is None  # nothing armed
+    _arm(control, gen="g1", op="write", moment="after", keys=["/lab3/counter"])
+    assert points.take("write", "before", ["/lab3/counter"], PEER) is None  # another moment
+    assert points.take("read", "after", ["/lab3/counter"], PEER) is None  # a read
+    assert points.take("write", "after", ["/lab3/results/t1"], PEER) is None  # other keys
+    held = points.take("write", "after", ["/lab3/results/t1", "/lab3/counter"], PEER)
+    assert held is not None and held.gen == "g1"
+    note = json.loads((control / "fired-g1").read_text())
+    assert (note["node"], note["port"], note["keys"], note["op"]) == (
+        "n2", 40123, ["/lab3/counter"], "write",
+    )  # fmt: skip
+    # one arming, one firing
+    assert points.take("write", "after", ["/lab3/counter"], PEER) is None
+
+
+def test_an_arming_for_the_cluster_fires_on_one_proxy_only(tmp_path: Path) -> None:
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    proxies = [WritePoints(tmp_path / n / "control", n, claims) for n in ("n1", "n2", "n3")]
+    for n in ("n1", "n2", "n3"):
+        _arm(tmp_path / n / "control", gen="g2", op="read", moment="before", keys=["/lab3/dedup/"])
+    fired = [p.take("read", "before", ["/lab3/dedup/e1"], PEER) for p in proxies]
+    assert [f is not None for f in fired] == [True, False, False]
+    assert json.loads((claims / "write-g2").read_text())["node"] == "n1"
+
+
+def test_a_held_call_waits_for_its_release_and_never_forever(tmp_path: Path) -> None:
+    control = tmp_path / "control"
+    _arm(control, gen="g3", op="write", moment="before", keys=["/lab3/"])
+    points = WritePoints(control, "n1")
+    held = points.take("write", "before", ["/lab3/counter"], PEER)
+    assert held is not None
+    threading.Timer(0.2, lambda: (control / "release-g3").write_text('{"forward": false}')).start()
+    started = time.monotonic()
+    assert points.wait(held, limit=5) == {"forward": False}
+    assert time.monotonic() - started >= 0.15
+    other = WritePoints(control, "n1")
+    _arm(control, gen="g4", op="write", moment="before", keys=["/lab3/"])
+    held = other.take("write", "before", ["/lab3/counter"], PEER)
+    assert held is not None
+    assert other.wait(held, limit=0.1) == {"forward": True, "timed_out": True}
+
+
+@pytest.mark.parametrize("gen", ["", "../x", ".hidden"])
+def test_an_arming_with_a_bad_generation_is_ignored(tmp_path: Path, gen: str) -> None:
+    control = tmp_path / "control"
+    _arm(control, gen=gen, op="write", moment="after", keys=["/lab3/"])
+    assert WritePoints(control, "n1").take("write", "after", ["/lab3/counter"], PEER) is None
+
+
+def test_peer_port() -> None:
+    assert peer_port("ipv4:127.0.0.1:5") == 5
+    assert peer_port("ipv6:[::1]:6") == 6
+    assert peer_port("unix:/tmp/s") is None
+
+
+def test_the_host_finds_the_process_that_holds_a_loopback_connection() -> None:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    client = socket.create_connection(server.getsockname())
+    try:
+        local, remote = client.getsockname()[1], server.getsockname()[1]
+        inode = procfs.tcp_inode(os.getpid(), local, remote)
+        assert inode is not None
+        assert procfs.holds_socket(os.getpid(), inode)
+        assert os.getpid() in procfs.descendants(os.getpid())
+        assert procfs.tcp_inode(os.getpid(), remote, local) != inode  # the other end
+        assert procfs.tcp_inode(os.getpid(), local, remote + 1 if remote < 65535 else 1) is None
+    finally:
+        client.close()
+        server.close()
+
+
+def test_write_and_read_phrases_bind_to_the_labs_groups() -> None:
+    tr = bind(parse_trigger("kill worker after write of counter"), Lab3(), "lab3")
+    assert (tr.write, tr.op, tr.point and tr.point.component) == ("counter", "write", "worker")
+    assert tr.to_json()["decided_by"] == "etcd-proxy"
+    tr = bind(parse_trigger("pause worker before read of counter for 2s"), Lab3(), "lab3")
+    assert (tr.op, tr.duration) == ("read", 2.0)
+    tr = bind(parse_trigger("pause holder before write of orders for 2s"), Lab1(), "lab1")
+    assert tr.point is not None and tr.point.component == "orders"
+    with pytest.raises(TriggerError, match=r"no write group 'countr'.*did you mean 'counter'"):
+        bind(parse_trigger("kill worker after write of countr"), Lab3(), "lab3")
+    with pytest.raises(TriggerError, match="'for', not 'until'"):
+        bind(parse_trigger("pause worker before write of counter until commit"), Lab3(), "lab3")
+    with pytest.raises(TriggerError, match="no role 'nats'"):
+        bind(parse_trigger("kill nats after write of counter"), Lab3(), "lab3")
+    with pytest.raises(TriggerError, match="a hold is the etcd proxy's"):
+        bind(parse_trigger("hold worker on delivery"), Lab3(), "lab3")
+    with pytest.raises(TriggerError, match="'before write' or 'after write'"):
+        bind(parse_trigger("kill worker on write of counter"), Lab3(), "lab3")
+
+
+class FakeWrites:
+    """The proxies of the in-memory cluster: each arming fires at once, on n2, sent by the next
+    writer of ``writers``."""
+
+    write_groups = {"counter": ("/lab3/counter",)}
+
+    def __init__(self, writers: list[str]) -> None:
+        self.writers = writers
+        self.armed: list[tuple[str, str, str]] = []
+        self.released: list[tuple[str, str, bool]] = []
+        self.disarmed = 0
+        self.reads = 0
+
+    def arm_write_point(self, ctx: RunContext, op: str, moment: str, group: str) -> str:
+        self.armed.append((op, moment, group))
+        return f"g{len(self.armed)}"
+
+    def write_point_fired(self, ctx: RunContext, gen: str) -> dict[str, Any] | None:
+        return {
+            "node": "n2",
+            "time": 1.0,
+            "port": 40000 + len(self.armed),
+            "keys": ["/lab3/counter"],
+        }
+
+    def write_point_writer(self, ctx: RunContext, node: str, port: int) -> str | None:
+        return self.writers.pop(0)
+
+    def release_write_point(self, ctx: RunContext, node: str, gen: str, *, forward: bool) -> None:
+        self.released.append((node, gen, forward))
+
+    def disarm_write_point(self, ctx: RunContext) -> None:
+        self.disarmed += 1
+
+    def group_revision(self, ctx: RunContext, group: str) -> int | None:
+        self.reads += 1
+        return 10 if self.reads < 3 else 11  # written again at the third look
+
+
+def _nemesis(phrase: str, fault: Any, writes: FakeWrites) -> WriteTriggerNemesis:
+    tr = bind(parse_trigger(phrase), Lab3(), "lab3")
+    return WriteTriggerNemesis(tr, fault, writes=writes, default_duration=0.05, wait=5)
+
+
+def test_a_kill_at_a_held_write_lands_on_the_sender_the_host_found_and_drops_the_write(
+    tmp_path: Path,
+) -> None:
+    ctx, _ = _ctx(tmp_path)
+    # the first held write was another component's: let go, armed again
+    writes = FakeWrites(["api", "worker"])
+    _nemesis("kill worker before write of counter", KillFault(), writes).run(ctx)
+    assert writes.armed == [("write", "before", "counter")] * 2
+    assert writes.released == [("n2", "g1", True), ("n2", "g2", False)]
+    ops = read_history(ctx.run_dir / "history.jsonl").records
+    fired = [o for o in ops if isinstance(o.extra.get("trigger"), dict)]
+    assert fired, ops
+    trigger = fired[0].extra["trigger"]
+    assert (trigger["decided_by"], trigger["node"], trigger["component"]) == (
+        "etcd-proxy", "n2", "worker",
+    )  # fmt: skip
+
+
+def test_a_pause_at_a_held_write_lets_it_go_after_the_fault(tmp_path: Path) -> None:
+    ctx, _ = _ctx(tmp_path)
+    writes = FakeWrites(["worker"])
+    _nemesis("pause worker before write of counter for 0.05s", PauseFault(), writes).run(ctx)
+    assert writes.released == [("n2", "g1", True)]
+
+
+def test_no_sender_found_is_no_fault(tmp_path: Path) -> None:
+    ctx, _ = _ctx(tmp_path)
+    writes = FakeWrites([])  # the host found no process: pop raises, taken as none
+    writes.writers = []
+    nem = _nemesis("kill worker after write of counter", KillFault(), writes)
+    nem.wait = 0.3
+    nem.run(ctx)
+    assert all(forward for _, _, forward in writes.released)
+    ops = read_history(ctx.run_dir / "history.jsonl").records
+    assert not [o for o in ops if o.extra.get("trigger")]
+
+
+def test_a_held_read_ends_once_etcd_shows_its_group_written_again(tmp_path: Path) -> None:
+    ctx, _ = _ctx(tmp_path)
+    writes = FakeWrites(["worker"])
+    started = time.monotonic()
+    _nemesis("pause worker before read of counter for 5s", PauseFault(), writes).run(ctx)
+    assert time.monotonic() - started < 3, "released at the write, not after 5 s"
+    assert writes.reads == 3 and writes.released == [("n2", "g1", True)]
+
+
+def test_a_hold_is_only_the_proxys_no_signal_reaches_the_process(tmp_path: Path) -> None:
+    ctx, cluster = _ctx(tmp_path)
+    writes = FakeWrites(["worker"])
+    _nemesis("hold worker before read of counter for 5s", HoldFault(), writes).run(ctx)
+    assert writes.released == [("n2", "g1", True)]
+    assert not [p for p in cluster.procs.values() if p.signals], "no process was signalled"
+    with pytest.raises(RuntimeError, match="a write or read trigger's fault"):
+        HoldFault().start(
+            ctx, Resolved(spec="worker@n1", targets=(Target(node="n1", process="worker"),))
+        )
+
+
+def test_a_second_kill_is_armed_before_the_first_one_heals(tmp_path: Path) -> None:
+    ctx, _ = _ctx(tmp_path)
+    writes = FakeWrites(["worker", "worker"])
+    healed_when_armed: list[int] = []
+    arm = writes.arm_write_point
+
+    def spy(c: RunContext, op: str, moment: str, group: str) -> str:
+        healed_when_armed.append(sum(1 for o in c.history.ops if o.extra.get("phase") == "heal"))
+        return arm(c, op, moment, group)
+
+    writes.arm_write_point = spy  # type: ignore[method-assign]
+    _nemesis("kill worker before write of counter for 0.05s 2 times", KillFault(), writes).run(ctx)
+    assert writes.released == [("n2", "g1", False), ("n2", "g2", False)]
+    assert healed_when_armed == [0, 0], "the second arming came before the first kill's heal"
