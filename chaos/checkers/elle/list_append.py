@@ -198,12 +198,13 @@ def _scan(txns: Sequence[Txn], found: Findings) -> _Scan:
         for f, k, v in t.mops:
             if f == APPEND:
                 wk = (k, v)
-                if wk in writer or wk in failed:
-                    dup_appends.add(wk)
                 # read before (not appended before by this txn: that is a duplicate append)
                 if k in known and v in known[k] and writer.get(wk) != tid:
                     found("future-read", _future(t, k, v))
-                writer.setdefault(wk, tid)
+                if wk in writer:
+                    dup_appends.add(wk)
+                else:
+                    writer[wk] = tid
                 if k in last_append:
                     intermediate.add((k, last_append[k]))
                 last_append[k] = v
@@ -236,6 +237,7 @@ def _scan(txns: Sequence[Txn], found: Findings) -> _Scan:
             for k, r in ext_keys.items():
                 if k in last_append:
                     lost.setdefault((k, r), []).append(tid)
+    dup_appends.update(writer.keys() & failed.keys())  # also appended by a failed txn
     return s
 
 
@@ -243,9 +245,10 @@ def _failed_appends(t: Txn, s: _Scan) -> None:
     for f, k, v in t.mops:
         if f == APPEND:
             wk = (k, v)
-            if wk in s.writer or wk in s.failed:
+            if wk in s.failed:  # (one an ok or info txn also appended: found after the scan)
                 s.dup_appends.add(wk)
-            s.failed.setdefault(wk, t.id)
+            else:
+                s.failed[wk] = t.id
 
 
 def _not_a_list(t: Txn, k: Any, r: Any) -> TxnInputError:
