@@ -198,8 +198,7 @@ def _scan(txns: Sequence[Txn], found: Findings) -> _Scan:
         for f, k, v in t.mops:
             if f == APPEND:
                 wk = (k, v)
-                # read before (not appended before by this txn: that is a duplicate append)
-                if k in known and v in known[k] and writer.get(wk) != tid:
+                if k in known and v in known[k] and writer.get(wk) != tid:  # not its own dup
                     found("future-read", _future(t, k, v))
                 if wk in writer:
                     dup_appends.add(wk)
