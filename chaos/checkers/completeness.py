@@ -87,7 +87,8 @@ def _abstained(run: StoredRun) -> list[str]:
     test what it was asked to."""
     out = []
     for op in run.history:
-        why = op.extra.get(ABSTAINED) if op.is_nemesis else None
+        extra = getattr(op, "extra", None)
+        why = extra.get(ABSTAINED) if isinstance(extra, dict) else None
         if why:
             out.append(f"the {str(op.f)[:40]} fault never found its aim: {str(why)[:300]}")
     return out

@@ -179,11 +179,7 @@ def grade(
     jobs = plan(request, rows, done)
     skipped = sum(1 for r in done.values() if r.graded)
     _say_plan(rows, len(jobs), skipped, progress)
-    if scheduler is None and jobs:
-        # on this machine: the estimate is the measured throughput's (chaos.grade.estimate)
-        progress(
-            estimate.plan_of(rows, request.matrix, request.repeats, parallel, skipped).lines()[1]
-        )
+    _say_estimate(request, rows, None if scheduler or not jobs else parallel, skipped, progress)
     eta = Eta(len(jobs), progress)
     workers: dict[str, int] = {}
 
@@ -221,6 +217,21 @@ def grade(
         skipped=skipped,
         workers=workers,
     )
+
+
+def _say_estimate(
+    request: GradeRequest,
+    rows: list[Submission],
+    parallel: int | None,
+    skipped: int,
+    progress: Callable[[str], None],
+) -> None:
+    """On this machine (``parallel`` runs at a time; None: elsewhere, or nothing to run): the
+    estimate is the measured throughput's (chaos.grade.estimate)."""
+    if parallel is None:
+        return
+    plan = estimate.plan_of(rows, request.matrix, request.repeats, parallel, skipped)
+    progress(plan.lines()[1])
 
 
 def _say_plan(

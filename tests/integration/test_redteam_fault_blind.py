@@ -80,6 +80,8 @@ def test_a_fault_aware_solution_is_caught_at_a_point_the_proxy_decides(tmp_path:
 BLIND = str(REPO / "tests" / "fixtures" / "redteam" / "blind_aim")
 
 
+# the abstention itself is tested without Docker (tests/unit/test_framework_fake.py)
+@pytest.mark.slow
 def test_a_pause_whose_aim_is_hidden_abstains_and_the_run_is_unknown(tmp_path: Path) -> None:
     """Aim or abstain ("Why" 6): check-then-act that never reports the computation lab3's own
     pause aims at is unknown under ``--nemesis pause`` (it was paused at random, and valid),
@@ -111,6 +113,8 @@ LAB1_PROXY_POINT = "pause holder before write of orders for 6s"
 LAB1_IN_PROCESS_POINT = "pause holder before write-commit for 5s"
 
 
+# the same mechanism as lab3's, in CI above; lab1's own run is the slow pass
+@pytest.mark.slow
 def test_lab1_no_fencing_while_unarmed_is_caught_at_a_write_the_proxy_holds(
     tmp_path: Path,
 ) -> None:

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from chaos.checkers.elle import check_transactions, graph, rw_register, transactions
+from chaos.checkers.elle import check, check_transactions, cycles, graph, rw_register, transactions
+from chaos.checkers.elle.consistency import ConsistencyModel
 from chaos.checkers.verdict import Verdict
 from tests.unit.elle_history import concurrent, serial, then
 
@@ -19,21 +20,46 @@ WRITE_SKEW = then(
 )
 
 
-def test_a_search_out_of_time_is_unknown_unless_a_forbidden_cycle_is_in_hand() -> None:
+def test_the_linear_pass_decides_every_models_verdict_even_without_time() -> None:
     txns, _ = transactions(WRITE_SKEW)
-    # snapshot isolation allows the write skew: with no time to look for the cycles it forbids,
-    # the answer is unknown, not valid
+    # snapshot isolation allows the write skew, and the linear pass (no cycle with no two rw
+    # edges adjacent) proves it has nothing else: valid even with no time for the exact search
     r = check_transactions(txns, "list-append", "snapshot-isolation", time_limit=0.0)
-    assert r.verdict is Verdict.UNKNOWN, r.summary
-    assert "ran out of time" in r.summary and r.stats["search_cut_short"]["components"] == 1
-    # any cycle of the component is forbidden by serializable: the fallback cycle says invalid
+    assert r.verdict is Verdict.VALID, r.summary
+    assert "search_cut_short" not in r.stats
+    # any cycle is forbidden by serializable: the linear pass's witness says invalid
     r = check_transactions(txns, "list-append", "serializable", time_limit=0.0)
     assert r.verdict is Verdict.INVALID
     (a,) = r.anomalies
     assert a["type"] == "G2-item" and len(a["steps"]) == 2
-    # with time, the same history under snapshot isolation is valid
-    r = check_transactions(txns, "list-append", "snapshot-isolation", time_limit=10.0)
-    assert r.verdict is Verdict.VALID
+
+
+READ_SKEW = then(
+    concurrent(
+        ("ok", 0, [("r", "x", []), ("r", "z", [2])]),
+        ("ok", 1, [("append", "x", 1), ("append", "z", 2)]),
+    ),
+    serial(("ok", 2, [("r", "x", [1])])),
+)
+G2_ONLY = ConsistencyModel(name="g2-only", aka=(), forbids=frozenset({"G2-item"}), order_edges=0)
+
+
+def test_a_forbidden_type_left_undecided_is_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model forbidding G2-item alone (no linear pass decides it): a G-single in hand does not
+    rule it out, so a search with no time or no steps left says unknown, naming the type."""
+    txns, _ = transactions(READ_SKEW)
+    monkeypatch.setattr(check, "model", lambda name: G2_ONLY)
+    r = check_transactions(txns, "list-append", "g2-only", time_limit=10.0)
+    assert r.verdict is Verdict.VALID, r.summary  # searched: a G-single, no G2-item
+    assert [a["type"] for a in r.anomalies] == ["G-single"]
+    r = check_transactions(txns, "list-append", "g2-only", time_limit=0.0)
+    assert r.verdict is Verdict.UNKNOWN, r.summary
+    assert "before finding or ruling out G2-item" in r.summary
+    cut = r.stats["search_cut_short"]  # the allowed types left undecided are listed too
+    assert cut == {"components": 1, "largest": 2, "undecided": ["G-nonadjacent", "G2-item"]}
+    monkeypatch.setattr(cycles, "MAX_STEPS", 0)
+    r = check_transactions(txns, "list-append", "g2-only", time_limit=10.0)
+    assert r.verdict is Verdict.UNKNOWN and "ran out of steps or time" in r.summary
 
 
 def test_rw_edges_left_out_make_the_verdict_unknown(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -39,9 +39,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     # Elle's anomaly (Adya's P4), which lab3's solution of that name plants: the checkers name
     # the anomaly, not the solution
     ("checkers/elle/check.py", "lost-update"): "an Elle anomaly's name",
-    ("checkers/elle/consistency.py", "lost-update"): "an Elle anomaly's name",
     ("checkers/elle/list_append.py", "lost-update"): "an Elle anomaly's name",
     ("checkers/elle/rw_register.py", "lost-update"): "an Elle anomaly's name",
+    ("checkers/elle/lattice.py", "lost-update"): "an Elle anomaly's name",
 }
 
 

@@ -8,7 +8,8 @@ model forbids were found, each cycle explained in words and kept as data.
 
 Modules, one concept each: :mod:`.txns` (ops → transactions), :mod:`.loading` (files → ops),
 :mod:`.list_append` and :mod:`.rw_register` (inference), :mod:`.graph` (edges, components),
-:mod:`.cycles` (search and names), :mod:`.consistency` (models), :mod:`.explain` (words),
+:mod:`.cycles` (search and names; :mod:`.search`, one type's exact search), :mod:`.consistency`
+(models), :mod:`.explain` (words),
 :mod:`.check` (the verdict).
 """
 

@@ -3,8 +3,8 @@
 :func:`check_transactions` runs the data model's inference, adds the process and real-time
 orders the consistency model counts, looks for cycles, names every anomaly found and marks
 which ones the model forbids. The verdict is ``invalid`` when a forbidden anomaly was found,
-``unknown`` when the history holds no transaction or the cycle search ran out of time before it
-could rule a forbidden cycle out, ``valid`` otherwise. Anomalies the model allows are kept in
+``unknown`` when the history holds no transaction or the exact cycle search ran out of steps or
+time before it could find or rule out a type the model forbids, ``valid`` otherwise. Anomalies the model allows are kept in
 the result (``forbidden: false``): G-single under read-committed is reported, not failed.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 from chaos.checkers.budget import DEFAULT_TIME_LIMIT
 from chaos.checkers.elle import list_append, rw_register
 from chaos.checkers.elle.consistency import CYCLE_TYPES, ConsistencyModel, model
-from chaos.checkers.elle.cycles import find_cycles
+from chaos.checkers.elle.cycles import Found, find_cycles
 from chaos.checkers.elle.decidable import nothing_to_check, rules_out
 from chaos.checkers.elle.explain import cycle_anomaly
 from chaos.checkers.elle.graph import PROCESS, REALTIME
@@ -42,7 +42,11 @@ _ORDER = (
     "G1b",
     "garbage-read",
     "internal",
+    "future-read",
+    "dirty-update",
     "duplicate-elements",
+    "duplicate-appends",
+    "duplicate-writes",
     "incompatible-order",
     "cyclic-versions",
 )
@@ -81,10 +85,10 @@ def check_transactions(
         inf.graph.add_realtime_order(txns)
     t1 = time.monotonic()
     deadline = t1 + (time_limit if time_limit is not None else float("inf"))
-    cycles, cut = find_cycles(inf.graph, cm.order_edges, deadline)
+    found = find_cycles(inf.graph, cm.order_edges, deadline, cm.forbidden)
     t2 = time.monotonic()
     incomplete = [*inf.incomplete, *inf.graph.incomplete]
-    anomalies = _anomalies(cycles, inf, txns, cm)
+    anomalies = _anomalies(found.cycles, inf, txns, cm)
     # every kept case of a type carries the type's total
     by_type = {a["type"]: int(a["count"]) for a in anomalies}
     nothing = nothing_to_check(cm, inf.graph)  # why no history could fail here (Elle: unknown)
@@ -107,9 +111,16 @@ def check_transactions(
         stats["skipped_ops"] = skipped
     if incomplete:
         stats["incomplete"] = incomplete
-    if cut:
-        stats["search_cut_short"] = {"components": len(cut), "largest": max(cut)}
-    verdict, summary = _verdict(cm, len(txns), kinds, by_type, forbidden, allowed, incomplete, cut)
+    if found.unsearched:
+        sizes = [size for size, _ in found.unsearched]
+        stats["search_cut_short"] = {
+            "components": len(sizes),
+            "largest": max(sizes),
+            "undecided": sorted({t for _, ts in found.unsearched for t in ts}),
+        }
+    verdict, summary = _verdict(
+        cm, len(txns), kinds, by_type, forbidden, allowed, incomplete, found
+    )
     return CheckResult(
         checker=name, verdict=verdict, summary=summary, anomalies=anomalies, stats=stats
     )
@@ -146,7 +157,7 @@ def _verdict(
     forbidden: list[str],
     allowed: list[str],
     incomplete: list[str],
-    cut: Sequence[int],
+    found: Found,
 ) -> tuple[Verdict, str]:
     """The verdict on ``n`` transactions and its one-line summary: invalid for a forbidden
     anomaly, unknown when nothing may have happened or the search was incomplete or cut short."""
@@ -160,10 +171,14 @@ def _verdict(
         return Verdict.UNKNOWN, f"no transaction that may have happened among {n}: nothing to check"
     if incomplete:
         return Verdict.UNKNOWN, f"no forbidden anomaly found, but {'; '.join(incomplete)}"
-    if cut:
+    # a forbidden type the search neither found nor ruled out: never valid
+    undecided = sorted({t for _, ts in found.unsearched for t in ts if cm.forbidden(t)})
+    if undecided:
+        cut = [size for size, ts in found.unsearched if any(map(cm.forbidden, ts))]
         return Verdict.UNKNOWN, (
-            f"the cycle search ran out of time in {len(cut)} component(s) (largest: {max(cut)} "
-            f"transactions) before ruling out an anomaly {cm.name} forbids{allowed_note}"
+            f"the cycle search ran out of steps or time in {len(cut)} component(s) (largest: "
+            f"{max(cut)} transactions) before finding or ruling out {', '.join(undecided)}, "
+            f"which {cm.name} forbids{allowed_note}"
         )
     return Verdict.VALID, f"{n} transactions consistent with {cm.name}{allowed_note}"
 

@@ -1,7 +1,6 @@
 """Finding and naming cycles in the dependency graph, one strongly connected component at a time.
 
-In each component the search asks, weakest anomaly first, for the shortest cycle through some
-edge of the kind the anomaly needs (an edge ``u -> v`` plus a shortest path ``v -> u``):
+A cycle is named by the edges it uses (:func:`classify`):
 
 =================  ============================================================================
 G0                 ww edges only
@@ -11,31 +10,45 @@ G-nonadjacent      two or more rw edges, no two of them adjacent
 G2-item            two or more rw edges, some adjacent
 =================  ============================================================================
 
-and then, where the model counts them, the same with process edges (``-process``) and with
-real-time edges (``-realtime``) allowed. A cycle is named by the edges it actually uses, not by
-what was asked. Shortest paths come from networkx's BFS on the component's subgraph; the two
-searches that must count rw edges (G-nonadjacent, G2-item) walk a small product graph (node, was
-the last edge rw, was another rw used) in plain Python. The search stops at a deadline; what it
-found until then is kept and the result says the search was cut short.
+each with a ``-process`` variant (a process edge, no real-time one) and a ``-realtime`` one (a
+real-time edge), where the model counts those orders.
+
+Each component is searched in two passes. First, linear and complete, the *classes* a model's
+verdict needs (after Elle's "cycle exists" pass), at each level of order edges: a cycle of ww
+edges (G0), of ww/wr edges (G0 or G1c), one with no two rw edges adjacent (G0 to G-nonadjacent:
+a cycle in the graph of (transaction, was the last edge rw)), or any cycle at all. A class with
+no cycle rules out every type in it; one with a cycle yields a witness, named by its edges,
+kept where the second pass did not find its type. Second, each type not yet found nor ruled out gets the exact search of :mod:`.search`, the
+types the model forbids first. That search is exponential in the worst case and runs on a
+budget (steps per type per component) and the deadline; a type it could not decide is kept in
+:attr:`Found.unsearched`, never taken as absent.
+
+A type is not searched where its weaker variant was found (a G-single already shows what a
+G-single-process would), as in Elle.
 """
 
 from __future__ import annotations
 
 import time
-from collections import deque
-from collections.abc import Iterator
-from dataclasses import dataclass
-from itertools import pairwise
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import networkx as nx
 
-from chaos.checkers.elle.consistency import CYCLE_TYPES
 from chaos.checkers.elle.graph import PROCESS, REALTIME, RW, WR, WW, DepGraph
+from chaos.checkers.elle.search import BASES, SUFFIXES, Budget, OutOfBudget, search, spec
 
-__all__ = ["Cycle", "classify", "find_cycles"]
+__all__ = ["Cycle", "Found", "classify", "find_cycles", "types_for"]
 
-CANDIDATES = 64  # edges tried per anomaly type per component: the shortest cycle among them
+MAX_STEPS = 200_000  # exact-search steps per anomaly type per component
 _PREFER = (WR, WW, PROCESS, REALTIME, RW)
+_CLASSES: tuple[tuple[str, int, tuple[str, ...]], ...] = (
+    # name, data edges, the base types whose cycles it holds (and only those)
+    ("ww", WW, ("G0",)),
+    ("ww-wr", WW | WR, ("G0", "G1c")),
+    ("nonadjacent", WW | WR | RW, ("G0", "G1c", "G-single", "G-nonadjacent")),
+    ("any", WW | WR | RW, BASES),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +61,16 @@ class Cycle:
     component_size: int
 
 
-def classify(steps: tuple[int, ...]) -> str:
+@dataclass
+class Found:
+    """The cycles found (one per reported type per component) and, per component the search
+    could not finish, its size and the types it neither found nor ruled out."""
+
+    cycles: list[Cycle] = field(default_factory=list)
+    unsearched: list[tuple[int, tuple[str, ...]]] = field(default_factory=list)
+
+
+def classify(steps: Sequence[int]) -> str:
     """The anomaly a cycle with these edge kinds is (Adya's names, Elle's variants)."""
     rw = sum(1 for s in steps if s == RW)
     if rw == 1:
@@ -68,6 +90,20 @@ def classify(steps: tuple[int, ...]) -> str:
     return base
 
 
+def _levels(order_edges: int) -> list[tuple[str, int]]:
+    levels = [("", 0)]
+    if order_edges & PROCESS:
+        levels.append(("-process", PROCESS))
+    if order_edges & REALTIME:
+        levels.append(("-realtime", order_edges & (PROCESS | REALTIME)))
+    return levels
+
+
+def types_for(order_edges: int) -> list[str]:
+    """Every cycle type a search with these order edges can name, weakest first."""
+    return [b + s for s, _ in _levels(order_edges) for b in BASES]
+
+
 def _pick(bits: int, mask: int) -> int:
     b = bits & mask
     for k in _PREFER:
@@ -76,160 +112,129 @@ def _pick(bits: int, mask: int) -> int:
     raise AssertionError("an edge outside its mask")
 
 
-class _Search:
-    def __init__(self, graph: DepGraph, comp: set[int], deadline: float) -> None:
-        self.g = graph
-        self.comp = comp
-        self.deadline = deadline
-        self.cut_short = False
-        self._nx: dict[int, nx.DiGraph] = {}
+def _adjacent_rw(kinds: Sequence[int]) -> bool:
+    n = len(kinds)
+    return any(kinds[i] == RW and kinds[(i + 1) % n] == RW for i in range(n))
 
-    def expired(self) -> bool:
-        if time.monotonic() > self.deadline:
-            self.cut_short = True
-        return self.cut_short
 
-    def nxgraph(self, mask: int) -> nx.DiGraph:
-        h = self._nx.get(mask)
-        if h is None:
-            h = self._nx[mask] = self.g.subgraph(self.comp, mask)
-        return h
-
-    def edges(self, kind: int) -> Iterator[tuple[int, int]]:
-        comp = self.comp
-        for u in sorted(comp):
-            for v, b in self.g.succ[u].items():
-                if b & kind and v in comp:
-                    yield u, v
-
-    def close(self, u: int, v: int, kind: int, path: list[int], mask: int) -> Cycle:
-        """The cycle ``u -kind-> v -path-> u``; the path's steps picked within ``mask``."""
-        nodes = (u, *path[:-1])
-        succ = self.g.succ
-        steps = (kind, *(_pick(succ[a][b], mask) for a, b in pairwise(path)))
-        return Cycle(classify(steps), nodes, steps, len(self.comp))
-
-    def by_path(self, first: int, mask: int) -> Cycle | None:
-        """The shortest cycle found through an edge of kind ``first`` and a path within
-        ``mask``, over at most :data:`CANDIDATES` such edges."""
-        h = self.nxgraph(mask)
-        best: Cycle | None = None
-        for i, (u, v) in enumerate(self.edges(first)):
-            if i >= CANDIDATES or self.expired():
+def _simple(nodes: list[int], kinds: list[int]) -> tuple[list[int], list[int]]:
+    """A simple cycle inside a closed walk with no two rw steps adjacent, itself with none: cut
+    the walk where it passes a node twice and keep a part with none. (If the part between the
+    two passes has two adjacent where it closes, the steps around it in the rest are not rw,
+    so the rest has none.)"""
+    while len(set(nodes)) != len(nodes):
+        seen: dict[int, int] = {}
+        for j, x in enumerate(nodes):
+            if x in seen:
+                i = seen[x]
                 break
-            try:
-                path = nx.bidirectional_shortest_path(h, v, u)
-            except nx.NetworkXNoPath:
+            seen[x] = j
+        inner = (nodes[i:j], kinds[i:j])
+        outer = (nodes[j:] + nodes[:i], kinds[j:] + kinds[:i])
+        nodes, kinds = outer if _adjacent_rw(inner[1]) else inner
+    return nodes, kinds
+
+
+def _class_witness(
+    g: DepGraph, comp: set[int], data: int, order: int, nonadjacent: bool
+) -> tuple[list[int], list[int]] | None:
+    """A cycle of the class, or None: linear (one depth-first search)."""
+    mask = data | order
+    if not nonadjacent:
+        try:
+            edges = nx.find_cycle(g.subgraph(comp, mask))
+        except nx.NetworkXNoCycle:
+            return None
+        return [a for a, _ in edges], [_pick(g.succ[a][b], mask) for a, b in edges]
+    other = mask & ~RW
+    p = nx.DiGraph()
+    for x in comp:
+        for y, bits in g.succ[x].items():
+            if y not in comp:
                 continue
-            c = self.close(u, v, _pick(self.g.succ[u][v], first), path, mask)
-            if best is None or len(c.nodes) < len(best.nodes):
-                best = c
-                if len(c.nodes) == 2:
-                    break
-        return best
-
-    def by_states(self, other: int, nonadjacent: bool) -> Cycle | None:
-        """Cycles with two or more rw edges: BFS over (node, last edge rw, another rw used)
-        from the head of an rw edge back to its tail."""
-        succ, comp = self.g.succ, self.comp
-        best: Cycle | None = None
-        for i, (u, v) in enumerate(self.edges(RW)):
-            if i >= CANDIDATES or self.expired():
-                break
-            start = (v, True, False)
-            parent: dict[tuple[int, bool, bool], tuple[tuple[int, bool, bool], int] | None] = {
-                start: None
-            }
-            queue = deque([start])
-            goal = None
-            while queue:
-                state = queue.popleft()
-                x, last, more = state
-                if x == u and more and not (nonadjacent and last):
-                    goal = state
-                    break
-                for y, b in succ[x].items():
-                    if y not in comp:
-                        continue
-                    if b & other:
-                        nxt = (y, False, more)
-                        if nxt not in parent:
-                            parent[nxt] = (state, _pick(b, other))
-                            queue.append(nxt)
-                    if b & RW and not (nonadjacent and last):
-                        nxt = (y, True, True)
-                        if nxt not in parent:
-                            parent[nxt] = (state, RW)
-                            queue.append(nxt)
-            if goal is None:
-                continue
-            rev_nodes: list[int] = []
-            rev_steps: list[int] = []
-            s = goal
-            while parent[s] is not None:
-                prev, k = parent[s]  # type: ignore[misc]
-                rev_nodes.append(s[0])
-                rev_steps.append(k)
-                s = prev
-            path_nodes = [v, *reversed(rev_nodes)]  # v ... u
-            nodes = (u, *path_nodes[:-1])
-            if len(set(nodes)) != len(nodes):
-                continue  # the product graph allows walks through a node twice: not a cycle
-            steps = (RW, *reversed(rev_steps))
-            c = Cycle(classify(steps), nodes, steps, len(comp))
-            if best is None or len(c.nodes) < len(best.nodes):
-                best = c
-                if len(c.nodes) <= 3:
-                    break
-        return best
-
-    def fallback(self, mask: int) -> Cycle:
-        """Some cycle of the component, when the named searches found none in time."""
-        h = self.nxgraph(mask)
-        edges = nx.find_cycle(h)
-        nodes = tuple(a for a, _ in edges)
-        steps = tuple(_pick(self.g.succ[a][b], mask) for a, b in edges)
-        return Cycle(classify(steps), nodes, steps, len(self.comp))
+            if bits & other:
+                k = _pick(bits, other)
+                p.add_edge((x, False), (y, False), kind=k)
+                p.add_edge((x, True), (y, False), kind=k)
+            if bits & RW & mask:
+                p.add_edge((x, False), (y, True), kind=RW)
+    try:
+        edges = nx.find_cycle(p)
+    except nx.NetworkXNoCycle:
+        return None
+    return _simple([a[0] for a, _ in edges], [p.edges[a, b]["kind"] for a, b in edges])
 
 
-def _levels(order_edges: int) -> list[int]:
-    levels = [0]
-    if order_edges & PROCESS:
-        levels.append(PROCESS)
-    if order_edges & REALTIME:
-        levels.append(PROCESS | REALTIME)
-    return levels
+class _Component:
+    """One component's search: what is found, ruled out, left undecided."""
+
+    def __init__(self, g: DepGraph, comp: set[int], order_edges: int) -> None:
+        self.g, self.comp, self.order_edges = g, comp, order_edges
+        self.found: dict[str, Cycle] = {}
+        self.absent: set[str] = set()
+        self.witnesses: list[tuple[list[int], list[int]]] = []
+
+    def add(self, nodes: Sequence[int], kinds: Sequence[int]) -> None:
+        t = classify(kinds)
+        if t not in self.found:
+            self.found[t] = Cycle(t, tuple(nodes), tuple(kinds), len(self.comp))
+
+    def classes(self) -> None:
+        for suffix, order in _levels(self.order_edges):
+            below = SUFFIXES[: SUFFIXES.index(suffix) + 1]
+            for name, data, bases in _CLASSES:
+                w = _class_witness(self.g, self.comp, data, order, name == "nonadjacent")
+                if w is None:
+                    self.absent.update(b + s for b in bases for s in below)
+                else:
+                    self.witnesses.append(w)
+
+    def implied(self, t: str) -> bool:
+        """Whether a weaker variant of ``t`` (fewer order edges) was found."""
+        suffix = next((s for s in SUFFIXES[1:] if t.endswith(s)), "")
+        base = t[: len(t) - len(suffix)]
+        return any(base + s in self.found for s in SUFFIXES[: SUFFIXES.index(suffix)])
+
+    def exact(self, t: str, deadline: float) -> bool:
+        """Search type ``t``; False when the budget or the deadline ran out first."""
+        try:
+            c = search(self.g, self.comp, spec(t, self.order_edges), Budget(MAX_STEPS, deadline))
+        except OutOfBudget:
+            return False
+        if c is None:
+            self.absent.add(t)
+        else:
+            self.add(*c)
+        return True
 
 
 def find_cycles(
-    graph: DepGraph, order_edges: int, deadline: float
-) -> tuple[list[Cycle], list[int]]:
+    graph: DepGraph,
+    order_edges: int,
+    deadline: float,
+    forbidden: Callable[[str], bool] = lambda t: True,
+) -> Found:
     """The named cycles of every strongly connected component over the data edges plus
-    ``order_edges``, at most one per anomaly type per component; and the sizes of the components
-    whose search the deadline cut short."""
-    found: list[Cycle] = []
-    cut: list[int] = []
+    ``order_edges``: at most one per anomaly type per component, none of a type whose weaker
+    variant was found there; and what was left unsearched. Types ``forbidden`` says true of are
+    searched first."""
+    out = Found()
+    types = types_for(order_edges)
+    ordered = [t for t in types if forbidden(t)] + [t for t in types if not forbidden(t)]
     for comp in graph.cyclic_components(WW | WR | RW | order_edges):
-        s = _Search(graph, comp, deadline)
-        names: set[str] = set()
-        for level in _levels(order_edges):
-            for base in CYCLE_TYPES:
-                if base in names or s.expired():
-                    continue  # a cycle without order edges already shows this anomaly
-                c: Cycle | None
-                if base == "G0":
-                    c = s.by_path(WW | level, WW | level)
-                elif base == "G1c":
-                    c = s.by_path(WR, WW | WR | level)
-                elif base == "G-single":
-                    c = s.by_path(RW, WW | WR | level)
-                else:
-                    c = s.by_states(WW | WR | level, nonadjacent=base == "G-nonadjacent")
-                if c is not None and c.type not in names:
-                    names.add(c.type)
-                    found.append(c)
-        if not names:
-            found.append(s.fallback(WW | WR | RW | order_edges))
-        if s.cut_short:
-            cut.append(len(comp))
-    return found, cut
+        c = _Component(graph, comp, order_edges)
+        c.classes()  # linear: runs whatever the deadline
+        left = []
+        for t in ordered:
+            if t in c.found or t in c.absent or c.implied(t):
+                continue
+            if time.monotonic() > deadline or not c.exact(t, deadline):
+                left.append(t)
+        for w in c.witnesses:  # the exact search keeps the shortest; these, what it missed
+            c.add(*w)
+        left = [t for t in left if t not in c.found]
+        out.cycles += [cy for t, cy in c.found.items() if not c.implied(t)]
+        left = [t for t in left if not c.implied(t)]
+        if left:
+            out.unsearched.append((len(comp), tuple(sorted(left, key=types.index))))
+    return out

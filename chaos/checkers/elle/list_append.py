@@ -167,6 +167,8 @@ def infer(txns: Sequence[Txn]) -> Inference:
     last_readers = _read_edges(txns, s, versions, graph, found)
     _unread_appends(txns, s, versions, last_readers, graph)
     _lost_updates(txns, s.lost, found)
+    _aborted_reads(txns, s, versions, found)
+    _duplicate_appends(txns, s, found)
     stats = {
         "keys": len(versions.orders),
         "appends": len(s.writer),
@@ -181,14 +183,12 @@ def _scan(txns: Sequence[Txn], found: Findings) -> _Scan:
     key, the external reads, and the anomalies one transaction shows alone (duplicates in a
     read, internal). One loop with its tables in locals: the hot part at 100k transactions."""
     s = _Scan()
-    writer, dup_appends, intermediate = s.writer, s.dup_appends, s.intermediate
-    reads_of, external, lost = s.reads_of, s.external, s.lost
+    writer, dup_appends, intermediate, failed = s.writer, s.dup_appends, s.intermediate, s.failed
+    reads_of, external, lost = s.reads_of, s.external, s.lost  # locals: the hot loop
     for t in txns:
         tid = t.id
         if t.type == "fail":
-            for f, k, v in t.mops:
-                if f == APPEND:
-                    s.failed[(k, v)] = tid
+            _failed_appends(t, s)
             continue
         ok = t.type == "ok"
         last_append: dict[Any, Any] = {}  # a txn's last append of a key is final, not intermediate
@@ -198,6 +198,8 @@ def _scan(txns: Sequence[Txn], found: Findings) -> _Scan:
         for f, k, v in t.mops:
             if f == APPEND:
                 wk = (k, v)
+                if k in known and v in known[k] and writer.get(wk) != tid:  # not its own dup
+                    found("future-read", _future(t, k, v))
                 if wk in writer:
                     dup_appends.add(wk)
                 else:
@@ -215,9 +217,8 @@ def _scan(txns: Sequence[Txn], found: Findings) -> _Scan:
                     raise _not_a_list(t, k, r)
                 seen = reads_of.get(k)
                 if seen is None:
-                    reads_of[k] = {r: tid}
-                elif r not in seen:
-                    seen[r] = tid
+                    reads_of[k] = seen = {}
+                seen.setdefault(r, tid)
                 if len(set(r)) != len(r):
                     found("duplicate-elements", _duplicates(t, k, r))
                 if k in known:
@@ -235,7 +236,18 @@ def _scan(txns: Sequence[Txn], found: Findings) -> _Scan:
             for k, r in ext_keys.items():
                 if k in last_append:
                     lost.setdefault((k, r), []).append(tid)
+    dup_appends.update(writer.keys() & failed.keys())  # also appended by a failed txn
     return s
+
+
+def _failed_appends(t: Txn, s: _Scan) -> None:
+    for f, k, v in t.mops:
+        if f == APPEND:
+            wk = (k, v)
+            if wk in s.failed:  # (one an ok or info txn also appended: found after the scan)
+                s.dup_appends.add(wk)
+            else:
+                s.failed[wk] = t.id
 
 
 def _not_a_list(t: Txn, k: Any, r: Any) -> TxnInputError:
@@ -256,13 +268,21 @@ def _duplicates(t: Txn, k: Any, r: tuple[Any, ...]) -> dict[str, Any]:
 def _version_orders(txns: Sequence[Txn], s: _Scan, graph: DepGraph, found: Findings) -> _Versions:
     """Each key's version order is its longest read; a read that is not a prefix of it is an
     incompatible order. Consecutive elements of the order give ``ww`` edges, and an element
-    in the order that nobody appended is G1a or garbage."""
+    in the order that nobody appended is garbage; one a failed transaction appended may start a
+    dirty update."""
     out = _Versions()
     writer, dup_appends = s.writer, s.dup_appends
+    failed_by_key: dict[Any, set[Any]] = {}
+    for k, e in s.failed:
+        failed_by_key.setdefault(k, set()).add(e)
     for k, reads in s.reads_of.items():
-        longest = max(reads, key=len)
-        out.orders[k] = longest
+        # ties broken by value, not by which came first: the verdict must not depend on order
+        most = max(map(len, reads))
+        ties = [r for r in reads if len(r) == most]
+        longest = ties[0] if len(ties) == 1 else min(ties, key=repr)
         elems = set(longest)
+        # a read with an element twice is duplicate-elements; its order keeps the first place
+        out.orders[k] = longest if len(elems) == len(longest) else tuple(dict.fromkeys(longest))
         good = set()
         for r, reader in reads.items():
             if longest[: len(r)] == r:
@@ -272,24 +292,100 @@ def _version_orders(txns: Sequence[Txn], s: _Scan, graph: DepGraph, found: Findi
             # the version order below checks the longest read's elements; these are the only
             # others that can name an element nobody (or a failed txn) appended
             for i, e in enumerate(r):
-                if (k, e) not in writer and e not in longest:
-                    _unwritten(found, txns, s.failed, reads, k, i, e)
+                if (k, e) not in writer and (k, e) not in s.failed and e not in longest:
+                    _garbage(found, txns, reads, k, i, e)
             elems.update(r)
         out.compatible[k] = good
         out.shown[k] = elems
         prev_w: int | None = None
-        for i, e in enumerate(longest):
+        for i, e in enumerate(out.orders[k]):
             wk = (k, e)
             w = writer.get(wk)
             if w is None or wk in dup_appends:
                 prev_w = None
-                if w is None:
-                    _unwritten(found, txns, s.failed, reads, k, i, e)
+                if w is None and wk not in s.failed:
+                    _garbage(found, txns, reads, k, i, e)
                 continue
             if prev_w is not None and prev_w != w:
                 graph.add(prev_w, w, WW)
             prev_w = w
+        if k in failed_by_key and not failed_by_key[k].isdisjoint(elems):
+            _dirty_updates(txns, s, k, out.orders[k], found)
     return out
+
+
+def _dirty_updates(
+    txns: Sequence[Txn], s: _Scan, k: Any, order: tuple[Any, ...], found: Findings
+) -> None:
+    """A committed append right after (info ones aside) an element a failed transaction
+    appended, in the key's version order: a dirty update (Elle's; it implies G1a)."""
+    aborted: int | None = None  # the failed writer the run of versions since began with
+    run: list[Any] = []
+    for e in order:
+        run.append(e)
+        wk = (k, e)
+        w = s.writer.get(wk)
+        if w is not None and wk not in s.dup_appends:
+            if txns[w].type != "ok":
+                continue  # info: it may or may not have happened; the run goes on
+            if aborted is not None:
+                a, b = txns[aborted], txns[w]
+                found(
+                    "dirty-update",
+                    {
+                        "key": k,
+                        "values": list(run),
+                        "txns": [a.index, b.index],
+                        "explanation": f"key {show(k)}: op {b.index} appended {show(e)} after "
+                        f"op {a.index}'s append of {show(run[0])}, which failed "
+                        f"(versions {show(tuple(run))}): a committed update of aborted state",
+                    },
+                )
+            aborted, run = None, [e]
+        elif wk in s.failed and aborted is None:
+            aborted, run = s.failed[wk], [e]
+
+
+def _aborted_reads(txns: Sequence[Txn], s: _Scan, versions: _Versions, found: Findings) -> None:
+    """G1a: every read of an element only a failed transaction appended, each reader named."""
+    shown = versions.shown
+    keys = {k for k, e in s.failed if k in shown and e in shown[k] and (k, e) not in s.writer}
+    if not keys:
+        return  # no read shows one (a sound store): no pass over the reads
+    for t in txns:
+        if t.type != "ok":
+            continue
+        for f, k, v in t.mops:
+            if f != READ or k not in keys or not v:
+                continue
+            for e in v:
+                wk = (k, e)
+                if wk in s.failed and wk not in s.writer:
+                    unwritten_read(found, t, txns[s.failed[wk]], k, e,
+                                   read=f"read {show(e)} in key {show(k)}", done=("appended", "appended"))  # fmt: skip
+
+
+def _duplicate_appends(txns: Sequence[Txn], s: _Scan, found: Findings) -> None:
+    """An element appended to a key twice: the reads no longer say which append they saw, so
+    the key's version order is unknowable (Elle refuses such a history)."""
+    if not s.dup_appends:
+        return
+    by: dict[tuple[Any, Any], list[int]] = {wk: [] for wk in s.dup_appends}
+    for t in txns:
+        for f, k, v in t.mops:
+            if f == APPEND and (k, v) in by:
+                by[(k, v)].append(t.index)
+    for (k, v), ops in by.items():
+        found(
+            "duplicate-appends",
+            {
+                "key": k,
+                "value": v,
+                "txns": ops,
+                "explanation": f"{show(v)} was appended to key {show(k)} more than once (ops "
+                f"{', '.join(map(str, ops))}): no read can say which append it saw",
+            },
+        )
 
 
 def _incompatible(
@@ -410,16 +506,24 @@ def _internal(
     }
 
 
-def _unwritten(
-    found: Any,
+def _garbage(
+    found: Findings,
     txns: Sequence[Txn],
-    failed: dict[tuple[Any, Any], int],
     reads: dict[tuple[Any, ...], int],
     k: Any,
     i: int,
     e: Any,
 ) -> None:
     reader = next(t for r, t in reads.items() if len(r) > i and r[i] == e)
-    aborted = txns[failed[(k, e)]] if (k, e) in failed else None
-    unwritten_read(found, txns[reader], aborted, k, e,
+    unwritten_read(found, txns[reader], None, k, e,
                    read=f"read {show(e)} in key {show(k)}", done=("appended", "appended"))  # fmt: skip
+
+
+def _future(t: Txn, k: Any, v: Any) -> dict[str, Any]:
+    return {
+        "txn": t.index,
+        "key": k,
+        "value": v,
+        "explanation": f"op {t.index} read {show(v)} in key {show(k)}, which it appended only "
+        "later (future read)",
+    }

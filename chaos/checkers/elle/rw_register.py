@@ -135,6 +135,7 @@ def infer(txns: Sequence[Txn], *, writes_follow_reads: bool = True) -> Inference
     skipped_rw = _version_edges(s, graph)
     _cyclic_versions(s.after, found)
     _lost_updates(txns, s.lost, found)
+    _duplicate_writes(txns, s.dup, found)
     stats = {
         "keys": len({k for k, _ in s.writer}),
         "writes": len(s.writer),
@@ -163,24 +164,31 @@ def _scan(txns: Sequence[Txn], found: Findings, writes_follow_reads: bool) -> _S
         if t.type == "fail":
             for f, k, v in t.mops:
                 if f == WRITE:
-                    s.failed[(k, v)] = tid
+                    wk = (k, v)
+                    if wk in writer or wk in s.failed:
+                        dup.add(wk)
+                    s.failed.setdefault(wk, tid)
             continue
         ok = t.type == "ok"
         state: dict[Any, Any] = {}
         ext: dict[Any, Any] = {}
         written: dict[Any, Any] = {}
+        seen: dict[Any, set[Any]] = {}  # key -> values it read (future reads)
         for f, k, v in t.mops:
             if f == WRITE:
                 wk = (k, v)
-                if wk in writer:
+                if wk in writer or wk in s.failed:
                     dup.add(wk)
-                else:
+                if wk not in writer:
                     writer[wk] = tid
+                if v is not None and v in seen.get(k, ()):
+                    found("future-read", _future(t, k, v))
                 if k in written:
                     intermediate.add((k, written[k]))
                 written[k] = v
                 state[k] = v
             elif f == READ and ok:
+                seen.setdefault(k, set()).add(v)
                 if k in state:
                     if state[k] != v:
                         found("internal", _internal(t, k, v, state[k], k in written))
@@ -198,6 +206,39 @@ def _scan(txns: Sequence[Txn], found: Findings, writes_follow_reads: bool) -> _S
                         if x is not None:
                             has_pred.add((k, y))
     return s
+
+
+def _future(t: Txn, k: Any, v: Any) -> dict[str, Any]:
+    return {
+        "txn": t.index,
+        "key": k,
+        "value": v,
+        "explanation": f"op {t.index} read key {show(k)} = {show(v)}, which it wrote only later "
+        "(future read)",
+    }
+
+
+def _duplicate_writes(txns: Sequence[Txn], dup: set[tuple[Any, Any]], found: Findings) -> None:
+    """A value written to a key twice: a read of it no longer names its writer, so the key's
+    versions cannot be recovered (Elle assumes unique writes)."""
+    if not dup:
+        return
+    by: dict[tuple[Any, Any], list[int]] = {wk: [] for wk in dup}
+    for t in txns:
+        for f, k, v in t.mops:
+            if f == WRITE and (k, v) in by:
+                by[(k, v)].append(t.index)
+    for (k, v), ops in by.items():
+        found(
+            "duplicate-writes",
+            {
+                "key": k,
+                "value": v,
+                "txns": ops,
+                "explanation": f"{show(v)} was written to key {show(k)} more than once (ops "
+                f"{', '.join(map(str, ops))}): a read of it cannot say which write it saw",
+            },
+        )
 
 
 def _internal(t: Txn, k: Any, v: Any, before: Any, wrote: bool) -> dict[str, Any]:

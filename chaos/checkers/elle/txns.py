@@ -141,7 +141,7 @@ def transactions(ops: Iterable[RawOp]) -> tuple[list[Txn], dict[str, int]]:
     Raises :class:`TxnInputError` for a txn op whose value is not a list of micro-ops.
     """
     skipped: dict[str, int] = {}
-    open_: dict[Any, RawOp] = {}
+    open_: dict[Any, list[RawOp]] = {}  # a process's invocations not completed yet
     out: list[tuple[int, RawOp | None, RawOp]] = []
     for op in ops:
         if op.process in ("nemesis",) or not _is_txn(op):
@@ -151,15 +151,12 @@ def transactions(ops: Iterable[RawOp]) -> tuple[list[Txn], dict[str, int]]:
         if op.type == "invoke":
             if op.process is None:
                 continue  # without a process an invocation cannot be paired: only its order
-            prev = open_.pop(op.process, None)
-            if prev is not None:  # a process invoked twice: the first never completed
-                out.append((prev.pos, prev, prev))
-            open_[op.process] = op
+            open_.setdefault(op.process, []).append(op)
             continue
-        inv = open_.pop(op.process, None) if op.process is not None else None
+        inv = _invocation(open_.get(op.process), op) if op.process is not None else None
         out.append((op.pos, inv, op))
-    for inv in open_.values():
-        out.append((inv.pos, inv, inv))
+    for invs in open_.values():  # never completed
+        out.extend((inv.pos, inv, inv) for inv in invs)
     out.sort(key=lambda t: t[0])
     txns: list[Txn] = []
     for _, inv, comp in out:
@@ -187,6 +184,44 @@ def transactions(ops: Iterable[RawOp]) -> tuple[list[Txn], dict[str, int]]:
             )
         )
     return txns, skipped
+
+
+def _invocation(invs: list[RawOp] | None, comp: RawOp) -> RawOp | None:
+    """The open invocation ``comp`` completes, taken off ``invs``. A process runs one
+    transaction at a time, but a history may hold an invocation whose completion was lost (it
+    stays open, never completed) or, from an odd client, several open at once: then the one
+    whose micro-ops the completion reports, refused where none or more than one does."""
+    if not invs:
+        return None
+    if len(invs) == 1:
+        return invs.pop()
+    mops = None
+    if isinstance(comp.value, list | tuple):
+        mops = _mops(comp.value, comp, comp.type == "ok")
+    fits = [i for i in invs if mops is not None and _same_shape(i, mops)]
+    if len(fits) != 1:
+        ops = ", ".join(str(i.index) for i in invs)
+        which = "none" if not fits else f"{len(fits)}"
+        raise TxnInputError(
+            f"{comp.where()}: process {comp.process} has {len(invs)} invocations open (ops "
+            f"{ops}) and the completion's micro-ops match {which} of them: a process runs one "
+            "transaction at a time, so which one completed cannot be told"
+        )
+    invs.remove(fits[0])
+    return fits[0]
+
+
+def _same_shape(inv: RawOp, mops: Sequence[Mop]) -> bool:
+    """Whether ``mops`` report ``inv``'s micro-ops, written values included (a completion
+    echoes what it wrote or appended)."""
+    try:
+        _check_shape(inv, inv, mops)
+        return all(
+            m[0] == READ or _freeze(a[2], inv.where()) == m[2]
+            for a, m in zip(inv.value, mops, strict=True)
+        )
+    except (TxnInputError, IndexError, TypeError):
+        return False
 
 
 def _check_shape(inv: RawOp, comp: RawOp, mops: Sequence[Mop]) -> None:
