@@ -36,6 +36,7 @@ def completeness(run: StoredRun) -> CheckResult:
             f"final.json is missing or empty: the run stopped before its final reads "
             f"(spec.json status: {str(status)[:40]})"
         )
+    missing.extend(failed_reads(run.final))
     missing += _abstained(run)
     over = run.final.get("over_quota") if isinstance(run.final, dict) else None
     if over:
@@ -52,6 +53,33 @@ def completeness(run: StoredRun) -> CheckResult:
         verdict=Verdict.VALID,
         summary=f"{len(run.history)} op(s) recorded and the final state read",
     )
+
+
+def failed_reads(final: object) -> list[str]:
+    """Each read of the final state that failed, in words: the final reads themselves, etcd's
+    record of the run (not read, or cut), a node's proxy journal left unread. A final state with
+    one of these is not "the final state read" (a 2,000-deep value once failed every final read,
+    and this checker still said valid)."""
+    if not isinstance(final, dict):
+        return []
+    out = []
+    if final.get("error"):
+        out.append(f"the final reads failed: {str(final['error'])[:300]}")
+    rec = final.get("record")
+    if isinstance(rec, dict):
+        if rec.get("error"):
+            out.append(f"etcd's record of the run was not read: {str(rec['error'])[:300]}")
+        if rec.get("truncated"):
+            why = rec.get("truncated_why") or "its cap of events"
+            out.append(f"etcd's record of the run was cut after {str(why)[:200]}")
+    journal = final.get("journal")
+    unread = journal.get("unread") if isinstance(journal, dict) else None
+    if isinstance(unread, dict):
+        for node, why in sorted(unread.items(), key=lambda kv: str(kv[0])):
+            out.append(
+                f"the etcd proxy's journal of {str(node)[:40]} was not read: {str(why)[:200]}"
+            )
+    return out
 
 
 def _abstained(run: StoredRun) -> list[str]:

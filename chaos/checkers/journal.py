@@ -15,11 +15,12 @@ made it.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from chaos.histories.limits import load_value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,9 +68,11 @@ class Write:
 
 
 def decode(v: Any) -> Any:
+    """A journalled value read as the record reads it (a value nested too deep is the same
+    marker in both, never a RecursionError)."""
     if isinstance(v, str):
         try:
-            return json.loads(v)
+            return load_value(v)
         except ValueError:
             return v
     return v

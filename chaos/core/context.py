@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import stat
@@ -20,6 +19,7 @@ from chaos.core.spec import TestSpec
 from chaos.core.supervisor import Supervisor
 from chaos.histories.files import write_atomic
 from chaos.histories.jsonl import HistoryRecorder
+from chaos.histories.limits import loads_bounded
 
 
 @dataclass(kw_only=True)
@@ -137,7 +137,7 @@ def read_claim(path: Path) -> Claim | None:
     finally:
         os.close(fd)
     try:
-        got = json.loads(raw or b"{}")
+        got = loads_bounded(raw or b"{}")  # a service's claim: bounded, TooDeep is a ValueError
     except ValueError:
         return None
     if not isinstance(got, dict):

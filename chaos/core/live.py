@@ -7,7 +7,8 @@ triggers, recovery checks). Polling is cheap here: the files live on the host's 
 The events folder is writable by the code under test, so what is there is narration, never
 evidence a verdict rests on, and it is read defensively: only regular files (a planted link, FIFO
 or device is skipped and noted), lines of at most ``LINE_CAP`` bytes, and per run at most
-``MAX_EVENTS`` events and ``MAX_EVENT_BYTES`` bytes: the events are held in memory (triggers wait
+``MAX_EVENTS`` events and ``MAX_EVENT_BYTES`` bytes in at most ``MAX_EVENT_FILES`` files, each
+line nested at most ``MAX_DEPTH`` levels (a deeper one is skipped and noted, never parsed): the events are held in memory (triggers wait
 on them by index) and written to ``events.jsonl``, so the orchestrator's memory and the store's
 disk follow these caps, never what a service writes. Past a cap the tail reads no more and says so
 in :attr:`EventTail.over_quota`; the run is then ``unknown`` (its narration was cut).
@@ -15,7 +16,6 @@ in :attr:`EventTail.over_quota`; the run is then ``unknown`` (its narration was 
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -26,6 +26,7 @@ from typing import Any
 from chaos.histories.files import UnsafeFile, fsync_dir, read_regular
 from chaos.histories.growing import GrowingLines
 from chaos.histories.jsonl import EVENTS_FORMAT, JsonlWriter
+from chaos.histories.limits import MAX_EVENT_FILES, TooDeep, loads_bounded
 from chaos.histories.ops import Event
 
 LINE_CAP = 64 << 10
@@ -74,12 +75,28 @@ class EventTail:
             self.over_quota = f"the code under test wrote more than {why}; the rest was not read"
             self._note("quota", self.over_quota)
 
+    def _files(self) -> list[Path]:
+        """The event files, listed no further than :data:`MAX_EVENT_FILES` entries: a folder
+        flooded with files costs each poll that many, and past it the tail stops, saying so."""
+        names: list[str] = []
+        try:
+            with os.scandir(self._dir) as entries:
+                for n, entry in enumerate(entries):
+                    if n >= MAX_EVENT_FILES:
+                        self._over(f"{MAX_EVENT_FILES} files in live/events")
+                        return []
+                    if entry.name.endswith(".jsonl"):
+                        names.append(entry.name)
+        except OSError:
+            return []
+        return [self._dir / name for name in sorted(names)]
+
     def poll(self) -> list[Event]:
         new: list[Event] = []
         with self._lock:
             if self.over_quota is not None or not self._dir.exists():
                 return new
-            for path in sorted(self._dir.glob("*.jsonl")):
+            for path in self._files():
                 left = self._max_bytes - self._read
                 try:
                     chunk = read_regular(path, min(POLL_CAP, left + 1), self._lines.offset(path))
@@ -104,7 +121,9 @@ class EventTail:
                         self._over(f"{self._max_events} events (CHAOS_MAX_EVENTS)")
                         break
                     try:
-                        new.append(to_event(json.loads(line), self._origin))
+                        new.append(to_event(loads_bounded(line), self._origin))
+                    except TooDeep as e:
+                        self._note(f"deep:{path.name}", f"{path.name}: a line skipped, {e}")
                     except (ValueError, KeyError, TypeError):
                         continue  # a service died mid-line; the merge at the end reports it
                 if self.over_quota is not None:

@@ -23,6 +23,7 @@ import fcntl
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -45,13 +46,24 @@ def fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes, *, mode: int = 0o644, durable: bool = True) -> None:
-    """Write ``data`` to a fresh temporary name beside ``path`` and rename it over ``path``."""
+def write_atomic(
+    path: Path,
+    data: bytes | Callable[[BinaryIO], object],
+    *,
+    mode: int = 0o644,
+    durable: bool = True,
+) -> None:
+    """Write ``data`` to a fresh temporary name beside ``path`` and rename it over ``path``;
+    ``data`` may be a function that writes to the file, so that a large artefact is streamed
+    rather than held whole."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, mode)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            if callable(data):
+                data(fh)
+            else:
+                fh.write(data)
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())

@@ -13,22 +13,31 @@ parser, ``MemoryError``, ``OverflowError``, ``ValueError``, ``UnicodeError``) in
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "MAX_DEPTH",
+    "MAX_EVENT_FILES",
     "MAX_INPUT_BYTES",
     "MAX_INT_DIGITS",
+    "UNREAD",
+    "VALUE_DEPTH",
     "InputError",
+    "TooDeep",
     "check_depth",
     "check_size",
     "deep_line",
     "input_guard",
+    "load_value",
+    "loads_bounded",
+    "nesting",
 ]
 
 # Real histories nest a handful of levels (Jepsen's txn values: [:txn [[:append 1 2]]]); 100 is
@@ -36,6 +45,10 @@ __all__ = [
 MAX_DEPTH = 100
 # Python refuses to convert longer decimal strings (CVE-2020-10735); a bound of its own, stated.
 MAX_INT_DIGITS = sys.get_int_max_str_digits() or 4300
+# Files in a run's live/events: a lab writes one per node and component. 300,000 empty files once
+# made every poll of the tail take seconds; the Docker backend's tmpfs holds no more (nr_inodes),
+# and the tail lists no further on any backend.
+MAX_EVENT_FILES = 256
 # A million-op history is about 120 MB; the readers hold a file's ops in memory.
 MAX_INPUT_BYTES = int(os.environ.get("CHAOS_MAX_INPUT_BYTES", str(1 << 30)))
 
@@ -109,6 +122,65 @@ def deep_line(data: bytes, limit: int = MAX_DEPTH) -> tuple[int, int] | None:
             if text.count(b"#") > limit:
                 return no, text.count(b"#")
     return None
+
+
+_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+# JSON's brackets as steps of the depth: [ and { go in, ] and } come out, the rest is left out
+_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+
+
+def nesting(data: bytes, limit: int = MAX_DEPTH) -> int:
+    """How deep JSON ``data``'s brackets nest (strings left out), or 0 when it is plainly no
+    deeper than ``limit`` (fewer brackets than that: the common case, one ``count`` in C). Never
+    recursive, linear in the size: safe on whatever a solution wrote."""
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return 0
+    brackets = _STRINGS.sub(b"", data).translate(_STEPS, _NOT_BRACKETS)
+    depth = deepest = 0
+    for step in brackets:
+        depth = depth + 1 if step == 1 else max(0, depth - 1)
+        if depth > deepest:
+            deepest = depth
+            if deepest > limit:
+                return deepest  # enough to refuse it: the rest need not be walked
+    return deepest
+
+
+class TooDeep(ValueError):
+    """JSON nested deeper than a reader takes; ``str()`` says how deep."""
+
+
+def loads_bounded(data: bytes | str, limit: int = MAX_DEPTH) -> Any:
+    """``json.loads`` for data a solution made (an event line, a value it stored in etcd): a
+    value nested deeper than ``limit`` raises :class:`TooDeep` (a ``ValueError``) before any
+    parser recurses, so no ``RecursionError`` reaches the caller (a 30,000-deep event line once
+    ended the orchestrator with exit 5)."""
+    raw = data.encode("utf-8", errors="replace") if isinstance(data, str) else data
+    depth = nesting(raw, limit)
+    if depth > limit:
+        raise TooDeep(f"values nest more than {limit} levels deep (chaos reads {limit})")
+    try:
+        return json.loads(raw)
+    except RecursionError:  # the check above makes this unreachable; kept as a floor
+        raise TooDeep(f"values nest deeper than chaos reads ({limit} levels)") from None
+
+
+# A value a solution stored (in etcd, through a proxy's journal) nested deeper than this is kept
+# as the reason only, ``{UNREAD: why}``, by every reader alike: lab values nest two or three
+# levels, and a 3 KB value nested 1,500 deep held 90 KB of Python objects per revision (a record
+# of such values took the orchestrator to 998 MB); a 2,000-deep one made every final read raise.
+VALUE_DEPTH = 32
+UNREAD = "chaos_unread"
+
+
+def load_value(text: str) -> Any:
+    """A stored value's JSON, or ``{UNREAD: why}`` when it nests past :data:`VALUE_DEPTH`;
+    ``ValueError`` when it is not JSON."""
+    try:
+        return loads_bounded(text, VALUE_DEPTH)
+    except TooDeep:
+        return {UNREAD: f"nested more than {VALUE_DEPTH} levels deep"}
 
 
 _CAUGHT = (RecursionError, MemoryError, OverflowError, ValueError, UnicodeError)

@@ -35,6 +35,7 @@ from chaos.core.capabilities import (
 from chaos.core.context import RunContext
 from chaos.core.ledger import FaultLedger
 from chaos.core.live import EventTail
+from chaos.core.memory import trim
 from chaos.core.quota import QuotaWatch
 from chaos.core.rest import RestWatch
 from chaos.core.solution import MOUNT_CAP, MOUNT_FILES
@@ -505,6 +506,8 @@ class _Run:
         if self.over:
             final["over_quota"] = self.over
         write_json(self.run_dir / "final.json", final)
+        del final
+        trim()  # what the final reads held is on disk now; the checks load it again
         if self.errors:
             self.error = "; ".join(self.errors)
         self.phase("final_reads")
@@ -551,6 +554,7 @@ def finish(
     verdict = combine(results)
     timings["check"] = round(time.monotonic() - t0, 4)
     write_results(run_dir, results)
+    trim()  # the run the checks loaded is freed; the lab report loads it once more
     if isinstance(wl, Scenarios):
         write_json(run_dir / "lab-report.json", wl.lab_report(load_run(run_dir), results))
     try:

@@ -10,13 +10,13 @@ operations, one row per key written, folded under a one-line summary.
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import Counter
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from chaos.histories.limits import loads_bounded
 from chaos.report.html import e, fmt_value, kv_table, value_cell
 
 # Fields of final.json that are declared wall-clock times (seconds since 1970): the journal's
@@ -82,7 +82,7 @@ def _decoded(raw: Any, origin: float | None) -> Any:
         return f"({raw['chaos_truncated_bytes']} bytes, not kept)"
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
+            raw = loads_bounded(raw)  # a service's value: never a RecursionError
         except ValueError:
             return raw
     return with_times(raw, origin)

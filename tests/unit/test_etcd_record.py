@@ -1,4 +1,4 @@
-"""The replay of etcd's record, against a stand-in for the etcd client's watch (the real one runs in
+"""The replay of etcd's record, against a stand-in for the etcd client's callback watch (the real one runs in
 every integration test of lab1 and lab3): values are decoded the one way the final reads decode
 them, a forged end marker stays in the record, and a record past MAX_EVENTS says it was cut."""
 
@@ -56,6 +56,18 @@ class Client:
         key, nonce = self.marker
         events.append(PutEvent(key.encode(), nonce.encode(), next(rev)))
         return iter([Response(events)]), lambda: None
+
+    def add_watch_prefix_callback(self, prefix: str, callback: Any, start_revision: int) -> int:
+        """The client's callback watch, as python3-etcd3 runs it: each answer to ``callback``,
+        then ``None`` when the stream ends; what setting the watch up raises is raised here."""
+        responses, _ = self.watch_prefix_response(prefix, start_revision)
+        for response in responses:
+            callback(response)
+        callback(None)
+        return 1
+
+    def cancel_watch(self, watch_id: int) -> None:
+        self.cancelled = watch_id
 
 
 def test_values_are_decoded_the_final_reads_way_and_a_forged_marker_is_kept() -> None:

@@ -23,7 +23,7 @@ import shlex
 import subprocess
 import tarfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +38,7 @@ from chaos.cluster.docker import firewall, procfs
 from chaos.cluster.docker.quota import (
     Quotas,
     describe,
+    files_full,
     full,
     join,
     mount_live,
@@ -337,6 +338,9 @@ class DockerCluster:
             got = full(target)
             if got is not None:
                 out.append(f"live/{target.name} ({describe(got[1])})")
+            files = files_full(target)
+            if files is not None:
+                out.append(f"live/{target.name} ({files - 1} files)")
         for node, pid in sorted(self._init_pid.items()):
             for path in self._quotas.sized_paths():
                 got = full(f"/proc/{pid}/root{path}")
@@ -436,36 +440,42 @@ class DockerCluster:
         files = self._get_tree(node, path, limit=LOG_CAP)
         return next(iter(files.values()), None) if len(files) == 1 else None
 
-    def _get_tree(self, node: str, path: str, *, limit: int) -> dict[str, bytes]:
-        """Regular files under ``path`` in the node (links, FIFOs, devices skipped), each cut at
-        ``limit`` bytes, by their name relative to ``path``'s parent."""
+    def _get_tree(
+        self, node: str, path: str, *, limit: int, want: Callable[[str], bool] = lambda _: True
+    ) -> dict[str, bytes]:
+        """Regular files under ``path`` in the node (links, FIFOs, devices skipped) whose name
+        ``want``s, each cut at ``limit`` bytes, by their name relative to ``path``'s parent.
+
+        The archive is read as a stream, one member at a time: what the orchestrator holds is
+        the files it keeps, never the whole archive (a proxy journal of 90 MB beside the logs
+        was buffered whole, on each node at once)."""
         try:
             stream, _ = self._containers[node].get_archive(path)
         except docker.errors.APIError:
             return {}
-        buf = io.BytesIO()
-        for chunk in stream:
-            if buf.tell() < 4 * limit:  # read the stream to its end, keep a bounded amount
-                buf.write(chunk)
-        buf.seek(0)
         out: dict[str, bytes] = {}
-        with contextlib.suppress(tarfile.TarError), tarfile.open(fileobj=buf) as tar:
-            for m in tar:
-                if m.isreg():
-                    fh = tar.extractfile(m)
-                    if fh is not None:
-                        out[m.name] = fh.read(limit)
+        reader = _ChunkReader(stream)
+        try:
+            with tarfile.open(fileobj=reader, mode="r|") as tar:
+                for m in tar:
+                    if m.isreg() and want(m.name):
+                        fh = tar.extractfile(m)
+                        if fh is not None:
+                            out[m.name] = fh.read(limit)
+        except tarfile.TarError:
+            pass
+        finally:
+            reader.drain()
         return out
 
     def collect_logs(self, dest: Path) -> None:
         def one(node: str) -> None:
             out = dest / node
             out.mkdir(parents=True, exist_ok=True)
-            for name, data in self._get_tree(node, "/var/log/chaos", limit=LOG_CAP).items():
-                base = name.rsplit("/", 1)[-1]
-                if base.endswith(".log") and "/" not in name.removeprefix("chaos/"):
-                    with contextlib.suppress(OSError):
-                        write_atomic(out / base, data, durable=False)
+            tree = self._get_tree(node, "/var/log/chaos", limit=LOG_CAP, want=_a_log)
+            for name, data in tree.items():
+                with contextlib.suppress(OSError):
+                    write_atomic(out / name.rsplit("/", 1)[-1], data, durable=False)
 
         # one archive request per node, side by side: teardown waits for the slowest only
         made = [n for n in self.nodes if n in self._containers]  # a start that failed midway
@@ -514,3 +524,38 @@ def bridge_of(network: Any) -> str:
     if not Path("/sys/class/net", name).exists():
         raise ClusterError(f"network {network.name}: no bridge {name} on this host to confine")
     return name
+
+
+def _a_log(name: str) -> bool:
+    """A service's or a server's log, directly in the logs folder (the proxies' journals,
+    beneath it, are collected on their own)."""
+    return name.endswith(".log") and "/" not in name.removeprefix("chaos/")
+
+
+class _ChunkReader(io.RawIOBase):
+    """The engine's archive stream (an iterator of byte chunks) as a file ``tarfile`` can read
+    as a stream."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self._chunks = iter(chunks)
+        self._left = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        while not len(self._left):
+            nxt = next(self._chunks, None)
+            if nxt is None:
+                return 0
+            self._left = memoryview(nxt)
+        n = min(len(b), len(self._left))
+        b[:n] = self._left[:n]
+        self._left = self._left[n:]
+        return n
+
+    def drain(self) -> None:
+        """Read the stream to its end (the engine's connection is then free), keeping nothing."""
+        self._left = memoryview(b"")
+        for _ in self._chunks:
+            pass

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from chaos.cluster.node_kit.owner import owner_alive, owner_token
 from chaos.histories.files import open_regular, read_regular
+from chaos.histories.limits import MAX_EVENT_FILES
 
 MOUNT_PREFIX = "chaos-live:"
 
@@ -53,6 +54,9 @@ class Quotas:
     shm: str = "16m"
     # on the host, shared by the run's nodes: the folders of the live folder they write
     live_paths: tuple[tuple[str, str], ...] = (("events", "96m"), ("claims", "8m"))
+    # and how many inodes each may hold (the folder itself is one): a flood of empty files stops
+    # at the kernel's ENOSPC instead of slowing every listing of the folder
+    live_inodes: tuple[tuple[str, int], ...] = (("events", MAX_EVENT_FILES + 1),)
     # per service process (the code under test): each file it writes (its log included), the
     # tasks (processes and threads) of its uid, open files
     file_bytes: int = 16 << 20
@@ -83,8 +87,10 @@ def mount_live(live: Path, quotas: Quotas) -> list[Path]:
             if not target.is_dir():
                 continue  # a live folder laid out without it (a test's): nothing writes there
             mode = os.stat(target).st_mode & 0o7777
+            inodes = dict(quotas.live_inodes).get(name)
+            count = f",nr_inodes={inodes}" if inodes else ""
             subprocess.run(
-                ["mount", "-t", "tmpfs", "-o", f"size={size},mode={mode:o},nosuid,nodev",
+                ["mount", "-t", "tmpfs", "-o", f"size={size}{count},mode={mode:o},nosuid,nodev",
                  _mount_source(), str(target)],
                 check=True, capture_output=True, text=True, timeout=30,
             )  # fmt: skip
@@ -172,6 +178,16 @@ def full(path: str | Path, *, margin: int = 1 << 20) -> tuple[int, int] | None:
     if size and free < max(margin, size // 50):
         return size - free, size
     return None
+
+
+def files_full(path: str | Path) -> int | None:
+    """How many inodes the filesystem at ``path`` has when none is left (a flood of files), else
+    None (also when it has no count, or cannot be read)."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return st.f_files if st.f_files and st.f_ffree == 0 else None
 
 
 GROUP = "chaos-services"

@@ -18,6 +18,7 @@ from pathlib import Path
 from chaos.cluster.ssh.clock import ClockEstimate
 from chaos.cluster.ssh.conn import Connection
 from chaos.histories.growing import GrowingLines
+from chaos.histories.limits import loads_bounded
 
 # the nemeses choose targets from events (lab1's lock holder, lab3's busy worker): they are only
 # as fresh as the last pull
@@ -88,7 +89,7 @@ def convert(line: bytes, est: ClockEstimate | None) -> str:
     """One event line on the orchestrator's clock (a line that is not JSON passes as it is: the
     event tail reports it)."""
     try:
-        rec = json.loads(line)
+        rec = loads_bounded(line)  # too deep (TooDeep) passes as it is, as a line not JSON
     except ValueError:
         return line.decode(errors="replace") + "\n"
     if est is not None and isinstance(rec, dict) and isinstance(rec.get("mono"), int | float):

@@ -21,12 +21,12 @@ revisions (the record's own times and tokens, in the store's order of writes: wh
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
 from chaos.workloads.lab1 import keys
 from chaos.workloads.systems import record_values
+from chaos.workloads.systems.etcd import GRPC_OPTIONS
 
 
 def _client(endpoints: list[str], timeout: float) -> Any:
@@ -35,7 +35,11 @@ def _client(endpoints: list[str], timeout: float) -> Any:
     eps = []
     for ep in endpoints:
         host, _, port = ep.rpartition(":")
-        eps.append(etcd3.Endpoint(host or "127.0.0.1", int(port), secure=False, time_retry=1.0))
+        eps.append(
+            etcd3.Endpoint(
+                host or "127.0.0.1", int(port), secure=False, time_retry=1.0, opts=GRPC_OPTIONS
+            )
+        )
     return etcd3.MultiEndpointEtcd3Client(eps, timeout=timeout, failover=True)
 
 
@@ -103,10 +107,9 @@ def lock_history(client: Any, key: str) -> list[dict[str, Any]]:
     value, meta = client.get(key)
     while value is not None and meta is not None and len(out) < MAX_LOCK_VERSIONS:
         rev = int(meta.mod_revision)
-        try:
-            record = json.loads(value)
-        except ValueError:
-            record = {"raw": value.decode(errors="replace")}
+        record = record_values.decode(value)
+        if isinstance(record, str):
+            record = {"raw": record}
         out.append({**(record if isinstance(record, dict) else {"value": record}), "rev": rev})
         if int(meta.version) <= 1 or rev <= 1:
             break

@@ -112,8 +112,9 @@ def shape_of(key: str) -> str | None:
 
 def _value_problem(shape: str, value: Any) -> str | None:
     """Why a value cannot be read as its key's shape, for the keys whose content a checker reads."""
-    if isinstance(value, dict) and set(value) == {record_values.TRUNCATED}:
-        return "too long to read"
+    marker = record_values.unread(value)
+    if marker is not None:
+        return marker
     if shape == "counter":
         return record_values.int_problem(value)
     if shape == "task" and not (isinstance(value, dict) and isinstance(value.get("status"), str)):

@@ -17,6 +17,7 @@ from chaos.core.options import WorkloadOption
 from chaos.core.spec import TestSpec
 from chaos.core.supervisor import ProcessSpec
 from chaos.core.target import Target
+from chaos.histories.limits import loads_bounded
 from chaos.histories.ops import OpType
 from chaos.histories.store import StoredRun
 from chaos.workloads import solutions
@@ -63,8 +64,12 @@ REST_MARGIN = 3.0
 
 def _all_status(c: Any, prefix: str, status: str) -> bool:
     """Whether every record under ``prefix`` has ``status`` (a value that is not a JSON object
-    raises: the caller counts it as not done)."""
-    return all(json.loads(value).get("status") == status for value, _ in c.get_prefix(prefix))
+    with it is not done)."""
+    for value, _ in c.get_prefix(prefix):
+        record = record_values.decode(value)
+        if not isinstance(record, dict) or record.get("status") != status:
+            return False
+    return True
 
 
 def _idle_consumer(ctx: RunContext) -> dict[str, Any] | None:
@@ -171,10 +176,7 @@ class Lab3(write_points.ProxyWritePoints):
             elif key.startswith(keys.RESULTS_PREFIX):
                 committed.add(name)
             elif key.startswith(keys.OUTBOX_PREFIX) or key.startswith(keys.TASKS_PREFIX):
-                try:
-                    v = json.loads(value)
-                except ValueError:
-                    continue
+                v = record_values.decode(value)
                 if not isinstance(v, dict):
                     continue
                 if key.startswith(keys.OUTBOX_PREFIX):
@@ -507,7 +509,8 @@ def _post_task(address: str, value: dict[str, Any]) -> tuple[str, Any]:
     try:
         conn.request("POST", "/tasks", json.dumps(value), {"Content-Type": "application/json"})
         resp = conn.getresponse()
-        data = json.loads(resp.read() or b"{}")
+        # the api runs the code under test: its answer is read bounded (TooDeep is a ValueError)
+        data = loads_bounded(resp.read() or b"{}")
         if resp.status == 200 and isinstance(data, dict):
             return "ok", data
         error = data.get("error") if isinstance(data, dict) else data

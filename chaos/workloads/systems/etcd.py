@@ -57,16 +57,28 @@ def process(ctx: RunContext, node: str) -> ProcessSpec:
     )  # fmt: skip
 
 
+# The largest answer the orchestrator's clients take (grpc's default is 4 MB). etcd sends a
+# watch's history in answers of up to 1,000 revisions, so a solution that stores values of a few
+# KB made one over 4 MB, and the record of the run failed; an answer past this fails the read it
+# belongs to, and the run is unknown, naming it (the record must fit in memory anyway).
+MAX_ANSWER = 32 << 20
+GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_ANSWER)]
+
+
 def client(ctx: RunContext, timeout: float = 3.0) -> Any:
     eps = [
-        etcd3.Endpoint(ctx.cluster.address(n), CLIENT_PORT, secure=False, time_retry=1.0)
+        etcd3.Endpoint(
+            ctx.cluster.address(n), CLIENT_PORT, secure=False, time_retry=1.0, opts=GRPC_OPTIONS
+        )
         for n in ctx.cluster.nodes
     ]
     return etcd3.MultiEndpointEtcd3Client(eps, timeout=timeout, failover=True)
 
 
 def member_client(ctx: RunContext, node: str, timeout: float = 2.0) -> Any:
-    return etcd3.client(ctx.cluster.address(node), CLIENT_PORT, timeout=timeout)
+    return etcd3.client(
+        ctx.cluster.address(node), CLIENT_PORT, timeout=timeout, grpc_options=GRPC_OPTIONS
+    )
 
 
 def deploy(
@@ -170,7 +182,10 @@ class ProcessClients:
             nodes = self._ctx.cluster.nodes
             node = nodes[process % len(nodes)]
             self._clients[process] = etcd3.client(
-                self._ctx.cluster.address(node), CLIENT_PORT, timeout=self._timeout
+                self._ctx.cluster.address(node),
+                CLIENT_PORT,
+                timeout=self._timeout,
+                grpc_options=GRPC_OPTIONS,
             )
         return self._clients[process]
 

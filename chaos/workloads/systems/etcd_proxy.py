@@ -14,6 +14,7 @@ with the node.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import secrets
@@ -25,6 +26,7 @@ from chaos.cluster.base import Cluster, ExecResult, SharedLive
 from chaos.core.context import RunContext
 from chaos.core.supervisor import ProcessSpec
 from chaos.histories.files import read_regular
+from chaos.histories.limits import loads_bounded
 
 PORT = 2479
 # in the node's log folder, root's (mode 755, this folder 0700): the Docker backend's is a volume
@@ -38,8 +40,10 @@ NAME = "etcd-proxy"
 # run and node (chaos.cluster.docker.cluster.service_uid), so the rule names root, not them
 ROOT_UID = 0
 ETCD_PORTS = (2379, 2380)
-# a journal past this is cut when collected (and says so)
-MAX_JOURNAL = 32 << 20  # what the Docker backend's get_file returns at most
+# a journal past this is cut when collected (and says so; the node's journal is then unread):
+# the kept lines are held and stored in final.json, and a solution writing 3 KB values made
+# 32 MiB of them on one node (a lab run's journal is a few hundred KB)
+MAX_JOURNAL = 16 << 20
 
 
 class GuardError(RuntimeError):
@@ -252,8 +256,8 @@ def txn_error_fired(ctx: RunContext, gen: str) -> list[dict[str, Any]]:
 
 def _note(ctx: RunContext, raw: bytes, gen: str) -> dict[str, Any] | None:
     try:
-        note = json.loads(raw)
-    except ValueError:
+        note = loads_bounded(raw)
+    except ValueError:  # not JSON, or nested too deep (TooDeep)
         return None
     if (
         not isinstance(note, dict)
@@ -301,9 +305,14 @@ def collect(ctx: RunContext) -> dict[str, Any]:
 def _lines(node: str, raw: bytes, origin: float, out: dict[str, Any]) -> int:
     """Add one node's journal lines to ``out``; returns how many were kept."""
     n = 0
-    for i, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), 1):
+    # line by line from the bytes: a journal of 32 MiB is not copied whole twice more
+    for i, line in enumerate(io.BytesIO(raw), 1):
+        if not line.strip():
+            continue
         try:
-            rec = json.loads(line)
+            # the proxy writes values as strings, so only a line cut short reads as deep: bounded
+            # all the same (TooDeep is a ValueError), never a RecursionError
+            rec = loads_bounded(line)
         except ValueError:
             out["problems"].append(f"{node}: journal line {i} is not JSON")
             continue

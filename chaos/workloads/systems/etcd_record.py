@@ -15,6 +15,7 @@ that need it answer ``unknown``.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import threading
 import time
@@ -23,7 +24,16 @@ from typing import Any
 
 import etcd3.watch
 
-from chaos.workloads.systems.record_values import MAX_EVENTS, MAX_VALUE, decode
+from chaos.core.memory import trim
+from chaos.workloads.systems.record_values import MAX_EVENTS, MAX_VALUE, decode, unread
+
+# What the record may hold in the orchestrator's memory, estimated per event by :func:`cost`: a
+# record that fills etcd's quota (128 MiB) of values chaos keeps would hold several times that as
+# Python objects, and the orchestrator is held to 300 MB. Past it the record is cut, and says so.
+MAX_RECORD_BYTES = 32 << 20
+# an event's own objects (its transaction's dicts, its key, its revision) before its value
+EVENT_OVERHEAD = 600
+PART_COST = 80  # a decoded container, item or key, about
 
 # python3-etcd3 0.13 no longer depends on six, but its watcher still calls six.itervalues when a
 # watch stream ends (when the client closes), printing a NameError traceback from its thread
@@ -31,7 +41,7 @@ if not hasattr(etcd3.watch, "six"):
     etcd3.watch.six = types.SimpleNamespace(itervalues=lambda d: iter(d.values()))
 
 SENTINEL = "~chaos-record-end"
-__all__ = ["MAX_EVENTS", "MAX_VALUE", "SENTINEL", "replay"]
+__all__ = ["MAX_EVENTS", "MAX_RECORD_BYTES", "MAX_VALUE", "SENTINEL", "cost", "replay"]
 
 
 # a watch that could not be set up in time (WatchTimedOut on a loaded machine) or that lost its
@@ -77,8 +87,13 @@ def replay(client: Any, prefix: str, from_revision: int, timeout: float = 10.0) 
         error = got.run(timeout)
         record.update(txns=[got.txns[r] for r in sorted(got.txns)], error=error,
                       truncated=got.truncated, to_revision=got.to_revision)  # fmt: skip
+        if got.truncated:
+            record["truncated_why"] = got.truncated_why
         if error is None or got.compacted:
             break
+    # etcd's answers (up to MAX_ANSWER each, parsed by grpc and protobuf outside Python's own
+    # heap) are freed now; without this their pages stayed the orchestrator's through the checks
+    trim()
     return record
 
 
@@ -90,63 +105,117 @@ class _Collect:
         self.sentinel, self.nonce = prefix + SENTINEL, nonce.encode()
         self.txns: dict[int, dict[str, Any]] = {}
         self.truncated = False
+        self.truncated_why = ""
+        self.held = 0  # the estimated bytes of what the record keeps (cost)
         self.compacted = False
         self.to_revision: int | None = None
         self.failure: list[str] = []
         self.done = threading.Event()
+        self.lock = threading.Lock()
+        self.watch_id: Any = None
+        self.count = 0
 
     def run(self, timeout: float) -> str | None:
         """The error that ended the watch, or None once the end marker arrived."""
         threading.Thread(target=self._watch, name="etcd-record", daemon=True).start()
-        if not self.done.wait(timeout):
-            return f"the replay did not reach the end marker within {timeout:g} s"
+        try:
+            if not self.done.wait(timeout):
+                return f"the replay did not reach the end marker within {timeout:g} s"
+        finally:
+            self._cancel()
         if self.failure:
             return self.failure[0]
         if self.to_revision is None:
             return "etcd ended the watch before the end marker"
         return None
 
+    def _cancel(self) -> None:
+        with self.lock:
+            watch_id, self.watch_id = self.watch_id, None
+            self.done.set()  # a late answer is dropped (_answer)
+        if watch_id is not None:
+            with contextlib.suppress(Exception):
+                self.client.cancel_watch(watch_id)
+
     def _watch(self) -> None:
-        count = 0
+        # a callback, not the client's response iterator: that one queues every answer etcd
+        # sends, unbounded (90 MB of a record's answers were held at once), while a callback
+        # runs in the watch's own thread, so etcd's next answer waits for this one to be read
         try:
-            responses, cancel = self.client.watch_prefix_response(
-                self.prefix, start_revision=self.from_revision
+            watch_id = self.client.add_watch_prefix_callback(
+                self.prefix, self._answer, start_revision=self.from_revision
             )
-            try:
-                for response in responses:
-                    for ev in response.events:
-                        key = ev.key.decode("utf-8", errors="replace")
-                        rev = int(ev.mod_revision)
-                        if key == self.sentinel and ev.value == self.nonce:
-                            self.to_revision = rev
-                            return
-                        # a marker with another value is the code under test's write (or an
-                        # earlier run's): it stays in the record, where checkers judge it
-                        count += 1
-                        if count > MAX_EVENTS:
-                            self.truncated = True
-                            continue
-                        _add(self.txns, rev, key, ev)
-            finally:
-                cancel()
-        except Exception as e:  # RevisionCompactedError, a lost connection, WatchTimedOut
+        except Exception as e:  # WatchTimedOut, RevisionCompactedError, a lost connection
+            self._fail(e)
+            return
+        with self.lock:
+            self.watch_id = watch_id
+            late = self.done.is_set()
+        if late:
+            self._cancel()
+
+    def _fail(self, e: BaseException | None) -> None:
+        if e is None:
+            self.failure.append("etcd ended the watch before the end marker")
+        else:
             self.compacted = "Compacted" in type(e).__name__
             self.failure.append(_failure(e, self.from_revision))
-        finally:
-            self.done.set()
+        self.done.set()
+
+    def _answer(self, response: Any) -> None:
+        """One answer of etcd's watch (or the error that ended it), in the watch's thread."""
+        if self.done.is_set():
+            return
+        if response is None or isinstance(response, BaseException):
+            self._fail(response)
+            return
+        try:
+            for ev in response.events:
+                key = ev.key.decode("utf-8", errors="replace")
+                rev = int(ev.mod_revision)
+                if key == self.sentinel and ev.value == self.nonce:
+                    self.to_revision = rev
+                    self.done.set()
+                    return
+                # a marker with another value is the code under test's write (or an earlier
+                # run's): it stays in the record, where checkers judge it
+                self.count += 1
+                if not self.truncated:
+                    self._keep(self.count, rev, key, ev)
+        except Exception as e:  # the client swallows what a callback raises: said here
+            self._fail(e)
+
+    def _keep(self, count: int, rev: int, key: str, ev: Any) -> None:
+        """Keep one event, or cut the record at the first cap it passes (the events after a cut
+        are read to the end marker, and dropped: their count and size do not matter)."""
+        delete = type(ev).__name__ == "DeleteEvent"
+        value = None if delete else decode(ev.value)
+        self.held += cost(key, None if delete or unread(value) else ev.value)
+        if count > MAX_EVENTS:
+            self.truncated_why = f"{MAX_EVENTS} events"
+        elif self.held > MAX_RECORD_BYTES:
+            self.truncated_why = f"{MAX_RECORD_BYTES >> 20} MiB of values to hold (revision {rev})"
+        else:
+            t = self.txns.setdefault(rev, {"revision": rev, "puts": {}, "deletes": []})
+            if delete:
+                t["deletes"].append(key)
+            else:
+                t["puts"][key] = value
+            return
+        self.truncated = True
 
 
-def _add(txns: dict[int, dict[str, Any]], rev: int, key: str, ev: Any) -> None:
-    """One watch event into the transaction of its revision: a put (the value decoded) or a
-    delete."""
-    t = txns.setdefault(rev, {"revision": rev, "puts": {}, "deletes": []})
-    if type(ev).__name__ == "DeleteEvent":
-        t["deletes"].append(key)
-    else:
-        t["puts"][key] = decode(ev.value)
+def cost(key: str, raw: bytes | None) -> int:
+    """About how many bytes an event costs the orchestrator once decoded and kept: the value's
+    bytes if kept (``raw`` is None for a delete or a value kept as a marker), and each of its
+    containers and items as a Python object."""
+    if raw is None or len(raw) > MAX_VALUE:
+        return EVENT_OVERHEAD + len(key)
+    parts = raw.count(b",") + raw.count(b":") + raw.count(b"[") + raw.count(b"{")
+    return EVENT_OVERHEAD + len(key) + len(raw) + PART_COST * parts
 
 
-def _failure(e: Exception, from_revision: int) -> str:
+def _failure(e: BaseException, from_revision: int) -> str:
     name = type(e).__name__
     if "Compacted" in name:
         return (

@@ -16,16 +16,21 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from chaos.histories.limits import UNREAD, VALUE_DEPTH, load_value
+
 # a value longer than this is kept as its length only: the record is evidence, not a backup
 MAX_VALUE = 4096
 TRUNCATED = "chaos_truncated_bytes"
+__all__ = ["MAX_EVENTS", "MAX_VALUE", "TRUNCATED", "UNREAD", "VALUE_DEPTH", "Finding", "as_int",
+           "decode", "describe", "int_problem", "unread", "unusable"]  # fmt: skip
 # a run that wrote more than this many events under the prefix is cut (and says so)
 MAX_EVENTS = 500_000
 
 
 def decode(raw: bytes | None) -> Any:
     """A stored value as JSON data: ``None`` for no value, ``{"chaos_truncated_bytes": n}`` for one
-    longer than :data:`MAX_VALUE`, the decoded JSON when the bytes are JSON, else the text.
+    longer than :data:`MAX_VALUE`, ``{"chaos_unread": why}`` for one nested deeper than
+    :data:`VALUE_DEPTH`, the decoded JSON when the bytes are JSON, else the text.
 
     A number whose bytes are not the canonical form of what they decode to (`` 10``, ``1e1``,
     ``10.00``) stays text: decoding it would make ``int()``-lenient and strict readers agree on a
@@ -36,7 +41,7 @@ def decode(raw: bytes | None) -> Any:
         return {TRUNCATED: len(raw)}
     text = raw.decode("utf-8", errors="replace")
     try:
-        value = json.loads(text)
+        value = load_value(text)
     except ValueError:  # also a number too long to convert
         return text
     number = isinstance(value, int | float) and not isinstance(value, bool)
@@ -51,10 +56,22 @@ def as_int(value: Any) -> int | None:
     return value if type(value) is int else None
 
 
+def unread(value: Any) -> str | None:
+    """Why :func:`decode` kept a value as a marker instead of its content, or None."""
+    if isinstance(value, dict) and len(value) == 1:
+        if isinstance(value.get(TRUNCATED), int):
+            return "too long to read"
+        if isinstance(value.get(UNREAD), str):
+            return "too deep to read"
+    return None
+
+
 def describe(value: Any) -> str:
     """A stored value in a sentence: ``'+10'``, ``10.0``, ``a 5000-byte value (not kept)``."""
     if isinstance(value, dict) and set(value) == {TRUNCATED}:
         return f"a {value[TRUNCATED]}-byte value (longer than {MAX_VALUE} bytes, not kept)"
+    if isinstance(value, dict) and set(value) == {UNREAD}:
+        return f"a value {str(value[UNREAD])[:80]} (not kept)"
     if isinstance(value, str):
         return repr(value[:80] + ("…" if len(value) > 80 else ""))
     text = json.dumps(value, sort_keys=True)
@@ -73,8 +90,9 @@ def int_problem(value: Any) -> str | None:
         return "a float, not an integer"
     if isinstance(value, str):
         return "not a JSON integer"
-    if isinstance(value, dict) and set(value) == {TRUNCATED}:
-        return "too long to read"
+    marker = unread(value)
+    if marker is not None:
+        return marker
     return f"a JSON {type(value).__name__}, not an integer"
 
 
@@ -99,8 +117,9 @@ def unusable(record: Any) -> str | None:
     if record.get("error"):
         return f"etcd's record of the run could not be read: {record['error']}"
     if record.get("truncated"):
+        why = record.get("truncated_why") or f"{MAX_EVENTS} events"
         return (
-            f"etcd's record of the run was cut after {MAX_EVENTS} events under "
+            f"etcd's record of the run was cut after {why} under "
             f"{record.get('prefix')}: the writes after the cut cannot be accounted for"
         )
     if not isinstance(record.get("from_revision"), int) or not isinstance(record.get("txns"), list):
