@@ -122,3 +122,19 @@ def test_the_unzipped_page_reads_right_offline_in_chromium(graded: Path, tmp_pat
     # the copied run page's links resolve inside the pack (every file it names was copied);
     # how the run page itself reads is test_page_kinds_browser.py's
     _assert_file_links(_probe(run_page, tmp_path), run_page)
+
+
+def test_the_real_class_report_reads_right_in_chromium(graded: Path, tmp_path: Path) -> None:
+    """The class report of a real grade (issue 32: every page kind probed on real runs)."""
+    from tests.integration.test_page_kinds_browser import (
+        _assert_file_links,
+        _assert_readable,
+        _probe,
+    )
+
+    page = graded / "grade" / "report.html"
+    out = _probe(page, tmp_path)
+    _assert_readable(out)
+    _assert_file_links(out, page)
+    text = page.read_text(encoding="utf-8")
+    assert GOOD in text and BAD in text

@@ -74,6 +74,14 @@ def test_a_real_run_page_reads_as_words(lab: str, real: dict[str, Path], tmp_pat
     assert "Times are seconds into the run" in text
 
 
+def test_the_real_index_reads_right_in_chromium(real: dict[str, Path], tmp_path: Path) -> None:
+    """`chaos serve`'s index of a store of real runs passes the page probes (issue 32)."""
+    store = real["lab3"].parents[1]
+    out = _probe(tmp_path / "index.html", tmp_path, source=index_page(store))
+    _assert_readable(out)
+    assert out["links"], "no run linked"
+
+
 def test_the_index_and_ls_name_the_fault_and_the_seed(real: dict[str, Path]) -> None:
     store = real["lab3"].parents[1]
     index = _visible(index_page(store)).replace("&#x27;", "'")
