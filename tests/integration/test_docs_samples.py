@@ -1,4 +1,5 @@
-"""The command samples in README.md and docs/user-guide.md are real output, so they cannot drift.
+"""The command samples in README.md, docs/user-guide.md and the lab pages are real output, so they
+cannot drift.
 
 A sample is a fenced block between ``<!-- sample -->`` and ``<!-- /sample -->`` whose first line
 is ``$ chaos ...``. The test runs that command for real (its own store, in a temporary folder) and
@@ -21,7 +22,7 @@ import pytest
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = ("README.md", "docs/user-guide.md")
+DOCS = ("README.md", "docs/user-guide.md", "docs/labs/lab3.md", "docs/labs/lab1.md")
 BLOCK = re.compile(r"(<!-- sample -->\n```\n)(\$ chaos [^\n]*)\n(.*?)(```\n<!-- /sample -->)", re.S)
 RUN_ID = re.compile(r"\d{8}T\d{6}-[0-9a-f]+")
 

@@ -349,6 +349,32 @@ def test_timeline_is_invalid_when_the_stale_write_lands() -> None:
     assert "was APPLIED although n2 had applied it with token 2 at 2.60 s" in r.summary
 
 
+def test_a_stale_write_whose_answer_was_lost_is_judged_by_the_store() -> None:
+    """The resumed holder's write timed out in its client (its answer held past the client's
+    deadline, as the etcd proxy's write points do) but landed: the store shows it applied twice,
+    whatever the service reported. A timed-out write the store does not show stays harmless."""
+    history, events, final = paused_run(fenced=False)
+    lost = [
+        ev(e.time, e.node, e.kind, **{**e.data, "outcome": "unknown"})
+        if e.kind == "write" and e.node == "n1"
+        else e
+        for e in events
+    ]
+    r = judge(checkers.unsafe_lease, history, lost, final)
+    assert r.verdict is Verdict.INVALID, r.summary
+    assert r.anomalies[0]["outcome"] == "applied-twice"
+    _, fenced_events, fenced_final = paused_run(fenced=True)
+    timed_out = [
+        ev(e.time, e.node, e.kind, **{**e.data, "outcome": "unknown"})
+        if e.kind == "write" and e.node == "n1"
+        else e
+        for e in fenced_events
+    ]
+    r = judge(checkers.unsafe_lease, history, timed_out, fenced_final)
+    assert r.verdict is Verdict.VALID, r.summary
+    assert "and no change was applied twice" in r.summary
+
+
 def test_timeline_accepts_the_nemesis_target_list_shape() -> None:
     history, events, final = paused_run(fenced=False)
     history = pause_ops("n1", 1.1, 4.0, as_list=True)

@@ -132,10 +132,26 @@ def _harm(apps: Sequence[Application], a: Grant, w: Event) -> Damage | None:
 
 
 def _damage(run: Lab1Run, a: Grant, after: Sequence[Event]) -> Damage | None:
+    """The first harm a write of the resumed holder did. A write it reported applied, or whose
+    outcome it never learnt (its call timed out: the write may still have landed, as a write held
+    in the network does) but the store shows applied under its token, counts; one it reported
+    rejected does not."""
     for w in after:
-        if w.data.get("outcome") == APPLIED and (d := _harm(run.applications, a, w)) is not None:
+        outcome = w.data.get("outcome")
+        if outcome != APPLIED and (outcome == STALE or not _landed(run.applications, a, w)):
+            continue
+        if (d := _harm(run.applications, a, w)) is not None:
             return d
     return None
+
+
+def _landed(apps: Sequence[Application], a: Grant, w: Event) -> bool:
+    """Whether the store holds the application of ``w``'s order and night under ``a``'s grant."""
+    order, night = str(w.data.get("order")), as_int(w.data.get("night"))
+    return any(
+        x.order == order and x.night == night and x.node == a.node and x.token == a.token
+        for x in apps
+    )
 
 
 def _ending(run: Lab1Run, story: Story, a: Grant, end: float, head: str) -> None:
