@@ -18,7 +18,7 @@ import random
 from collections.abc import Collection
 from typing import Any
 
-from chaos.cluster.base import Backend, Capable
+from chaos.cluster.base import Backend, Capable, SocketOwners
 from chaos.core.capabilities import (
     FaultAims,
     FaultPoints,
@@ -39,7 +39,7 @@ from chaos.nemesis.plan import Choice, Step, generate
 from chaos.nemesis.runner import ScheduleNemesis
 from chaos.nemesis.table import BY_NAME, FAULTS, NEEDS, fault_table
 from chaos.nemesis.targets import check_target
-from chaos.nemesis.trigger import TriggerNemesis, bind, parse_trigger
+from chaos.nemesis.trigger import WRITE_KIND, TriggerNemesis, bind, parse_trigger
 from chaos.nemesis.writepoint import WriteTriggerNemesis
 
 
@@ -207,11 +207,26 @@ def faults_used(wl: Workload, spec: TestSpec) -> set[str]:
     return used
 
 
+def _refuse_write_points(spec: TestSpec, backend: Capable) -> None:
+    """A write or read point's sender is found by the host (``SocketOwners``): a backend without
+    it would leave every such trigger unfired, and the run unknown, after the whole run."""
+    triggers = [*spec.triggers, *(spec.schedule or {}).get("triggers", [])]
+    for phrase in triggers:
+        if WRITE_KIND.match(parse_trigger(phrase).kind) and not backend.supports(SocketOwners):
+            raise ValueError(
+                f"trigger {phrase!r}: a write or read point needs the SocketOwners capability "
+                f"(the host finds the process that sent the held call), which backend "
+                f"{getattr(backend, 'name', '?')} does not have; use the docker backend, or a "
+                "hold point (docs/nemesis.md, 'Triggers')"
+            )
+
+
 def refuse_unsupported(wl: Workload, spec: TestSpec, backend: Backend) -> None:
     """ValueError naming the fault and the backend when the backend says it cannot do a fault the
     spec asks for (``freeze`` without a freezer): before the run starts, not halfway through."""
     if not isinstance(backend, Capable):
         return
+    _refuse_write_points(spec, backend)
     for fault in sorted(faults_used(wl, spec)):
         need = NEEDS.get(fault)
         if need is not None and not backend.supports(need):

@@ -55,6 +55,8 @@ _PHRASE = re.compile(
 )
 _TXN = re.compile(r"^txn\s+(?P<n>\d+)\s+of\s+(?P<fn>[a-z_]\w*)$")
 _WRITE = re.compile(r"^(?P<op>write|read)\s+of\s+(?P<group>[a-z][\w-]*)$")
+# a parsed trigger's ``kind`` that names a write or read point (held by the etcd proxy)
+WRITE_KIND = _WRITE
 _FOR = re.compile(r"\bfor\s+(?P<d>\S+)")
 _UNTIL = re.compile(r"\buntil\s+(?P<k>[a-z][\w-]*)")
 _TIMES = re.compile(r"\b(?P<n>\d+)\s+times?\b|\b(?P<every>every\s+time|always)\b")

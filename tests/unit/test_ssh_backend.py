@@ -114,6 +114,13 @@ def test_a_fault_the_backend_cannot_do_is_refused_before_the_run(tmp_path: Path)
             refuse_unsupported(wl, spec, ssh)
         refuse_unsupported(wl, spec, DockerBackend())  # docker can
     refuse_unsupported(wl, TestSpec(workload="lab3", nemesis=("pause", "partition")), ssh)
+    # a write point's sender is found by the host: a backend that cannot is refused at once
+    held = TestSpec(workload="lab3", triggers=("kill worker after write of counter",))
+    with pytest.raises(
+        ValueError, match=r"needs the SocketOwners capability .*, which backend ssh"
+    ):
+        refuse_unsupported(wl, held, ssh)
+    refuse_unsupported(wl, held, DockerBackend())
 
 
 def test_every_undo_op_of_a_fault_the_ssh_backend_can_do_has_its_reaper(tmp_path: Path) -> None:
