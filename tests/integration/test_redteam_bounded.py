@@ -140,10 +140,12 @@ def test_a_watch_answer_over_4_mb_is_read_whole(runs: dict[str, Run]) -> None:
     assert rec["error"] is None and rec["truncated"] is False  # main: RESOURCE_EXHAUSTED
     blobs = [t for t in rec["txns"] if "/lab3/blob" in t["puts"]]
     assert all(t["puts"]["/lab3/blob"] == {"chaos_truncated_bytes": 8192} for t in blobs)
-    # etcd answers a watch with up to 1,000 revisions at once: the first answer held at least
-    # 600 writes of 8 KB, over 4 MB (writes after the end marker are outside the record)
+    # etcd answers a watch with up to 1,000 revisions at once: the first answer held more than
+    # 4 MiB of 8 KB writes — grpc's default limit, which cut the record on main (the services'
+    # own writes interleave, so how many of the 1,000 are blobs varies with the load; writes
+    # after the end marker are outside the record)
     first = [t for t in blobs if t["revision"] < rec["from_revision"] + 1000]
-    assert len(first) >= 600, len(first)
+    assert len(first) * 8192 > 4 << 20, len(first)
     _shows_the_bug(r)
     r.says("exactly-once", "invalid", r"rev \d+ wrote /lab3/blob, which is no key of lab3's layout")
     r.says("complete-record", "valid", r"the final state read")
