@@ -50,7 +50,7 @@ from typing import Any
 import grpc
 
 from chaos.node import etcd_scope
-from chaos.node.proxy_points import HOLD_LIMIT, Held, WritePoints
+from chaos.node.proxy_points import HOLD_LIMIT, Held, WritePoints, announce
 
 # methods that change nothing: forwarded, not journaled (everything else is journaled, so a
 # method this list forgets is journaled too, never hidden)
@@ -236,17 +236,8 @@ class Injector:
             self._fired.add(gen)
         note = json.dumps({"node": self._node, "gen": gen, "mono": time.monotonic(),
                            "wall": time.time(), "keys": written})  # fmt: skip
-        if self._claims is not None:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-            try:
-                fd = os.open(self._claims / gen, flags, 0o600)
-            except OSError:
-                return None  # another node's proxy fired this arming
-            with os.fdopen(fd, "w") as fh:
-                fh.write(note)
-        tmp = self._control / f".fired-{gen}.tmp"
-        tmp.write_text(note)
-        os.replace(tmp, self._control / f"fired-{gen}")
+        if not announce(self._control, self._claims, gen, gen, note):
+            return None  # another node's proxy fired this arming
         return gen
 
 

@@ -49,6 +49,23 @@ class Held:
     gen: str
 
 
+def announce(control: Path, claims: Path | None, claim: str, gen: str, note: str) -> bool:
+    """Say that this proxy fired arming ``gen``: first claim it as ``<claims>/<claim>`` with
+    O_EXCL where the nodes share a root-only claims folder (False: another node's proxy fired
+    it), then write ``<control>/fired-<gen>`` whole (a rename), for the orchestrator."""
+    if claims is not None:
+        try:
+            fd = os.open(claims / claim, _EXCL, 0o600)
+        except OSError:
+            return False
+        with os.fdopen(fd, "w") as fh:
+            fh.write(note)
+    tmp = control / f".fired-{gen}.tmp"
+    tmp.write_text(note)
+    os.replace(tmp, control / f"fired-{gen}")
+    return True
+
+
 def peer_port(peer: str) -> int | None:
     """The client's TCP port from gRPC's ``context.peer()`` (``ipv4:127.0.0.1:54321``)."""
     head, _, port = peer.rpartition(":")
@@ -98,16 +115,8 @@ class WritePoints:
         note = json.dumps({"node": self._node, "gen": gen, "moment": moment, "op": op,
                            "port": peer_port(peer), "keys": keys[:16],
                            "mono": time.monotonic(), "wall": time.time()})  # fmt: skip
-        if self._claims is not None:
-            try:
-                fd = os.open(self._claims / f"write-{gen}", _EXCL, 0o600)
-            except OSError:
-                return None  # another node's proxy fired this arming
-            with os.fdopen(fd, "w") as fh:
-                fh.write(note)
-        tmp = self._control / f".fired-{gen}.tmp"
-        tmp.write_text(note)
-        os.replace(tmp, self._control / f"fired-{gen}")
+        if not announce(self._control, self._claims, f"write-{gen}", gen, note):
+            return None  # another node's proxy fired this arming
         return Held(gen)
 
     def wait(self, held: Held, limit: float = HOLD_LIMIT) -> dict[str, Any]:
