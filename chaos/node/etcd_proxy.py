@@ -307,7 +307,7 @@ class Forwarder(grpc.GenericRpcHandler):
             return None
         op = "read" if name == RANGE else "write"
         try:
-            held: Held | None = self._points.take(op, moment, keys(), peer)
+            held: Held | None = self._points.take(op, moment, keys, peer)
         except Exception:  # a request etcd refuses anyway: no point of ours
             return None
         if held is None:

@@ -29,7 +29,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,14 +97,22 @@ class WritePoints:
             return None
         return gen, prefixes
 
-    def take(self, op: str, moment: str, written: Sequence[str], peer: str) -> Held | None:
+    def take(
+        self,
+        op: str,
+        moment: str,
+        written: Sequence[str] | Callable[[], Sequence[str]],
+        peer: str,
+    ) -> Held | None:
         """Fire the arming for ``op`` (``write``/``read``) at ``moment`` if a key of ``written``
         falls under it (once per generation, once in the cluster); None when nothing is armed or
-        it does not match."""
+        it does not match. ``written`` may be a function: the proxy decodes a call's keys only
+        when something is armed, not on every call it forwards."""
         arming = self._arming(op, moment)
         if arming is None:
             return None
         gen, prefixes = arming
+        written = written() if callable(written) else written
         keys = [k for k in written if any(k.startswith(p) for p in prefixes)]
         if not keys:
             return None

@@ -251,3 +251,19 @@ def test_a_second_kill_is_armed_before_the_first_one_heals(tmp_path: Path) -> No
     _nemesis("kill worker before write of counter for 0.05s 2 times", KillFault(), writes).run(ctx)
     assert writes.released == [("n2", "g1", False), ("n2", "g2", False)]
     assert healed_when_armed == [0, 0], "the second arming came before the first kill's heal"
+
+
+def test_a_calls_keys_are_decoded_only_when_something_is_armed(tmp_path: Path) -> None:
+    control = tmp_path / "control"
+    decoded: list[bool] = []
+
+    def keys() -> list[str]:
+        decoded.append(True)
+        return ["/lab3/counter"]
+
+    points = WritePoints(control, "n1")
+    assert points.take("write", "before", keys, PEER) is None
+    assert decoded == [], "nothing armed: the request is forwarded undecoded"
+    _arm(control, gen="g9", op="write", moment="before", keys=["/lab3/counter"])
+    assert points.take("write", "before", keys, PEER) is not None
+    assert decoded == [True]
