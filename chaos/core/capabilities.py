@@ -245,9 +245,11 @@ class WritePoints(Protocol):
     ``port``: the sender's TCP port, ``keys``) or None, and must only read; ``write_point_writer``
     names the component that holds that connection, as the host sees it (never the process's own
     word), or None; ``release_write_point`` lets the held write go on, or drops it (``forward``
-    False: its sender was killed); ``disarm_write_point`` must be idempotent; ``group_revision``
-    is the newest revision that wrote a key of the group, by the orchestrator's own read (None:
-    no answer), so that a held read ends once its answer would be stale; it must only read."""
+    False: its sender was killed); ``disarm_write_point`` must be idempotent; ``group_state``
+    is a digest of the group's keys and values, by the orchestrator's own read (None: no
+    answer), so that a held call ends once another process changed what it was held back from
+    changing — a change of values, never a revision alone, which the code under test could move
+    with a write of what is already there; it must only read."""
 
     write_groups: Mapping[str, tuple[str, ...]]
 
@@ -263,7 +265,7 @@ class WritePoints(Protocol):
 
     def disarm_write_point(self, ctx: RunContext) -> None: ...
 
-    def group_revision(self, ctx: RunContext, group: str) -> int | None: ...
+    def group_state(self, ctx: RunContext, group: str) -> str | None: ...
 
 
 def write_point(component: str, moment: str, op: str, group: str) -> HoldPoint:

@@ -49,8 +49,8 @@ class WriteTriggerNemesis(TriggerNemesis):
         node, gen = note["node"], note["gen"]
         resolved, record = self._aimed_write(ctx, note, n)
         killed = tr.fault == "kill"
-        # a held call (not a killed one's) ends once the group is written since the firing
-        fired_rev = None if killed else self.writes.group_revision(ctx, tr.write)
+        # a held call (not a killed one's) ends once the group's values change since the firing
+        fired = None if killed else self.writes.group_state(ctx, tr.write)
         intent = {"target": resolved.spec, "duration": self.duration, "trigger": tr.phrase}
         try:
             fid = self.fault.start(ctx, resolved, intent=intent, trigger=record)
@@ -65,7 +65,7 @@ class WriteTriggerNemesis(TriggerNemesis):
                 # back (a redelivery) as soon as the process does, or sooner, elsewhere
                 self._next = self.writes.arm_write_point(ctx, tr.op, tr.moment, tr.write)
         ctx.progress(f"'{tr.phrase}' fired on {node} ({record['component']}, the etcd proxy)")
-        self._last_held(ctx, fired_rev)
+        self._last_held(ctx, fired)
         if not killed:
             # the held call goes on at the fault's end, before the heal: a write held before it
             # lands late (stale), and its answer waits in the socket of the stopped process
@@ -73,20 +73,22 @@ class WriteTriggerNemesis(TriggerNemesis):
         ctx.faults.heal(fid)
         return True
 
-    def _last_held(self, ctx: RunContext, fired_rev: int | None) -> None:
-        """The fault's length, ended sooner once etcd (read by the orchestrator) shows the group
-        written since the firing: another process did what the held one was held back from (the
-        race the point is for), and a held read's answer is stale from then on; a longer hold
-        only runs a read into the client's own deadline. ``for`` bounds it."""
+    def _last_held(self, ctx: RunContext, fired: str | None) -> None:
+        """The fault's length, ended sooner once etcd (read by the orchestrator) shows the group's
+        values changed since the firing: another process did what the held one was held back
+        from (the race the point is for), and a held read's answer is stale from then on; a
+        longer hold only runs a read into the client's own deadline. ``for`` bounds it. Values,
+        not revisions: the code under test could otherwise cut every hold short by rewriting the
+        counter with its own value, a write no checker names."""
         tr = self.trigger
-        if fired_rev is None or tr.write is None:
+        if fired is None or tr.write is None:
             ctx.stop.wait(self.duration)
             return
         deadline = time.monotonic() + self.duration
         while not ctx.stop.wait(REREAD) and time.monotonic() < deadline:
-            rev = self.writes.group_revision(ctx, tr.write)
-            if rev is not None and rev > fired_rev:
-                ctx.progress(f"'{tr.phrase}': {tr.write} written at revision {rev}: released")
+            now = self.writes.group_state(ctx, tr.write)
+            if now is not None and now != fired:
+                ctx.progress(f"'{tr.phrase}': {tr.write} changed by another writer: released")
                 return
 
     def _await_write(self, ctx: RunContext, n: int) -> dict[str, Any] | None:

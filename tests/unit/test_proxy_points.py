@@ -169,9 +169,9 @@ class FakeWrites:
     def disarm_write_point(self, ctx: RunContext) -> None:
         self.disarmed += 1
 
-    def group_revision(self, ctx: RunContext, group: str) -> int | None:
+    def group_state(self, ctx: RunContext, group: str) -> str | None:
         self.reads += 1
-        return 10 if self.reads < 3 else 11  # written again at the third look
+        return "before" if self.reads < 3 else "after"  # changed at the third look
 
 
 def _nemesis(phrase: str, fault: Any, writes: FakeWrites) -> WriteTriggerNemesis:
@@ -223,6 +223,18 @@ def test_a_held_read_ends_once_etcd_shows_its_group_written_again(tmp_path: Path
     _nemesis("pause worker before read of counter for 5s", PauseFault(), writes).run(ctx)
     assert time.monotonic() - started < 3, "released at the write, not after 5 s"
     assert writes.reads == 3 and writes.released == [("n2", "g1", True)]
+
+
+def test_a_held_call_runs_its_length_while_the_groups_values_stay(tmp_path: Path) -> None:
+    """The code under test rewriting the counter with its own value moves etcd's revision but
+    not the group's state: the hold is not cut short (an attack on the early release)."""
+    ctx, _ = _ctx(tmp_path)
+    writes = FakeWrites(["worker"])
+    writes.group_state = lambda c, g: "same"  # type: ignore[method-assign, assignment]
+    started = time.monotonic()
+    _nemesis("pause worker before read of counter for 0.6s", PauseFault(), writes).run(ctx)
+    assert time.monotonic() - started >= 0.6, "held for its whole length"
+    assert writes.released == [("n2", "g1", True)]
 
 
 def test_a_hold_is_only_the_proxys_no_signal_reaches_the_process(tmp_path: Path) -> None:

@@ -1,14 +1,17 @@
 """``WritePoints`` (chaos.core.capabilities) through the nodes' etcd proxies: the arming, the
 proxy's note, the sender found by the host, and the orchestrator's own read of a key group's
-newest revision (chaos.node.proxy_points, chaos.nemesis.writepoint)."""
+values (chaos.node.proxy_points, chaos.nemesis.writepoint)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Iterable
 from typing import Any
 
 from chaos.cluster.base import SocketOwners
 from chaos.core.context import RunContext
-from chaos.workloads.systems import etcd, etcd_proxy
+from chaos.workloads.systems import etcd, etcd_proxy, record_values
 
 
 class ProxyWritePoints:
@@ -37,17 +40,30 @@ class ProxyWritePoints:
     def disarm_write_point(self, ctx: RunContext) -> None:
         etcd_proxy.disarm_write_point(ctx)
 
-    def group_revision(self, ctx: RunContext, group: str) -> int | None:
-        """The newest revision that wrote a key of ``group``, by the orchestrator's own read of
-        etcd (keys only), or None when etcd did not answer."""
+    def group_state(self, ctx: RunContext, group: str) -> str | None:
+        """What ``group`` holds, by the orchestrator's own read of etcd, as a digest of its keys
+        and their values as the checkers read them, or None when etcd did not answer."""
         c = etcd.client(ctx, timeout=2.0)
         try:
-            newest = 0
-            for prefix in self.write_groups[group]:
-                for _, meta in c.get_prefix(prefix, keys_only=True):
-                    newest = max(newest, int(meta.mod_revision))
-            return newest
+            return group_digest(c, self.write_groups[group])
         except Exception:  # no answer: the hold runs its length
             return None
         finally:
             c.close()
+
+
+def group_digest(client: Any, prefixes: Iterable[str]) -> str:
+    """A digest of every key under ``prefixes`` and its value decoded as the record decodes it
+    (canonical JSON), so that a write which leaves the values as they were — a counter rewritten
+    with its own value, an object with its fields reordered — is no change. A revision would
+    move at any write, and the code under test could end a hold at will with such a write."""
+    h = hashlib.sha256()
+    for prefix in sorted(prefixes):
+        pairs = sorted(
+            (meta.key.decode("utf-8", errors="replace"), raw)
+            for raw, meta in client.get_prefix(prefix)
+        )
+        for key, raw in pairs:
+            value = json.dumps(record_values.decode(raw), sort_keys=True, separators=(",", ":"))
+            h.update(f"{len(key)}:{key}{len(value)}:{value}".encode())
+    return h.hexdigest()
