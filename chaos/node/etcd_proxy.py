@@ -42,14 +42,14 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
 from pathlib import Path
 from typing import Any
 
 import grpc
 
-from chaos.node import etcd_scope
+from chaos.node import etcd_scope, write_effect
 from chaos.node.proxy_points import HOLD_LIMIT, Held, WritePoints, announce
 
 # methods that change nothing: forwarded, not journaled (everything else is journaled, so a
@@ -291,6 +291,7 @@ class Forwarder(grpc.GenericRpcHandler):
         self._inject = injector
         self._prefix = prefix
         self._points = points
+        self._read = write_effect.member_read(upstream.unary_unary("/" + RANGE))
 
     def _hold(
         self,
@@ -299,15 +300,16 @@ class Forwarder(grpc.GenericRpcHandler):
         keys: Callable[[], list[str]],
         peer: str,
         deadline: Callable[[], float | None] = lambda: None,
+        changes: Callable[[Sequence[str]], bool] | None = None,
     ) -> dict[str, Any] | None:
         """Hold this call at an armed write or read point (chaos.node.proxy_points): the
-        release's words, or None when no point fired here."""
+        release's words with ``first`` (this call fired it), or None when not held here."""
         name = method.lstrip("/")
         if self._points is None or (name not in WRITES and name != RANGE):
             return None
         op = "read" if name == RANGE else "write"
         try:
-            held: Held | None = self._points.take(op, moment, keys, peer)
+            held: Held | None = self._points.take(op, moment, keys, peer, changes)
         except Exception:  # a request etcd refuses anyway: no point of ours
             return None
         if held is None:
@@ -318,7 +320,7 @@ class Forwarder(grpc.GenericRpcHandler):
             # a read held past the client's own deadline would reach it as a timeout, not as
             # the stale answer the point is for: it goes on just before, whatever is awaited
             limit = max(0.0, min(limit, remaining - DEADLINE_MARGIN))
-        return {"gen": held.gen, **self._points.wait(held, limit)}
+        return {"gen": held.gen, "first": held.first, **self._points.wait(held, limit)}
 
     def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         method = str(details.method)
@@ -377,10 +379,16 @@ class Forwarder(grpc.GenericRpcHandler):
             peer = context.peer()
             left = context.time_remaining
             before = self._hold(
-                "before", method, lambda: _request_keys(method, request), peer, left
-            )
-            if before is not None and before.get("forward") is False:
-                # the process that sent it was killed while it was held: it never left
+                "before", method, lambda: _request_keys(method, request), peer, left,
+                lambda ps: write_effect.would_change(method, request, ps, self._read),
+            )  # fmt: skip
+            if (
+                before is not None
+                and before.get("forward") is False
+                and (before["first"] or not context.is_active())
+            ):
+                # the process that sent it was killed while it was held: it never left (a call
+                # held beside the firing one is dropped only when its own sender is gone)
                 self._record(method, request, None, outcome="dropped", gen=before["gen"])
                 context.abort(grpc.StatusCode.UNAVAILABLE, "connection lost")
             remaining = context.time_remaining()
@@ -397,8 +405,9 @@ class Forwarder(grpc.GenericRpcHandler):
             if journaled:
                 self._record(method, request, response, outcome="ok")
             self._hold(
-                "after", method, lambda: _answered_keys(method, request, response), peer, left
-            )
+                "after", method, lambda: _answered_keys(method, request, response), peer, left,
+                lambda ps: write_effect.did_change(method, request, response, ps, self._read),
+            )  # fmt: skip
             return bytes(response)
 
         return handle

@@ -7,7 +7,9 @@ through it. So the orchestrator arms it through a root-only file, ``<state>/cont
 
     {"gen": "…", "op": "write" | "read", "moment": "before" | "after", "keys": ["/lab3/counter"]}
 
-and the proxy holds the first matching call of the arming. A write — ``before``: a ``KV/Txn``,
+and the proxy holds the first matching call of the arming — for a write, the first that changes
+what the group holds (chaos.node.write_effect) — and, until its release, every further call of
+the node that matches the same point. A write — ``before``: a ``KV/Txn``,
 ``KV/Put`` or ``KV/DeleteRange`` that could write under one of ``keys`` (either branch of a
 transaction), held before it is forwarded; ``after``: one that did write there (the executed
 branch), held after etcd answered, before the answer goes back. A read: a ``KV/Range`` of a key
@@ -44,9 +46,12 @@ _EXCL = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
 
 @dataclass(frozen=True, slots=True)
 class Held:
-    """One firing: the arming's generation, for :meth:`WritePoints.wait`."""
+    """One held call: the arming's generation, for :meth:`WritePoints.wait`; ``first`` is the
+    call that fired it (the orchestrator's fault is aimed at its sender), the others are calls
+    that matched the same point while it was held."""
 
     gen: str
+    first: bool = True
 
 
 def announce(control: Path, claims: Path | None, claim: str, gen: str, note: str) -> bool:
@@ -80,6 +85,8 @@ class WritePoints:
         self._node = node
         self._claims = claims
         self._fired: set[str] = set()
+        # the firings held now, by generation: (op, moment, prefixes)
+        self._holding: dict[str, tuple[str, str, list[str]]] = {}
         self._lock = threading.Lock()
 
     def _arming(self, op: str, moment: str) -> tuple[str, list[str]] | None:
@@ -103,19 +110,32 @@ class WritePoints:
         moment: str,
         written: Sequence[str] | Callable[[], Sequence[str]],
         peer: str,
+        changes: Callable[[Sequence[str]], bool] | None = None,
     ) -> Held | None:
-        """Fire the arming for ``op`` (``write``/``read``) at ``moment`` if a key of ``written``
-        falls under it (once per generation, once in the cluster); None when nothing is armed or
-        it does not match. ``written`` may be a function: the proxy decodes a call's keys only
-        when something is armed, not on every call it forwards."""
+        """Hold this call if it fires the arming for ``op`` (``write``/``read``) at ``moment``
+        — a key of ``written`` falls under it and, for a write, ``changes(prefixes)`` says it
+        changes what the group holds (chaos.node.write_effect); once per generation, once in the
+        cluster — or if it matches a firing held now (a second call of the same point: a decoy
+        sent first does not let the real one through). None when nothing is armed or it does
+        not match. ``written`` may be a function: the proxy decodes a call's keys only when
+        something is armed or held, not on every call it forwards."""
+        with self._lock:
+            holding = list(self._holding.items())
         arming = self._arming(op, moment)
+        if arming is None and not holding:
+            return None
+        written = written() if callable(written) else written
+        for gen, (hop, hmoment, hprefixes) in holding:
+            if (hop, hmoment) == (op, moment) and _matching(written, hprefixes):
+                return Held(gen, first=False)
         if arming is None:
             return None
         gen, prefixes = arming
-        written = written() if callable(written) else written
-        keys = [k for k in written if any(k.startswith(p) for p in prefixes)]
-        if not keys:
+        keys = _matching(written, prefixes)
+        if not keys or gen in self._fired:
             return None
+        if op == "write" and changes is not None and not changes(prefixes):
+            return None  # a write that leaves the group as it is: not the point's write
         with self._lock:
             if gen in self._fired:
                 return None
@@ -125,6 +145,8 @@ class WritePoints:
                            "mono": time.monotonic(), "wall": time.time()})  # fmt: skip
         if not announce(self._control, self._claims, f"write-{gen}", gen, note):
             return None  # another node's proxy fired this arming
+        with self._lock:
+            self._holding[gen] = (op, moment, prefixes)
         return Held(gen)
 
     def wait(self, held: Held, limit: float = HOLD_LIMIT) -> dict[str, Any]:
@@ -139,6 +161,17 @@ class WritePoints:
             except (OSError, ValueError):
                 got = None
             if isinstance(got, dict):
+                self._end(held.gen)
                 return got
             time.sleep(POLL)
+        if held.first:  # a later call's own deadline ends no one else's hold
+            self._end(held.gen)
         return {"forward": True, "timed_out": True}
+
+    def _end(self, gen: str) -> None:
+        with self._lock:
+            self._holding.pop(gen, None)
+
+
+def _matching(written: Sequence[str], prefixes: Sequence[str]) -> list[str]:
+    return [k for k in written if any(k.startswith(p) for p in prefixes)]

@@ -23,7 +23,7 @@ from chaos.nemesis.kill import KillFault
 from chaos.nemesis.pause import PauseFault
 from chaos.nemesis.trigger import TriggerError, bind, parse_trigger
 from chaos.nemesis.writepoint import WriteTriggerNemesis
-from chaos.node.proxy_points import ARM_FILE, WritePoints, peer_port
+from chaos.node.proxy_points import ARM_FILE, Held, WritePoints, peer_port
 from chaos.workloads.lab1.workload import Lab1
 from chaos.workloads.lab3.workload import Lab3
 from tests.unit.test_fault_confirmation import _ctx
@@ -52,8 +52,51 @@ def test_a_write_under_the_armed_keys_fires_once_and_notes_the_senders_port(
     assert (note["node"], note["port"], note["keys"], note["op"]) == (
         "n2", 40123, ["/lab3/counter"], "write",
     )  # fmt: skip
-    # one arming, one firing
+    # one arming, one firing: a later call of the point is held beside it, not fired again
+    assert points.take("write", "after", ["/lab3/counter"], PEER) == Held("g1", first=False)
+    (control / "release-g1").write_text('{"forward": true}')
+    assert points.wait(held) == {"forward": True}
     assert points.take("write", "after", ["/lab3/counter"], PEER) is None
+
+
+def test_a_decoy_call_first_does_not_let_the_real_one_through(tmp_path: Path) -> None:
+    """A thread of the code under test reads the counter first (a decoy): it takes the firing,
+    and the real read that follows is held with it until the release, then neither is."""
+    control = tmp_path / "control"
+    points = WritePoints(control, "n2")
+    _arm(control, gen="g3", op="read", moment="before", keys=["/lab3/counter"])
+    decoy = points.take("read", "before", ["/lab3/counter"], PEER)
+    assert decoy == Held("g3")
+    real = points.take("read", "before", ["/lab3/counter"], "ipv4:127.0.0.1:40999")
+    assert real == Held("g3", first=False)
+    # other points, other keys: not held
+    assert points.take("write", "before", ["/lab3/counter"], PEER) is None
+    assert points.take("read", "before", ["/lab3/dedup/e1"], PEER) is None
+    # the later call's own deadline ends its wait, not the firing's hold
+    assert points.wait(real, limit=0.01) == {"forward": True, "timed_out": True}
+    assert points.take("read", "before", ["/lab3/counter"], PEER) == Held("g3", first=False)
+    (control / "release-g3").write_text('{"forward": false}')
+    assert points.wait(decoy) == {"forward": False}
+    assert points.take("read", "before", ["/lab3/counter"], PEER) is None
+
+
+def test_a_write_that_changes_nothing_does_not_fire_the_point(tmp_path: Path) -> None:
+    control = tmp_path / "control"
+    points = WritePoints(control, "n2")
+    _arm(control, gen="g4", op="write", moment="before", keys=["/lab3/counter"])
+    asked: list[list[str]] = []
+
+    def same(prefixes: Any) -> bool:
+        asked.append(list(prefixes))
+        return False
+
+    assert points.take("write", "before", ["/lab3/counter"], PEER, same) is None
+    assert asked == [["/lab3/counter"]] and not (control / "fired-g4").exists()
+    # the arming waits for a write that changes the group
+    assert points.take("write", "before", ["/lab3/counter"], PEER, lambda ps: True) == Held("g4")
+    # reads change nothing by nature: the test is for writes only
+    _arm(control, gen="g5", op="read", moment="before", keys=["/lab3/dedup/"])
+    assert points.take("read", "before", ["/lab3/dedup/e"], PEER, same) == Held("g5")
 
 
 def test_an_arming_for_the_cluster_fires_on_one_proxy_only(tmp_path: Path) -> None:
