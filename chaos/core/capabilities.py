@@ -246,10 +246,11 @@ class WritePoints(Protocol):
     names the component that holds that connection, as the host sees it (never the process's own
     word), or None; ``release_write_point`` lets the held write go on, or drops it (``forward``
     False: its sender was killed); ``disarm_write_point`` must be idempotent; ``group_state``
-    is a digest of the group's keys and values, by the orchestrator's own read (None: no
-    answer), so that a held call ends once another process changed what it was held back from
-    changing — a change of values, never a revision alone, which the code under test could move
-    with a write of what is already there; it must only read."""
+    is the group's keys with their values (a digest of each pair), by the orchestrator's own
+    read (None: no answer), so that a held call ends once another process wrote a value the
+    group did not hold at the firing — what the held one was held back from — never on a
+    revision alone, which the code under test could move with a write of what is already there,
+    nor on a key leaving (a lease that expires is no writer); it must only read."""
 
     write_groups: Mapping[str, tuple[str, ...]]
 
@@ -265,7 +266,7 @@ class WritePoints(Protocol):
 
     def disarm_write_point(self, ctx: RunContext) -> None: ...
 
-    def group_state(self, ctx: RunContext, group: str) -> str | None: ...
+    def group_state(self, ctx: RunContext, group: str) -> frozenset[str] | None: ...
 
 
 def write_point(component: str, moment: str, op: str, group: str) -> HoldPoint:

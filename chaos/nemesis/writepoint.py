@@ -49,7 +49,7 @@ class WriteTriggerNemesis(TriggerNemesis):
         node, gen = note["node"], note["gen"]
         resolved, record = self._aimed_write(ctx, note, n)
         killed = tr.fault == "kill"
-        # a held call (not a killed one's) ends once the group's values change since the firing
+        # a held call (not a killed one's) ends once another writer puts a value new to the group
         fired = None if killed else self.writes.group_state(ctx, tr.write)
         intent = {"target": resolved.spec, "duration": self.duration, "trigger": tr.phrase}
         try:
@@ -73,13 +73,14 @@ class WriteTriggerNemesis(TriggerNemesis):
         ctx.faults.heal(fid)
         return True
 
-    def _last_held(self, ctx: RunContext, fired: str | None) -> None:
-        """The fault's length, ended sooner once etcd (read by the orchestrator) shows the group's
-        values changed since the firing: another process did what the held one was held back
-        from (the race the point is for), and a held read's answer is stale from then on; a
-        longer hold only runs a read into the client's own deadline. ``for`` bounds it. Values,
-        not revisions: the code under test could otherwise cut every hold short by rewriting the
-        counter with its own value, a write no checker names."""
+    def _last_held(self, ctx: RunContext, fired: frozenset[str] | None) -> None:
+        """The fault's length, ended sooner once etcd (read by the orchestrator) shows a key of
+        the group with a value it did not hold at the firing: another process did what the held
+        one was held back from (the race the point is for), and a held read's answer is stale
+        from then on; a longer hold only runs a read into the client's own deadline. ``for``
+        bounds it. New values, not revisions: the code under test could otherwise cut every
+        hold short by rewriting the counter with its own value, a write no checker names; and
+        not a key leaving: lab1's lock vanishing when its lease expires is no takeover."""
         tr = self.trigger
         if fired is None or tr.write is None:
             ctx.stop.wait(self.duration)
@@ -87,7 +88,7 @@ class WriteTriggerNemesis(TriggerNemesis):
         deadline = time.monotonic() + self.duration
         while not ctx.stop.wait(REREAD) and time.monotonic() < deadline:
             now = self.writes.group_state(ctx, tr.write)
-            if now is not None and now != fired:
+            if now is not None and now - fired:
                 ctx.progress(f"'{tr.phrase}': {tr.write} changed by another writer: released")
                 return
 

@@ -212,9 +212,9 @@ class FakeWrites:
     def disarm_write_point(self, ctx: RunContext) -> None:
         self.disarmed += 1
 
-    def group_state(self, ctx: RunContext, group: str) -> str | None:
+    def group_state(self, ctx: RunContext, group: str) -> frozenset[str] | None:
         self.reads += 1
-        return "before" if self.reads < 3 else "after"  # changed at the third look
+        return frozenset({"a"} if self.reads < 3 else {"b"})  # a new value at the third look
 
 
 def _nemesis(phrase: str, fault: Any, writes: FakeWrites) -> WriteTriggerNemesis:
@@ -270,10 +270,12 @@ def test_a_held_read_ends_once_etcd_shows_its_group_written_again(tmp_path: Path
 
 def test_a_held_call_runs_its_length_while_the_groups_values_stay(tmp_path: Path) -> None:
     """The code under test rewriting the counter with its own value moves etcd's revision but
-    not the group's state: the hold is not cut short (an attack on the early release)."""
+    adds no value to the group, and a key leaving (a lease expired) is no writer: the hold is not
+    cut short."""
     ctx, _ = _ctx(tmp_path)
     writes = FakeWrites(["worker"])
-    writes.group_state = lambda c, g: "same"  # type: ignore[method-assign, assignment]
+    looks = iter([{"a", "b"}, {"a", "b"}, {"a"}, set()])  # the same values, then keys leaving
+    writes.group_state = lambda c, g: frozenset(next(looks, set()))  # type: ignore[method-assign]
     started = time.monotonic()
     _nemesis("pause worker before read of counter for 0.6s", PauseFault(), writes).run(ctx)
     assert time.monotonic() - started >= 0.6, "held for its whole length"

@@ -40,30 +40,27 @@ class ProxyWritePoints:
     def disarm_write_point(self, ctx: RunContext) -> None:
         etcd_proxy.disarm_write_point(ctx)
 
-    def group_state(self, ctx: RunContext, group: str) -> str | None:
-        """What ``group`` holds, by the orchestrator's own read of etcd, as a digest of its keys
-        and their values as the checkers read them, or None when etcd did not answer."""
+    def group_state(self, ctx: RunContext, group: str) -> frozenset[str] | None:
+        """What ``group`` holds, by the orchestrator's own read of etcd: a digest of each key with
+        its value as the checkers read it; None when etcd did not answer."""
         c = etcd.client(ctx, timeout=2.0)
         try:
-            return group_digest(c, self.write_groups[group])
+            return group_pairs(c, self.write_groups[group])
         except Exception:  # no answer: the hold runs its length
             return None
         finally:
             c.close()
 
 
-def group_digest(client: Any, prefixes: Iterable[str]) -> str:
-    """A digest of every key under ``prefixes`` and its value decoded as the record decodes it
-    (canonical JSON), so that a write which leaves the values as they were — a counter rewritten
-    with its own value, an object with its fields reordered — is no change. A revision would
-    move at any write, and the code under test could end a hold at will with such a write."""
-    h = hashlib.sha256()
-    for prefix in sorted(prefixes):
-        pairs = sorted(
-            (meta.key.decode("utf-8", errors="replace"), raw)
-            for raw, meta in client.get_prefix(prefix)
-        )
-        for key, raw in pairs:
+def group_pairs(client: Any, prefixes: Iterable[str]) -> frozenset[str]:
+    """A digest of each key under ``prefixes`` with its value decoded as the record decodes it
+    (canonical JSON), so that a write which leaves a value as it was — a counter rewritten with
+    its own value, an object with its fields reordered — adds no pair. A revision would move at
+    any write, and the code under test could end a hold at will with such a write."""
+    pairs = set()
+    for prefix in prefixes:
+        for raw, meta in client.get_prefix(prefix):
+            key = meta.key.decode("utf-8", errors="replace")
             value = json.dumps(record_values.decode(raw), sort_keys=True, separators=(",", ":"))
-            h.update(f"{len(key)}:{key}{len(value)}:{value}".encode())
-    return h.hexdigest()
+            pairs.add(hashlib.sha256(f"{len(key)}:{key}{value}".encode()).hexdigest())
+    return frozenset(pairs)
