@@ -18,8 +18,8 @@ FAULT_POINTS: dict[str, FaultPoint] = {
     "lost-create-response": FaultPoint(
         "api",
         crashes=False,
-        help="the api commits a create, then drops its answer: the client retries the same "
-        "task_id on another node",
+        help="the api commits a create and answers; chaos's own client drops the answer and "
+        "retries the same task_id on another node (decided by the client, not the api)",
     ),
     "txn-error-complete": FaultPoint(
         "worker",
@@ -42,7 +42,10 @@ FAULT_POINTS: dict[str, FaultPoint] = {
 HOST_POINTS: dict[str, list[str]] = {
     "txn-error-complete": [keys.DEDUP_PREFIX, keys.RESULTS_PREFIX, keys.COUNTER],
     "txn-error-create": [keys.PREFIX + "idem/"],
+    # dropped by the orchestrator's own client (chaos.workloads.lab3.lost_answer): no keys
+    "lost-create-response": [],
 }
+LOST_CREATE = "lost-create-response"
 
 # the seed's three scenarios (``--scenarios all``); the other points are faults to aim
 SCENARIOS = ("relay-crash-before-publish", "lost-publish-ack", "worker-crash-before-ack")

@@ -30,7 +30,6 @@ from chaos.workloads.lab3.protocol_api import COMMITTED, DUPLICATE, Store
 RELAY_CRASH = "relay-crash-before-publish"
 LOST_ACK = "lost-publish-ack"
 WORKER_CRASH = "worker-crash-before-ack"
-LOST_CREATE = "lost-create-response"
 
 
 class Context:
@@ -101,11 +100,6 @@ def run_api(ctx: Context, port: int) -> None:
             ctx.events.emit(
                 "task-accepted", task_id=task_id, event_id=got, amount=amount, new=got == event_id
             )
-            if ctx.hooks.armed(LOST_CREATE, task_id=task_id, event_id=got):
-                # committed, and the answer is lost on the way: the client cannot tell whether
-                # the task exists, and retries it (the lab's "a retry returns the first event id")
-                self.close_connection = True
-                return
             self._reply(200, {"task_id": task_id, "event_id": got})
 
     server = ThreadingHTTPServer(("0.0.0.0", port), Handler)

@@ -21,7 +21,7 @@ from chaos.histories.limits import loads_bounded
 from chaos.histories.ops import OpType
 from chaos.histories.store import StoredRun
 from chaos.workloads import solutions
-from chaos.workloads.lab3 import broker, checkers, keys, lab_report, points
+from chaos.workloads.lab3 import broker, checkers, keys, lab_report, lost_answer, points
 from chaos.workloads.lab3.report import LabReportSection
 from chaos.workloads.systems import (
     egress,
@@ -138,14 +138,22 @@ class Lab3(write_points.ProxyWritePoints):
     def takeover_seconds(self, values: OptionValues) -> float:
         return nats.ack_wait(values)
 
-    # HostFaultPoints: txn-error-* are fired by the nodes' etcd proxies, confirmed by them
+    # HostFaultPoints: txn-error-* are fired by the nodes' etcd proxies, confirmed by them;
+    # lost-create-response by the orchestrator's own client (chaos.workloads.lab3.lost_answer)
     def arm_host_point(self, ctx: RunContext, point: str) -> str:
+        if point == points.LOST_CREATE:
+            return lost_answer.of(ctx).arm()
         return etcd_proxy.arm_txn_error(ctx, list(points.HOST_POINTS[point]))
 
     def host_point_fired(self, ctx: RunContext, point: str, gen: str) -> list[dict[str, Any]]:
+        if point == points.LOST_CREATE:
+            return lost_answer.of(ctx).fired(gen)
         return etcd_proxy.txn_error_fired(ctx, gen)
 
     def disarm_host_point(self, ctx: RunContext, point: str) -> None:
+        if point == points.LOST_CREATE:
+            lost_answer.of(ctx).disarm()
+            return
         etcd_proxy.disarm_txn_error(ctx)
 
     def resolve_role(self, ctx: RunContext, role: str) -> list[Target] | None:
@@ -357,6 +365,8 @@ class Lab3(write_points.ProxyWritePoints):
             extra: dict[str, Any] = {"node": at}
             if tried:
                 extra["retried"] = tried  # the earlier attempts: where, and what they got
+            if kind == "ok" and lost_answer.of(ctx).take(ctx, at, task_id):
+                kind, data = "indeterminate", lost_answer.ERROR
             if kind == "ok":
                 ctx.history.record(
                     process=process, type=OpType.OK, f="create", value=data, extra=extra
