@@ -49,8 +49,10 @@ class WriteTriggerNemesis(TriggerNemesis):
         node, gen = note["node"], note["gen"]
         resolved, record = self._aimed_write(ctx, note, n)
         killed = tr.fault == "kill"
-        # a held call (not a killed one's) ends once another writer puts a value new to the group
-        fired = None if killed else self.writes.group_state(ctx, tr.write)
+        # a held read ends once another writer puts a value new to its group; a held write, and
+        # any fault's process, keeps its `for`: when it resumes is the race (lab1's holder
+        # resuming at its lease's expiry, a stale write landing after the others' commits)
+        fired = self.writes.group_state(ctx, tr.write) if tr.op == "read" and not killed else None
         intent = {"target": resolved.spec, "duration": self.duration, "trigger": tr.phrase}
         try:
             fid = self.fault.start(ctx, resolved, intent=intent, trigger=record)
@@ -74,11 +76,11 @@ class WriteTriggerNemesis(TriggerNemesis):
         return True
 
     def _last_held(self, ctx: RunContext, fired: frozenset[str] | None) -> None:
-        """The fault's length, ended sooner once etcd (read by the orchestrator) shows a key of
-        the group with a value it did not hold at the firing: another process did what the held
-        one was held back from (the race the point is for), and a held read's answer is stale
-        from then on; a longer hold only runs a read into the client's own deadline. ``for``
-        bounds it. New values, not revisions: the code under test could otherwise cut every
+        """The fault's length; a held read's ends sooner once etcd (read by the orchestrator)
+        shows a key of the group with a value it did not hold at the firing: another process did
+        what the held one was held back from (the race the point is for), and the read's answer
+        is stale from then on; a longer hold only runs the read into the client's own deadline.
+        ``for`` bounds it. New values, not revisions: the code under test could otherwise cut every
         hold short by rewriting the counter with its own value, a write no checker names; and
         not a key leaving: lab1's lock vanishing when its lease expires is no takeover."""
         tr = self.trigger

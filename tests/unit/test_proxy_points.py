@@ -268,6 +268,16 @@ def test_a_held_read_ends_once_etcd_shows_its_group_written_again(tmp_path: Path
     assert writes.reads == 3 and writes.released == [("n2", "g1", True)]
 
 
+def test_a_held_write_keeps_its_length_whatever_is_written_meanwhile(tmp_path: Path) -> None:
+    """When a paused writer resumes is the race a write point sets up (lab1's holder resuming
+    at its lease's expiry): another writer's put does not end it early."""
+    ctx, _ = _ctx(tmp_path)
+    writes = FakeWrites(["worker"])
+    started = time.monotonic()
+    _nemesis("pause worker before write of counter for 0.6s", PauseFault(), writes).run(ctx)
+    assert time.monotonic() - started >= 0.6 and writes.reads == 0
+
+
 def test_a_held_call_runs_its_length_while_the_groups_values_stay(tmp_path: Path) -> None:
     """The code under test rewriting the counter with its own value moves etcd's revision but
     adds no value to the group, and a key leaving (a lease expired) is no writer: the hold is not
