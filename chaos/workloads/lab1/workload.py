@@ -250,7 +250,7 @@ class Lab1(write_points.ProxyWritePoints):
         if start is None:
             final["record"] = {"source": "etcd", "error": "the run never reached its first write"}
         else:
-            c = etcd.client(ctx, timeout=3.0)
+            c = etcd.client(ctx, timeout=etcd_record.CLIENT_TIMEOUT)
             try:
                 final["record"] = etcd_record.replay(c, keys.PREFIX, int(start))
             finally:

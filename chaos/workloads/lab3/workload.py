@@ -462,14 +462,17 @@ class Lab3(write_points.ProxyWritePoints):
                 if not isinstance(entry, dict):
                     continue
                 (published if entry.get("status") == "published" else pending).append(entry)
-            start = ctx.state.get("etcd_from_revision")
-            record = (
-                etcd_record.replay(c, keys.PREFIX, int(start))
-                if start is not None
-                else {"source": "etcd", "error": "the run never reached its first write"}
-            )
         finally:
             c.close()
+        start = ctx.state.get("etcd_from_revision")
+        if start is None:
+            record = {"source": "etcd", "error": "the run never reached its first write"}
+        else:
+            c = etcd.client(ctx, timeout=etcd_record.CLIENT_TIMEOUT)
+            try:
+                record = etcd_record.replay(c, keys.PREFIX, int(start))
+            finally:
+                c.close()
         # the one reading of the counter the replay of the record uses too: a value one of them
         # would count and the other refuse is refused by both, and named
         value = record_values.decode(counter)

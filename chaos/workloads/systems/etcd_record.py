@@ -48,6 +48,9 @@ __all__ = ["MAX_EVENTS", "MAX_RECORD_BYTES", "MAX_VALUE", "SENTINEL", "cost", "r
 # connection is tried again, from the same revision up to the same end marker
 ATTEMPTS = 3
 MARKER_RETRY_PAUSE = 1.0
+# the timeout of the client a replay is given: etcd3 waits this long for a watch to be set up,
+# and at a load average of 50-70 on 2 cores, 3 s missed it three times in a row (WatchTimedOut)
+CLIENT_TIMEOUT = 15.0
 
 
 def replay(client: Any, prefix: str, from_revision: int, timeout: float = 10.0) -> dict[str, Any]:
