@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "MAX_CLAIM_FILES",
     "MAX_DEPTH",
     "MAX_EVENT_FILES",
     "MAX_INPUT_BYTES",
@@ -49,6 +50,10 @@ MAX_INT_DIGITS = sys.get_int_max_str_digits() or 4300
 # made every poll of the tail take seconds; the Docker backend's tmpfs holds no more (nr_inodes),
 # and the tail lists no further on any backend.
 MAX_EVENT_FILES = 256
+# Files in a run's live/claims: an in-process point's firing makes three (the claim, its answer,
+# its release). The services can create files there; a flood stops at the kernel's ENOSPC (the
+# Docker backend's tmpfs), and then a claim that cannot be made leaves its trigger silent: unknown.
+MAX_CLAIM_FILES = 1024
 # A million-op history is about 120 MB; the readers hold a file's ops in memory.
 MAX_INPUT_BYTES = int(os.environ.get("CHAOS_MAX_INPUT_BYTES", str(1 << 30)))
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from chaos.cluster.node_kit.owner import owner_alive, owner_token
 from chaos.histories.files import open_regular, read_regular
-from chaos.histories.limits import MAX_EVENT_FILES
+from chaos.histories.limits import MAX_CLAIM_FILES, MAX_EVENT_FILES
 
 MOUNT_PREFIX = "chaos-live:"
 
@@ -56,7 +56,10 @@ class Quotas:
     live_paths: tuple[tuple[str, str], ...] = (("events", "96m"), ("claims", "8m"))
     # and how many inodes each may hold (the folder itself is one): a flood of empty files stops
     # at the kernel's ENOSPC instead of slowing every listing of the folder
-    live_inodes: tuple[tuple[str, int], ...] = (("events", MAX_EVENT_FILES + 1),)
+    live_inodes: tuple[tuple[str, int], ...] = (
+        ("events", MAX_EVENT_FILES + 1),
+        ("claims", MAX_CLAIM_FILES + 1),
+    )
     # per service process (the code under test): each file it writes (its log included), the
     # tasks (processes and threads) of its uid, open files
     file_bytes: int = 16 << 20
