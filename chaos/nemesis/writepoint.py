@@ -67,7 +67,7 @@ class WriteTriggerNemesis(TriggerNemesis):
                 # back (a redelivery) as soon as the process does, or sooner, elsewhere
                 self._next = self.writes.arm_write_point(ctx, tr.op, tr.moment, tr.write)
         ctx.progress(f"'{tr.phrase}' fired on {node} ({record['component']}, the etcd proxy)")
-        self._last_held(ctx, fired)
+        self._last_held(ctx, fired, note.get("time"))
         if not killed:
             # the held call goes on at the fault's end, before the heal: a write held before it
             # lands late (stale), and its answer waits in the socket of the stopped process
@@ -75,8 +75,10 @@ class WriteTriggerNemesis(TriggerNemesis):
         ctx.faults.heal(fid)
         return True
 
-    def _last_held(self, ctx: RunContext, fired: frozenset[str] | None) -> None:
-        """The fault's length; a held read's ends sooner once etcd (read by the orchestrator)
+    def _last_held(
+        self, ctx: RunContext, fired: frozenset[str] | None, held_at: float | None = None
+    ) -> None:
+        """The fault's length from the held call's firing; a held read's ends sooner once etcd (read by the orchestrator)
         shows a key of the group with a value it did not hold at the firing: another process did
         what the held one was held back from (the race the point is for), and the read's answer
         is stale from then on; a longer hold only runs the read into the client's own deadline.
@@ -84,10 +86,16 @@ class WriteTriggerNemesis(TriggerNemesis):
         hold short by rewriting the counter with its own value, a write no checker names; and
         not a key leaving: lab1's lock vanishing when its lease expires is no takeover."""
         tr = self.trigger
+        # counted from the moment the proxy held the call (its note), not from the fault's
+        # start: finding the sender and applying the fault took seconds under load, and the
+        # call was held all along (lab1's holder resumed after its successor's whole job)
+        left = self.duration
+        if isinstance(held_at, int | float):
+            left = max(0.0, self.duration - max(0.0, ctx.now() - held_at))
         if fired is None or tr.write is None:
-            ctx.stop.wait(self.duration)
+            ctx.stop.wait(left)
             return
-        deadline = time.monotonic() + self.duration
+        deadline = time.monotonic() + left
         while not ctx.stop.wait(REREAD) and time.monotonic() < deadline:
             now = self.writes.group_state(ctx, tr.write)
             if now is not None and now - fired:

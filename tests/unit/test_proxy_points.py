@@ -278,6 +278,26 @@ def test_a_held_write_keeps_its_length_whatever_is_written_meanwhile(tmp_path: P
     assert time.monotonic() - started >= 0.6 and writes.reads == 0
 
 
+def test_a_holds_length_counts_from_the_proxys_firing_not_the_faults_start(
+    tmp_path: Path,
+) -> None:
+    """Finding the sender took seconds under load while the call was already held: a pause
+    `for 0.6s` whose call was held 0.5 s before the fault started lasts about 0.1 s more."""
+    ctx, _ = _ctx(tmp_path)
+    writes = FakeWrites(["worker"])
+    fired = writes.write_point_fired
+
+    def earlier(c: RunContext, gen: str) -> dict[str, Any] | None:
+        note = fired(c, gen)
+        assert note is not None
+        return {**note, "time": c.now() - 0.5}
+
+    writes.write_point_fired = earlier  # type: ignore[method-assign]
+    started = time.monotonic()
+    _nemesis("pause worker before write of counter for 0.6s", PauseFault(), writes).run(ctx)
+    assert time.monotonic() - started < 0.45, "0.5 s of the 0.6 s had passed at the firing"
+
+
 def test_a_held_call_runs_its_length_while_the_groups_values_stay(tmp_path: Path) -> None:
     """The code under test rewriting the counter with its own value moves etcd's revision but
     adds no value to the group, and a key leaving (a lease expired) is no writer: the hold is not
