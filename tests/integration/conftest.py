@@ -68,6 +68,8 @@ SECOND_STREAM = (
     "test_confinement_egress.py",
     "test_lab1_protocol.py",
     "test_sequence_causal.py",
+    "test_group_pairs.py",
+    "test_write_effect.py",
 )
 PARTS = ("first", "second")
 
