@@ -25,6 +25,7 @@ import pytest
 
 from chaos.cluster.docker import hidepid
 from chaos.cluster.docker.cluster import DockerCluster
+from chaos.cluster.docker.quota import GROUP
 from chaos.histories.store import load_run
 from tests.integration.conftest import REPO, chaos, run_dir_from
 from tests.integration.test_confinement_network import cluster
@@ -128,6 +129,13 @@ def test_a_service_sees_and_signals_none_of_its_siblings(engine: docker.DockerCl
         worker_uid = c.service_uid("n1", "nobody", "worker")
         # the services of one node hold uids of their own
         assert len({c.service_uid("n1", "nobody", s) for s in ("api", "relay", "worker")}) == 3
+        # and share the node's services' groups, tasks and memory, where the host has them
+        hp = c.host_pid("n1", "worker")
+        groups = Path(f"/proc/{hp}/cgroup").read_text()
+        for controller in ("pids", "memory"):
+            if Path("/sys/fs/cgroup", controller).is_dir():
+                line = next(ln for ln in groups.splitlines() if ln.split(":")[1] == controller)
+                assert line.endswith("/" + GROUP), groups
 
         sibling = poll(c, "api", worker, "nobody", hostile=True)
         assert sibling["uid"] != int(worker_uid.split(":")[0])
