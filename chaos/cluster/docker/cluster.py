@@ -34,7 +34,7 @@ import docker.errors
 import docker.types
 
 from chaos.cluster.base import ClusterError, ExecResult, node_names
-from chaos.cluster.docker import firewall, procfs
+from chaos.cluster.docker import firewall, hidepid, procfs
 from chaos.cluster.docker.quota import (
     Quotas,
     describe,
@@ -42,7 +42,7 @@ from chaos.cluster.docker.quota import (
     full,
     join,
     mount_live,
-    services_group,
+    services_groups,
     unmount_keeping,
 )
 from chaos.cluster.docker.resources import (
@@ -74,7 +74,8 @@ class NodeLimits:
     pids: int = 512
     cpus: float = 1.0
     # the nodes' own processes need no capability but the two that let a root shell drop to the
-    # service user (setpriv); faults act from the host's namespaces, not from inside
+    # service user (setpriv); faults act from the host's namespaces, not from inside (so does
+    # the remount of the node's /proc that hides the services from each other: hidepid.hide)
     capabilities: tuple[str, ...] = ("SETUID", "SETGID")
 
 
@@ -104,12 +105,14 @@ class DockerCluster:
         self._limits = limits or NodeLimits()
         self._quotas = quotas or Quotas()
         self._live_mounts: list[Path] = []
-        self._groups: dict[str, Path] = {}  # node -> cgroup.procs of its services' memory group
+        # node -> the cgroup.procs of its services' memory and tasks groups
+        self._groups: dict[str, list[Path]] = {}
         self._containers: dict[str, Any] = {}
         self._init_pid: dict[str, int] = {}
         self._addr: dict[str, str] = {}
         self._network: Any = None
         self._host_pid_cache: dict[tuple[str, int], int] = {}
+        self._service_slots: dict[str, dict[str, int]] = {}  # node -> service -> its uid's slot
 
     @property
     def labels(self) -> dict[str, str]:
@@ -139,6 +142,9 @@ class DockerCluster:
             c.reload()
             self._init_pid[node] = int(c.attrs["State"]["Pid"])
             self._addr[node] = c.attrs["NetworkSettings"]["Networks"][name]["IPAddress"]
+            # before anything of the code under test runs there: a service sees its own
+            # processes in /proc and nobody else's (each runs as a uid of its own)
+            hidepid.hide(self._init_pid[node])
 
     def _isolated_network(self, name: str) -> None:
         """The run's bridge, closed off before any node exists on it."""
@@ -280,7 +286,7 @@ class DockerCluster:
             # the root shell opens the log and writes the pid file (both out of the service's
             # reach), then setpriv drops to the user for good (no-new-privileges on the node);
             # before that: the first the kernel's OOM killer takes, and its own limits
-            uid, _, gid = self.service_uid(node, user).partition(":")
+            uid, _, gid = self.service_uid(node, user, name).partition(":")
             q = self._quotas
             run = ["choom", "-n", "1000", "--",
                    "prlimit", f"--nproc={q.tasks}", f"--fsize={q.file_bytes}",
@@ -288,7 +294,7 @@ class DockerCluster:
                    "setpriv", f"--reuid={uid}", f"--regid={gid or uid}", "--clear-groups", "--",
                    *argv]  # fmt: skip
         go = f"/run/chaos/{name}.go"
-        # a service waits until the host moved its shell into the services' memory group, so
+        # a service waits until the host moved its shell into the services' groups, so
         # that nothing it starts is outside (the shell's pid is the service's after exec)
         wait = f"while [ ! -e {go} ]; do sleep 0.01; done; " if user is not None else ""
         script = (
@@ -308,27 +314,42 @@ class DockerCluster:
         raise ClusterError(f"{name} did not start on {node}; see its log in the run's logs/")
 
     def _into_services_group(self, node: str, name: str) -> None:
-        procs = self._groups.get(node)
-        if procs is None:
-            procs = services_group(self._init_pid[node], self._quotas.service_memory)
-            if procs is not None:
-                self._groups[node] = procs
+        groups = self._groups.get(node)
+        if groups is None:
+            q = self._quotas
+            groups = services_groups(self._init_pid[node], q.service_memory, q.tasks)
+            self._groups[node] = groups
         hp = self.host_pid(node, name)
-        if procs is not None and hp is not None:
-            join(procs, hp)
+        for procs in groups:
+            if hp is not None:
+                join(procs, hp)
         # /run/chaos is root's in the node: nothing the services wrote is on this path
         write_atomic(self._root(node) / "run" / "chaos" / f"{name}.go", b"", durable=False)
 
-    def service_uid(self, node: str, user: str) -> str:
-        """The uid:gid ``user`` runs as on ``node``. ``nobody`` becomes a uid of this run and
-        node alone: the kernel counts a uid's tasks across the whole host (containers without a
-        user namespace share one count), so with one uid for every run a fork storm in one run
-        would starve the services of every other; and the node's root (etcd, the broker) keeps
-        what the pids limit leaves above the service user's task limit."""
+    def service_uid(self, node: str, user: str, name: str) -> str:
+        """The uid:gid ``user`` runs ``name`` as on ``node``. ``nobody`` becomes a uid of this
+        run, node and service alone:
+
+        - the kernel counts a uid's tasks across the whole host (containers without a user
+          namespace share one count), so with one uid for every run a fork storm in one run would
+          starve the services of every other; and the node's root (etcd, the broker) keeps what
+          the pids limit leaves above the services' task limit;
+        - a service may signal, trace and (with the node's /proc mounted ``hidepid``) see only
+          processes of its own uid: with one uid per service none of them sees, stops or kills
+          a sibling (a paused worker is in state ``T`` to anyone who can read its ``stat``).
+
+        A service started again gets the uid it had (its events file and claims are its own)."""
         if user != "nobody":
             return user
+        slots = self._service_slots.setdefault(node, {})
+        if name not in slots:
+            if len(slots) >= SERVICES_PER_NODE:
+                raise ClusterError(
+                    f"{node}: more than {SERVICES_PER_NODE} services, each needs a uid of its own"
+                )
+            slots[name] = len(slots)
         h = int(hashlib.sha256(self.run_id.encode()).hexdigest()[:8], 16)
-        uid = 1_000_000 + (h % 1_000_000) * 100 + self.nodes.index(node)
+        uid = service_uid_of(h, self.nodes.index(node), slots[name])
         return f"{uid}:{uid}"
 
     def over_quota(self) -> list[str]:
@@ -496,6 +517,23 @@ class DockerCluster:
     def freezer_state(self, node: str) -> str | None:
         """``FROZEN``, ``FREEZING`` or ``THAWED`` as the kernel's freezer reports the node's cgroup."""
         return procfs.freezer_state(self._init_pid[node])
+
+
+# The service uids: a block of RUN_UIDS per run (from a hash of its id), in it SERVICES_PER_NODE
+# per node, one per service; every uid of the layout is below 2**31 (tools that read a uid as a
+# signed int), far above the image's own users.
+UID_BASE = 1_000_000
+SERVICES_PER_NODE = 64
+RUN_UIDS = SERVICES_PER_NODE * 64  # nodes per run
+RUN_BLOCKS = 500_000
+
+
+def service_uid_of(run_hash: int, node_index: int, slot: int) -> int:
+    """The uid of service ``slot`` of node ``node_index`` in the run whose id hashes to
+    ``run_hash``: distinct for every service of a run (a node's services never share one)."""
+    if not 0 <= slot < SERVICES_PER_NODE or not 0 <= node_index < RUN_UIDS // SERVICES_PER_NODE:
+        raise ClusterError(f"no service uid for node {node_index + 1}, service {slot + 1}")
+    return UID_BASE + (run_hash % RUN_BLOCKS) * RUN_UIDS + node_index * SERVICES_PER_NODE + slot
 
 
 # runc gives up on a cgroup whose tasks do not all freeze within its own short wait (a loaded

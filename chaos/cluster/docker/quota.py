@@ -15,8 +15,8 @@ files are copied to the disk folder beneath it (at most its size, since that is 
 the run keeps its claims and raw events for whoever inspects it.
 
 Processes and memory: each service runs with limits of its own (tasks of its uid, file size, open
-files; see ``DockerCluster.spawn``) and in a memory group of its node's services
-(:func:`services_group`), so that a fork storm or a hog of the code under test leaves etcd and the
+files; see ``DockerCluster.spawn``) and in a memory and a tasks group of its node's services
+(:func:`services_groups`), so that a fork storm or a hog of the code under test leaves etcd and the
 broker, root's processes beside it, what they need.
 """
 
@@ -196,28 +196,42 @@ def files_full(path: str | Path) -> int | None:
 GROUP = "chaos-services"
 
 
-def services_group(init_pid: int, limit: int) -> Path | None:
-    """The ``cgroup.procs`` of the memory group of a node's services, a child of the node's own
-    group made on first use with ``limit`` (memory, and memory+swap where the kernel counts it),
-    or None where there is no cgroup v1 memory hierarchy (the services then share the node's).
-    The engine removes it with the container (runc removes a group's children)."""
+def services_groups(init_pid: int, memory: int, tasks: int) -> list[Path]:
+    """The ``cgroup.procs`` of the groups of a node's services, children of the node's own made
+    on first use: memory (``memory``, and memory+swap where the kernel counts it) and tasks
+    (``tasks`` processes and threads of all its services together: each service has a uid, and
+    so a task limit, of its own, and these limits summed pass the node's pids limit that etcd
+    and the broker share). A hierarchy the host lacks (no cgroup v1 memory or pids) is left
+    out: the services then share the node's. The engine removes them with the container (runc
+    removes a group's children)."""
     try:
         text = read_regular(Path(f"/proc/{init_pid}/cgroup"), 1 << 16).decode()
     except OSError:
-        return None
+        return []
+    out = []
+    for controller, limits in (
+        ("memory", {"memory.limit_in_bytes": memory, "memory.memsw.limit_in_bytes": memory}),
+        ("pids", {"pids.max": tasks}),
+    ):
+        procs = _child_group(text, controller, limits)
+        if procs is not None:
+            out.append(procs)
+    return out
+
+
+def _child_group(cgroups: str, controller: str, limits: dict[str, int]) -> Path | None:
     rel = next(
-        (ln.split(":", 2)[2] for ln in text.splitlines() if ln.split(":")[1:2] == ["memory"]),
+        (ln.split(":", 2)[2] for ln in cgroups.splitlines() if ln.split(":")[1:2] == [controller]),
         None,
     )
     if rel is None:
         return None
-    group = Path("/sys/fs/cgroup/memory") / rel.lstrip("/") / GROUP
+    group = Path("/sys/fs/cgroup") / controller / rel.lstrip("/") / GROUP
     try:
         group.mkdir(exist_ok=True)
-        (group / "memory.limit_in_bytes").write_text(str(limit))
-        memsw = group / "memory.memsw.limit_in_bytes"
-        if memsw.exists():
-            memsw.write_text(str(limit))
+        for name, value in limits.items():
+            if (group / name).exists():  # memsw: only where the kernel counts swap
+                (group / name).write_text(str(value))
     except OSError:
         return None
     return group / "cgroup.procs"
@@ -244,6 +258,6 @@ __all__ = [
     "join",
     "mount_live",
     "reap_mounts",
-    "services_group",
+    "services_groups",
     "unmount_keeping",
 ]

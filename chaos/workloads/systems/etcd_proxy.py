@@ -37,7 +37,7 @@ JOURNAL = f"{STATE}/journal.jsonl"
 CONTROL = f"{STATE}/control"
 NAME = "etcd-proxy"
 # only root's processes (etcd, the proxy) reach etcd's ports: the services run as uids of their
-# run and node (chaos.cluster.docker.cluster.service_uid), so the rule names root, not them
+# run, node and service (chaos.cluster.docker.cluster.service_uid), so the rule names root, not them
 ROOT_UID = 0
 ETCD_PORTS = (2379, 2380)
 # a journal past this is cut when collected (and says so; the node's journal is then unread):
