@@ -241,7 +241,9 @@ class WritePoints(Protocol):
     (lab3: ``{"counter": ("/lab3/counter",), ...}``). ``arm_write_point`` arms the first ``op``
     — a ``write`` ``before`` (could write) or ``after`` (did write) under a group, or a ``read``
     of a key under it (``pause worker after read of dedup``) — on every node, and returns the
-    arming's generation; ``write_point_fired`` is the proxy's note (``node``, ``time``,
+    arming's generation; with ``hold``, the proxy lets the held call go on by itself that many
+    seconds after it held it (when the call lands must not wait on the orchestrator's own
+    latency), unless the orchestrator released it sooner; ``write_point_fired`` is the proxy's note (``node``, ``time``,
     ``port``: the sender's TCP port, ``keys``) or None, and must only read; ``write_point_writer``
     names the component that holds that connection, as the host sees it (never the process's own
     word), or None; ``release_write_point`` lets the held write go on, or drops it (``forward``
@@ -254,7 +256,9 @@ class WritePoints(Protocol):
 
     write_groups: Mapping[str, tuple[str, ...]]
 
-    def arm_write_point(self, ctx: RunContext, op: str, moment: str, group: str) -> str: ...
+    def arm_write_point(
+        self, ctx: RunContext, op: str, moment: str, group: str, hold: float | None = None
+    ) -> str: ...
 
     def write_point_fired(self, ctx: RunContext, gen: str) -> dict[str, Any] | None: ...
 

@@ -113,7 +113,12 @@ class WriteTriggerNemesis(TriggerNemesis):
         quiet = _Quiet(ctx, watch)
         try:
             while not ctx.stop.is_set() and ctx.now() < deadline and not quiet.rested():
-                gen = self._next or self.writes.arm_write_point(ctx, tr.op, tr.moment, tr.write)
+                # a held call goes on by itself after `for` (the proxy's clock), so when it lands
+                # does not wait on the orchestrator's latency; a kill's waits to be dropped
+                hold = None if tr.fault == "kill" else self.duration
+                gen = self._next or self.writes.arm_write_point(
+                    ctx, tr.op, tr.moment, tr.write, hold
+                )
                 self._next = None
                 self.armed.set()
                 ctx.progress(f"armed the etcd proxies' write point for '{tr.phrase}'")

@@ -52,6 +52,9 @@ class Held:
 
     gen: str
     first: bool = True
+    # the proxy's own clock (monotonic) at which the call goes on by itself (the arming's
+    # ``hold``), or None: only at the orchestrator's release
+    until: float | None = None
 
 
 def announce(control: Path, claims: Path | None, claim: str, gen: str, note: str) -> bool:
@@ -85,11 +88,11 @@ class WritePoints:
         self._node = node
         self._claims = claims
         self._fired: set[str] = set()
-        # the firings held now, by generation: (op, moment, prefixes)
-        self._holding: dict[str, tuple[str, str, list[str]]] = {}
+        # the firings held now, by generation: (op, moment, prefixes, until)
+        self._holding: dict[str, tuple[str, str, list[str], float | None]] = {}
         self._lock = threading.Lock()
 
-    def _arming(self, op: str, moment: str) -> tuple[str, list[str]] | None:
+    def _arming(self, op: str, moment: str) -> tuple[str, list[str], float | None] | None:
         try:
             spec = json.loads((self._control / ARM_FILE).read_text() or "{}")
         except (OSError, ValueError):
@@ -102,7 +105,11 @@ class WritePoints:
         prefixes = [str(p) for p in spec.get("keys") or [] if str(p)]
         if not gen or "/" in gen or gen.startswith(".") or not prefixes:
             return None
-        return gen, prefixes
+        hold = spec.get("hold")
+        ok = (
+            isinstance(hold, int | float) and not isinstance(hold, bool) and 0 <= hold <= HOLD_LIMIT
+        )
+        return gen, prefixes, float(hold) if ok else None
 
     def take(
         self,
@@ -125,12 +132,12 @@ class WritePoints:
         if arming is None and not holding:
             return None
         written = written() if callable(written) else written
-        for gen, (hop, hmoment, hprefixes) in holding:
+        for gen, (hop, hmoment, hprefixes, until) in holding:
             if (hop, hmoment) == (op, moment) and _matching(written, hprefixes):
-                return Held(gen, first=False)
+                return Held(gen, first=False, until=until)
         if arming is None:
             return None
-        gen, prefixes = arming
+        gen, prefixes, hold = arming
         keys = _matching(written, prefixes)
         if not keys or gen in self._fired:
             return None
@@ -145,9 +152,10 @@ class WritePoints:
                            "mono": time.monotonic(), "wall": time.time()})  # fmt: skip
         if not announce(self._control, self._claims, f"write-{gen}", gen, note):
             return None  # another node's proxy fired this arming
+        until = None if hold is None else time.monotonic() + hold
         with self._lock:
-            self._holding[gen] = (op, moment, prefixes)
-        return Held(gen)
+            self._holding[gen] = (op, moment, prefixes, until)
+        return Held(gen, until=until)
 
     def wait(self, held: Held, limit: float = HOLD_LIMIT) -> dict[str, Any]:
         """Hold until the orchestrator's release of this firing; the release's words (``forward``
@@ -156,6 +164,11 @@ class WritePoints:
         release = self._control / f"release-{held.gen}"
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
+            if held.until is not None and time.monotonic() >= held.until:
+                # the arming's hold is over: the call lands when it says, whatever the
+                # orchestrator's own latency (a kill's arming has no hold: it waits to drop)
+                self._end(held.gen)
+                return {"forward": True, "released_by": "proxy"}
             try:
                 got = json.loads(release.read_text() or "{}")
             except (OSError, ValueError):

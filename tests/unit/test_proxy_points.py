@@ -187,12 +187,16 @@ class FakeWrites:
     def __init__(self, writers: list[str]) -> None:
         self.writers = writers
         self.armed: list[tuple[str, str, str]] = []
+        self.holds: list[float | None] = []
         self.released: list[tuple[str, str, bool]] = []
         self.disarmed = 0
         self.reads = 0
 
-    def arm_write_point(self, ctx: RunContext, op: str, moment: str, group: str) -> str:
+    def arm_write_point(
+        self, ctx: RunContext, op: str, moment: str, group: str, hold: float | None = None
+    ) -> str:
         self.armed.append((op, moment, group))
+        self.holds.append(hold)
         return f"g{len(self.armed)}"
 
     def write_point_fired(self, ctx: RunContext, gen: str) -> dict[str, Any] | None:
@@ -330,14 +334,39 @@ def test_a_second_kill_is_armed_before_the_first_one_heals(tmp_path: Path) -> No
     healed_when_armed: list[int] = []
     arm = writes.arm_write_point
 
-    def spy(c: RunContext, op: str, moment: str, group: str) -> str:
+    def spy(c: RunContext, op: str, moment: str, group: str, hold: float | None = None) -> str:
         healed_when_armed.append(sum(1 for o in c.history.ops if o.extra.get("phase") == "heal"))
-        return arm(c, op, moment, group)
+        return arm(c, op, moment, group, hold)
 
     writes.arm_write_point = spy  # type: ignore[method-assign]
     _nemesis("kill worker before write of counter for 0.05s 2 times", KillFault(), writes).run(ctx)
     assert writes.released == [("n2", "g1", False), ("n2", "g2", False)]
     assert healed_when_armed == [0, 0], "the second arming came before the first kill's heal"
+    assert writes.holds == [None, None], "a kill's held write waits to be dropped"
+
+
+def test_a_pauses_held_call_goes_on_by_itself_at_its_hold(tmp_path: Path) -> None:
+    """When a held write lands must not wait on the orchestrator (seconds under load): the
+    arming carries the fault's length and the proxy releases the call itself when it is over."""
+    ctx, _ = _ctx(tmp_path)
+    writes = FakeWrites(["worker"])
+    _nemesis("pause worker before write of counter for 0.05s", PauseFault(), writes).run(ctx)
+    assert writes.holds == [0.05]
+    control = tmp_path / "control"
+    points = WritePoints(control, "n2")
+    _arm(control, gen="g6", op="write", moment="before", keys=["/lab3/counter"], hold=0.05)
+    held = points.take("write", "before", ["/lab3/counter"], PEER)
+    assert held is not None and held.until is not None
+    extra = points.take("write", "before", ["/lab3/counter"], PEER)
+    assert extra is not None and extra.until == held.until
+    started = time.monotonic()
+    assert points.wait(held) == {"forward": True, "released_by": "proxy"}
+    assert time.monotonic() - started < 1.0, "no release file: the proxy's own clock"
+    # a hold past the proxy's own limit, or not a number, is no hold
+    for bad in (10_000, "1", True):
+        _arm(control, gen=f"g7{bad}", op="write", moment="before", keys=["/lab3/x"], hold=bad)
+        late = points.take("write", "before", ["/lab3/x"], PEER)
+        assert late is not None and late.until is None
 
 
 def test_a_calls_keys_are_decoded_only_when_something_is_armed(tmp_path: Path) -> None:

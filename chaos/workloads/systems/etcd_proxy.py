@@ -180,11 +180,18 @@ def arm_txn_error(ctx: RunContext, prefixes: list[str]) -> str:
 WRITE_POINT = "write-point"  # chaos.node.proxy_points.ARM_FILE
 
 
-def arm_write_point(ctx: RunContext, op: str, moment: str, prefixes: list[str]) -> str:
+def arm_write_point(
+    ctx: RunContext, op: str, moment: str, prefixes: list[str], hold: float | None = None
+) -> str:
     """Arm every node's proxy to hold the first ``op`` (``write``/``read``) ``before``/``after``
-    it reaches a key under ``prefixes`` (chaos.node.proxy_points); returns the generation."""
+    it reaches a key under ``prefixes`` (chaos.node.proxy_points), and let it go on by itself
+    ``hold`` seconds after it held it (None: only at the orchestrator's release); returns the
+    generation."""
     gen = secrets.token_hex(8)
-    data = json.dumps({"gen": gen, "op": op, "moment": moment, "keys": prefixes}).encode()
+    spec: dict[str, Any] = {"gen": gen, "op": op, "moment": moment, "keys": prefixes}
+    if hold is not None:
+        spec["hold"] = hold
+    data = json.dumps(spec).encode()
     _each(ctx.cluster, lambda n: ctx.cluster.put_file(n, f"{CONTROL}/{WRITE_POINT}", data))
     return gen
 

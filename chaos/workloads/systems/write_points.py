@@ -22,8 +22,10 @@ class ProxyWritePoints:
     txn_functions: dict[str, str]
     txn_roles: dict[str, str]
 
-    def arm_write_point(self, ctx: RunContext, op: str, moment: str, group: str) -> str:
-        return etcd_proxy.arm_write_point(ctx, op, moment, list(self.write_groups[group]))
+    def arm_write_point(
+        self, ctx: RunContext, op: str, moment: str, group: str, hold: float | None = None
+    ) -> str:
+        return etcd_proxy.arm_write_point(ctx, op, moment, list(self.write_groups[group]), hold)
 
     def write_point_fired(self, ctx: RunContext, gen: str) -> dict[str, Any] | None:
         return etcd_proxy.write_point_fired(ctx, gen)
