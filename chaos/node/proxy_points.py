@@ -106,10 +106,9 @@ class WritePoints:
         if not gen or "/" in gen or gen.startswith(".") or not prefixes:
             return None
         hold = spec.get("hold")
-        ok = (
-            isinstance(hold, int | float) and not isinstance(hold, bool) and 0 <= hold <= HOLD_LIMIT
-        )
-        return gen, prefixes, float(hold) if ok else None
+        if isinstance(hold, bool) or not isinstance(hold, int | float):
+            return gen, prefixes, None
+        return gen, prefixes, float(hold) if 0 <= hold <= HOLD_LIMIT else None
 
     def take(
         self,
