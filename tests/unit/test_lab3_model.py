@@ -1,19 +1,16 @@
 """lab3's model of a run: each derived fact is computed once per check, over all the checkers.
 
-Two counts over one ``check_run``: the model's facts (each cached property's computation), and
-the functions that derive them from the stored parts (wherever a lab3 module holds them): a
-checker that derived a fact again itself, instead of reading the model, calls one of those a
-second time. The runs below reach every fact between them, so neither count can pass by
+Two counts over one ``check_run`` (tests/fixtures/model_facts.py, as lab1's): the model's facts
+(each cached property's computation), and the functions that derive them from the stored parts
+(wherever a lab3 module holds them): a checker that derived a fact again itself, instead of
+reading the model, calls one of those a second time. The runs below reach every fact between them, so neither count can pass by
 computing nothing.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
-import sys
-from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,6 +21,7 @@ from chaos.histories.ops import NEMESIS
 from chaos.workloads.lab3 import checkers, model
 from chaos.workloads.lab3 import record as by_record
 from chaos.workloads.systems import record_values
+from tests.fixtures.model_facts import Counts, counting, facts_of
 from tests.unit.test_lab3_checkers import (
     ALL_DONE,
     PAUSE_N1,
@@ -36,9 +34,7 @@ from tests.unit.test_lab3_checkers import (
 )
 from tests.unit.test_txn_points import INJECTED, _journal
 
-FACTS = sorted(
-    k for k, v in vars(model.Lab3Run).items() if isinstance(v, functools.cached_property)
-)
+FACTS = facts_of(model.Lab3Run)
 # what the facts are derived with; nothing else in a check may call these
 DERIVATIONS: list[Callable[..., Any]] = [
     faults.fault_intervals, model.host_crashes, model.creates_of, ops_module.pair_index,
@@ -87,36 +83,13 @@ RUNS = {"double-apply": _double, "lost-task": _lost, "txn-error": _txn_error}
 
 
 @pytest.fixture
-def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Counter[str], Counter[str]]]:
-    """(facts computed, derivations called), counted from here on."""
-    facts: Counter[str] = Counter()
-    calls: Counter[str] = Counter()
-    for name in FACTS:
-        prop = vars(model.Lab3Run)[name]
-        monkeypatch.setattr(prop, "func", _counting(prop.func, name, facts))
-    wrapped = {id(fn): _counting(fn, fn.__qualname__, calls) for fn in DERIVATIONS}
-    homes = [m for n, m in sys.modules.items() if n.startswith("chaos.workloads.lab3")]
-    for module in [*homes, faults, journal, ops_module, record_values]:
-        for attr, value in list(vars(module).items()):
-            if id(value) in wrapped:
-                monkeypatch.setattr(module, attr, wrapped[id(value)])
-    yield facts, calls
-
-
-def _counting(fn: Callable[..., Any], name: str, into: Counter[str]) -> Callable[..., Any]:
-    @functools.wraps(fn)
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        into[name] += 1
-        return fn(*args, **kwargs)
-
-    return counting
+def counted(monkeypatch: pytest.MonkeyPatch) -> Counts:
+    return counting(monkeypatch, model.Lab3Run, DERIVATIONS, "chaos.workloads.lab3")
 
 
 @pytest.mark.parametrize("name", RUNS)
-def test_each_fact_is_computed_once_per_check_over_all_checkers(
-    name: str, counted: tuple[Counter[str], Counter[str]]
-) -> None:
-    facts, calls = counted
+def test_each_fact_is_computed_once_per_check_over_all_checkers(name: str, counted: Counts) -> None:
+    facts, calls = counted.facts, counted.calls
     results = checkers.check_run(RUNS[name]())
     assert [r.checker for r in results] == list(checkers.CHECKERS)
     assert not [r for r in results if "crashed" in r.summary], results
@@ -124,8 +97,8 @@ def test_each_fact_is_computed_once_per_check_over_all_checkers(
     assert calls and all(n == 1 for n in calls.values()), calls
 
 
-def test_the_runs_reach_every_fact(counted: tuple[Counter[str], Counter[str]]) -> None:
-    facts, calls = counted
+def test_the_runs_reach_every_fact(counted: Counts) -> None:
+    facts, calls = counted.facts, counted.calls
     for make in RUNS.values():
         checkers.check_run(make())
     assert sorted(facts) == FACTS
