@@ -63,8 +63,9 @@ def generated(tasks: int) -> Any:
         for kind in ("task-accepted", "publish", "delivery", "commit", "ack"):
             if kind == "commit" and i % 100 == 99:
                 break  # lost: never committed
-            events.append(Event(time=t, node=f"n{1 + i % 3}", component="worker", kind=kind,
-                                task_id=task, event_id=eid, pid=10, data={"num_delivered": 1}))  # fmt: skip
+            node = f"n{1 + i % 3}"
+            events.append(Event(time=t, node=node, component="worker", kind=kind, task_id=task,
+                                event_id=eid, pid=10, data={"num_delivered": 1}))  # fmt: skip
         done[task] = "pending" if i % 100 == 99 else "completed"
         for _ in range(2 if i % 50 == 0 else 0 if i % 100 == 99 else 1):
             counter += amount

@@ -76,7 +76,8 @@ M = TypeVar("M")
 
 class ModelChecker(Protocol[M_contra]):
     """One checker of a lab: a verdict on one run, read from the lab's model of it, built once per
-    check (lab1: ``chaos.workloads.lab1.model.Lab1Run``; lab3: ``chaos.workloads.lab3.model.Lab3Run``).
+    check (``Lab1Run`` in ``chaos.workloads.lab1.model``, ``Lab3Run`` in
+    ``chaos.workloads.lab3.model``; each lab's ``CHECKERS`` table, run by :func:`run_checkers`).
 
     Must: be a pure function of the model — the same model gives the same result, offline and
     live; say ``unknown`` with the reason when the model lacks what it needs (a run stored before

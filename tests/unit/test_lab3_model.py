@@ -3,8 +3,8 @@
 Two counts over one ``check_run`` (tests/fixtures/model_facts.py, as lab1's): the model's facts
 (each cached property's computation), and the functions that derive them from the stored parts
 (wherever a lab3 module holds them): a checker that derived a fact again itself, instead of
-reading the model, calls one of those a second time. The runs below reach every fact between them, so neither count can pass by
-computing nothing.
+reading the model, calls one of those a second time. The runs below reach every fact between
+them, so neither count can pass by computing nothing.
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ def _lost() -> checkers.Lab3Run:
     events = [ev(1.0, "n1", "worker", "delivery", "t2", num_delivered=1),
               ev(1.1, "n1", "worker", "ack", "t2")]  # fmt: skip
     killed = {"point": "worker-crash-before-ack", "node": "n1", "process": "worker",
-              "task_id": "t2", "killed_pid": 10, "exit_seen_at": 1.2, "restarted_pid": 11}  # fmt: skip
+              "task_id": "t2", "killed_pid": 10, "exit_seen_at": 1.2,
+              "restarted_pid": 11}  # fmt: skip
     heal = (NEMESIS, "info", "heal-worker-crash-before-ack", killed, {"phase": "heal"})
     history = ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"}), heal)
     done = {"t1": "completed", "t2": "pending", "t3": "pending"}

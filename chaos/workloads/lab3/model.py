@@ -101,8 +101,13 @@ def creates_of(history: Sequence[Op]) -> Creates:
             ok.add(task_id)
         elif unsure:
             maybe.add(task_id)
-    return Creates(amounts=amounts, ok=frozenset(ok), maybe=frozenset(maybe - ok),
-                   accepted=frozenset(accepted), undecided=frozenset(undecided - accepted))  # fmt: skip
+    return Creates(
+        amounts=amounts,
+        ok=frozenset(ok),
+        maybe=frozenset(maybe - ok),
+        accepted=frozenset(accepted),
+        undecided=frozenset(undecided - accepted),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,8 +8,9 @@
 - ``idempotent-create``  one task, one event id                                 (``creates``)
 - ``delivery-stats``     the broker's delivery figures, and the services' own   (``delivery``)
 - ``scenario-fired``     a seed scenario's fault verifiably fired               (``scenario``)
-- ``etcd-scope``         no call the nodes' etcd proxies refused                (chaos.checkers.etcd_scope)
-- ``broker-config``      the broker's stream and consumer still chaos's (chaos.workloads.lab3.broker_config)
+- ``etcd-scope``         no call the nodes' etcd proxies refused     (chaos.checkers.etcd_scope)
+- ``broker-config``      the broker's stream and consumer are still chaos's
+                                                        (chaos.workloads.lab3.broker_config)
 
 A task's chain of events, told in the anomalies and the lab report, is ``chains``.
 """
