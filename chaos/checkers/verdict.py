@@ -11,6 +11,7 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from chaos.exits import Exit
@@ -70,11 +71,13 @@ def combine(results: Iterable[CheckResult]) -> Verdict:
 
 
 M_contra = TypeVar("M_contra", contravariant=True)
+M = TypeVar("M")
 
 
 class ModelChecker(Protocol[M_contra]):
     """One checker of a lab: a verdict on one run, read from the lab's model of it, built once per
-    check (lab1: ``chaos.workloads.lab1.model.Lab1Run``; lab3: the stored run itself).
+    check (``Lab1Run`` in ``chaos.workloads.lab1.model``, ``Lab3Run`` in
+    ``chaos.workloads.lab3.model``; each lab's ``CHECKERS`` table, run by :func:`run_checkers`).
 
     Must: be a pure function of the model — the same model gives the same result, offline and
     live; say ``unknown`` with the reason when the model lacks what it needs (a run stored before
@@ -96,3 +99,9 @@ def check_safe(name: str, fn: Callable[[], CheckResult]) -> CheckResult:
             summary=f"checker {name} crashed: {type(e).__name__}: {e}",
             stats={"traceback": traceback.format_exc()},
         )
+
+
+def run_checkers(checkers: Mapping[str, ModelChecker[M]], run: M) -> list[CheckResult]:
+    """Every checker of a lab over one model of a run, in the table's order; one that crashes
+    becomes ``unknown`` without hiding the others (each lab's ``CHECKERS`` table)."""
+    return [check_safe(name, partial(fn, run)) for name, fn in checkers.items()]

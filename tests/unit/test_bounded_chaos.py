@@ -182,7 +182,7 @@ def test_a_record_past_its_memory_bound_is_cut_and_says_where() -> None:
     why = record_values.unusable(rec)
     assert why is not None and "MiB of values to hold (revision" in why
     # a record cut by memory is judged as one cut by its event count: unknown, with the reason
-    r = checkers.exactly_once(_run({"counter": 0, "tasks": {}, "record": rec}))
+    r = checkers.exactly_once(checkers.model_of(_run({"counter": 0, "tasks": {}, "record": rec})))
     assert r.verdict is Verdict.UNKNOWN and "MiB of values to hold" in r.summary
 
 

@@ -6,15 +6,18 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
+import pytest
 
 from chaos.checkers.verdict import CheckResult, ModelChecker, Verdict
 from chaos.histories.ops import Event, Op, OpType
 from chaos.workloads.lab1 import checkers, keys
 from chaos.workloads.lab1.keys import change_amount
 from chaos.workloads.lab1.model import Lab1Run
+from tests.fixtures.model_facts import counting, facts_of
 
 PID = {"n1": 101, "n2": 102, "n3": 103}
 
@@ -482,29 +485,25 @@ def lock_version(rev: int, node: str, token: int, locked_at: float, until: float
     }
 
 
-def test_a_check_builds_the_runs_model_once(monkeypatch: Any) -> None:
-    # every checker reads grants (7 of them recomputed them, O(n²) each, before the model)
+def test_a_check_builds_the_runs_model_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # every checker reads grants (7 of them recomputed them, O(n²) each, before the model); the
+    # stops and the clock shifts are read from one computation of the fault intervals
+    from chaos.checkers.faults import fault_intervals
+    from chaos.checkers.journal import read_journal
     from chaos.workloads.lab1 import model
 
-    calls: dict[str, int] = {}
-
-    def counted(name: str) -> None:
-        real = getattr(model, name)
-
-        def wrapper(*args: Any) -> Any:
-            calls[name] = calls.get(name, 0) + 1
-            return real(*args)
-
-        monkeypatch.setattr(model, name, wrapper)
-
-    for name in ("grants_of", "applications", "lock_grants", "stops_of", "read_journal"):
-        counted(name)
+    derivations: list[Callable[..., Any]] = [
+        fault_intervals, model.grants_of, model.applications, model.lock_grants, model.stops_in,
+        model.clock_shifts, read_journal,
+    ]  # fmt: skip
+    counts = counting(monkeypatch, model.Lab1Run, derivations, "chaos.workloads.lab1")
     history, events, final = paused_run(fenced=False)
     final["lock_history"] = calm_lock_history()
     res = results(history, events, final)
     assert not [r.summary for r in res.values() if "crashed" in r.summary]
     assert res["unsafe-lease"].verdict is Verdict.INVALID  # the model was read, not bypassed
-    assert calls == dict.fromkeys(calls, 1) and len(calls) == 5, calls
+    assert counts.facts == dict.fromkeys(facts_of(model.Lab1Run), 1), counts.facts
+    assert counts.calls == {f.__qualname__: 1 for f in derivations}, counts.calls
 
 
 def calm_lock_history() -> list[dict[str, Any]]:

@@ -33,7 +33,7 @@ CREATES = ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"}))
 
 def verdicts(rec: dict[str, Any], counter: int = 10) -> dict[str, Any]:
     r = run(CREATES, [], final_state(counter, ALL_DONE, rec))
-    return {c.checker: c for c in checkers.check_all(r)}
+    return {c.checker: c for c in checkers.check_run(r)}
 
 
 def exactly_once(rec: dict[str, Any], counter: int = 10, **final: Any) -> Any:
@@ -98,7 +98,7 @@ def test_issue_20s_compensated_unparseable_run_is_invalid_naming_writes_and_task
     rec = record(*writes, completed_only("t3"))
     final = final_state(10, ALL_DONE, rec)
     final["counter"], final["counter_refused"] = None, "+10"
-    got = {c.checker: c for c in checkers.check_all(run(CREATES, [], final))}
+    got = {c.checker: c for c in checkers.check_run(run(CREATES, [], final))}
     once = got["exactly-once"]
     assert once.verdict is Verdict.INVALID
     assert "rev 5 wrote the counter as '+2': not a JSON integer" in once.summary

@@ -35,9 +35,13 @@ def ev(t: float, node: str, comp: str, kind: str, task: str, **data: Any) -> Eve
                  event_id=f"e-{task}", pid=10, data=data)  # fmt: skip
 
 
-def run(history: list[Op], events: list[Event], final: dict[str, Any]) -> StoredRun:
-    return StoredRun(path=Path("/nonexistent"), spec={"lab": "lab3"}, history=history,
-                     events=events, final=final, schedule=[], problems=[])  # fmt: skip
+def run(
+    history: list[Op], events: list[Event], final: dict[str, Any], **spec: Any
+) -> checkers.Lab3Run:
+    """The checkers' model of a run stored with these parts."""
+    stored = StoredRun(path=Path("/nonexistent"), spec={"lab": "lab3", **spec}, history=history,
+                       events=events, final=final, schedule=[], problems=[])  # fmt: skip
+    return checkers.model_of(stored)
 
 
 def apply(task: str, counter: int, *, dedup: bool = True) -> dict[str, Any]:
@@ -95,7 +99,7 @@ ALL_DONE = {"t1": "completed", "t2": "completed", "t3": "completed"}
 def test_all_completed_once_is_valid() -> None:
     r = run(ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"})),
             [ev(1.0, "n1", "worker", "commit", "t1", amount=2)], final_state(10, ALL_DONE))  # fmt: skip
-    results = {c.checker: c for c in checkers.check_all(r)}
+    results = {c.checker: c for c in checkers.check_run(r)}
     assert all(c.verdict is Verdict.VALID for c in results.values()), results
 
 
@@ -260,12 +264,14 @@ def test_an_info_create_counts_when_etcd_shows_its_task() -> None:
 
 def test_a_crashing_checker_yields_unknown_not_a_traceback() -> None:
     broken = run(ops(*creates({"t1": "ok"})), [], {"tasks": "not-a-dict", "counter": 1})
-    results = {c.checker: c for c in checkers.check_all(broken)}
+    results = {c.checker: c for c in checkers.check_run(broken)}
     assert results["lost-tasks"].verdict is Verdict.UNKNOWN
     assert "crashed" in results["lost-tasks"].summary
 
 
-def _scenario_run(point: str, heal: dict[str, Any] | None, final: dict[str, Any]) -> StoredRun:
+def _scenario_run(
+    point: str, heal: dict[str, Any] | None, final: dict[str, Any]
+) -> checkers.Lab3Run:
     rows = list(creates({"t1": "ok", "t2": "ok", "t3": "ok"}))
     meta = {"fault": point, "phase": "start", "fault_id": 1}
     rows.append((NEMESIS, "info", point, {"point": point}, meta))
@@ -273,9 +279,7 @@ def _scenario_run(point: str, heal: dict[str, Any] | None, final: dict[str, Any]
         hmeta = {"fault": point, "phase": "heal", "fault_id": 1}
         rows.append((NEMESIS, "info", f"heal-{point}", [{"point": point}], hmeta))
         rows.append((NEMESIS, "info", f"heal-{point}", {"point": point, **heal}, hmeta))
-    r = run(ops(*rows), [], final)
-    r.spec.update({"nemesis": [point], "scenario": point})
-    return r
+    return run(ops(*rows), [], final, nemesis=[point], scenario=point)
 
 
 # what the host saw of a crash it made (chaos.nemesis.hostkill), and the state it read at the claim
@@ -363,8 +367,8 @@ def test_a_worker_crash_counts_when_the_broker_itself_redelivered() -> None:
 
 
 def test_a_trigger_that_never_fired_makes_the_run_not_count() -> None:
-    r = run(ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"})), [], final_state(10, ALL_DONE))
-    r.spec["triggers"] = ["pause worker on delivery"]
+    r = run(ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"})), [], final_state(10, ALL_DONE),
+            triggers=["pause worker on delivery"])  # fmt: skip
     got = checkers.scenario_fired(r)
     assert (
         got.verdict is Verdict.UNKNOWN and "'pause worker on delivery' never fired" in got.summary
@@ -375,6 +379,5 @@ def test_a_trigger_that_never_fired_makes_the_run_not_count() -> None:
          {"fault": "pause", "phase": "start", "fault_id": 1,
           "trigger": {"phrase": "pause worker on delivery"}}),
     )  # fmt: skip
-    r2 = run(fired, [], final_state(10, ALL_DONE))
-    r2.spec["triggers"] = ["pause worker on delivery"]
+    r2 = run(fired, [], final_state(10, ALL_DONE), triggers=["pause worker on delivery"])
     assert checkers.scenario_fired(r2).verdict is Verdict.VALID

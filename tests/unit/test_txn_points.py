@@ -244,13 +244,13 @@ def test_a_lost_create_response_counts_only_when_the_client_saw_it() -> None:
     heal = {"point": "lost-create-response", "node": "n1", "process": "api", "fired_at": 1.0}
     fired = ops((NEMESIS, "info", "heal-lost-create-response", heal, {"phase": "heal"}))
     spec = {"lab": "lab3", "nemesis": ["lost-create-response"]}
-    seen = run([*_retried_creates(), *fired], [], final_state(10, ALL_DONE))
-    seen.spec.update(spec)
+    seen = run([*_retried_creates(), *fired], [], final_state(10, ALL_DONE), **spec)
     res = checkers.scenario_fired(seen)
     assert res.verdict is Verdict.VALID, res.summary
     assert "create of t1 on n1 got no answer" in res.summary
-    unseen = run([*ops(*creates({"t1": "ok"})), *fired], [], final_state(2, {"t1": "completed"}))
-    unseen.spec.update(spec)
+    unseen = run(
+        [*ops(*creates({"t1": "ok"})), *fired], [], final_state(2, {"t1": "completed"}), **spec
+    )
     res = checkers.scenario_fired(unseen)
     assert res.verdict is Verdict.UNKNOWN and "went unanswered" in res.summary
 
@@ -358,8 +358,8 @@ def test_no_checker_contradicts_another_on_the_shipped_histories_and_a_planted_p
         run(history, [], final_state(12, ALL_DONE, both)),
         run(_retried_creates(), [], final_state(10, ALL_DONE)),
     ):
-        assert checkers.contradictions(checkers.check_all(r)) == []
-    results = checkers.check_all(run(history, [], final_state(12, ALL_DONE, both)))
+        assert checkers.contradictions(checkers.check_run(r)) == []
+    results = checkers.check_run(run(history, [], final_state(12, ALL_DONE, both)))
     planted = [
         CheckResult(checker="counter", verdict=Verdict.VALID, summary="counter 12 = ...")
         if c.checker == "counter"
@@ -396,8 +396,7 @@ def test_a_txn_error_counts_only_by_the_proxys_journal_and_what_the_broker_saw()
     final = final_state(10, ALL_DONE)
     final["consumer"] = {"delivered_consumer_seq": 4, "delivered_stream_seq": 3}
     final["journal"] = _journal(INJECTED)
-    seen = run(history, [], final)
-    seen.spec.update(spec)
+    seen = run(history, [], final, **spec)
     r = checkers.scenario_fired(seen)
     assert r.verdict is Verdict.VALID, r.summary
     assert "the etcd proxy on n1 failed a transaction writing /lab3/results/t1" in r.summary
@@ -405,16 +404,14 @@ def test_a_txn_error_counts_only_by_the_proxys_journal_and_what_the_broker_saw()
     final = final_state(10, ALL_DONE)
     final["consumer"] = {"delivered_consumer_seq": 4, "delivered_stream_seq": 3}
     final["journal"] = _journal()
-    no_proxy = run(history, [], final)
-    no_proxy.spec.update(spec)
+    no_proxy = run(history, [], final, **spec)
     r = checkers.scenario_fired(no_proxy)
     assert r.verdict is Verdict.UNKNOWN and "no etcd proxy journaled" in r.summary
     # the proxy failed it, and the broker never redelivered
     final = final_state(10, ALL_DONE)
     final["consumer"] = {"delivered_consumer_seq": 3, "delivered_stream_seq": 3}
     final["journal"] = _journal(INJECTED)
-    claimed_only = run(history, [], final)
-    claimed_only.spec.update(spec)
+    claimed_only = run(history, [], final, **spec)
     assert checkers.scenario_fired(claimed_only).verdict is Verdict.UNKNOWN
 
 

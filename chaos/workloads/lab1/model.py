@@ -3,6 +3,8 @@
 A run is its history (the nemesis's ops), the services' events and the final state read from etcd
 (chaos.workloads.lab1.final_state). From them, each once:
 
+- ``faults``        the fault intervals of the history (chaos.checkers.faults), which the stops
+                    and the clock shifts are read from;
 - ``stops``         the processes (or nodes) the nemesis stopped and resumed;
 - ``grants``        each lock grant and what the job did under it, by the services' events;
 - ``lock``          the grants as the lock record's own versions show them, in etcd's order of
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from chaos.checkers.faults import fault_intervals
+from chaos.checkers.faults import FaultInterval, fault_intervals
 from chaos.checkers.journal import Journal, read_journal
 from chaos.histories.ops import Event, Op
 
@@ -208,6 +210,11 @@ class ClockShift:
 
 
 def stops_of(history: Sequence[Op]) -> list[Stop]:
+    """Pause/freeze intervals of a history (see :func:`stops_in`)."""
+    return stops_in(fault_intervals(list(history)))
+
+
+def stops_in(faults: Sequence[FaultInterval]) -> list[Stop]:
     """Pause/freeze intervals: from the start's completion to the resume (the heal's
     ``resumed_at`` when recorded, else its completion)."""
     out = [
@@ -220,7 +227,7 @@ def stops_of(history: Sequence[Op]) -> list[Stop]:
             end=f.end,
             trigger=str(f.trigger.get("kind")) if f.trigger else None,
         )
-        for f in fault_intervals(list(history))
+        for f in faults
         if f.fault in STOP_FAULTS
         for t in f.targets
         if t.get("node")
@@ -341,9 +348,9 @@ def applications(events: Sequence[Event], final: Mapping[str, Any] | None) -> li
     return out
 
 
-def clock_shifts(history: Sequence[Op]) -> list[ClockShift]:
+def clock_shifts(faults: Sequence[FaultInterval]) -> list[ClockShift]:
     out = []
-    for f in fault_intervals(list(history)):
+    for f in faults:
         if f.fault != "clock":
             continue
         for t in f.targets:
@@ -376,8 +383,12 @@ class Lab1Run:
     final: Mapping[str, Any] | None
 
     @cached_property
+    def faults(self) -> tuple[FaultInterval, ...]:
+        return tuple(fault_intervals(self.history))
+
+    @cached_property
     def stops(self) -> tuple[Stop, ...]:
-        return tuple(stops_of(self.history))
+        return tuple(stops_in(self.faults))
 
     @cached_property
     def grants(self) -> tuple[Grant, ...]:
@@ -394,7 +405,7 @@ class Lab1Run:
 
     @cached_property
     def shifts(self) -> tuple[ClockShift, ...]:
-        return tuple(clock_shifts(self.history))
+        return tuple(clock_shifts(self.faults))
 
     @cached_property
     def journal(self) -> Journal | None:

@@ -12,6 +12,7 @@ configuration not read is ``unknown``, never valid.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from chaos.checkers.verdict import CheckResult, Verdict
@@ -71,7 +72,7 @@ def changes(created: dict[str, Any], final: dict[str, Any]) -> list[str]:
     return out
 
 
-def broker_config(final: dict[str, Any] | None) -> CheckResult:
+def broker_config(final: Mapping[str, Any] | None) -> CheckResult:
     raw = _dict((final or {}).get("broker_config"))
     created, now = raw.get("created"), raw.get("final")
     if not isinstance(created, dict) or not isinstance(now, dict):

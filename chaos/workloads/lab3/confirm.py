@@ -15,6 +15,7 @@ Pure functions of a heal value (what the nemesis recorded) and the final state.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -115,7 +116,7 @@ def split_delivery(fired: dict[str, Any]) -> tuple[str | None, str]:
     )
 
 
-def still_uncommitted(fired: dict[str, Any], final: dict[str, Any]) -> tuple[bool, str]:
+def still_uncommitted(fired: dict[str, Any], final: Mapping[str, Any]) -> tuple[bool, str]:
     """After an ACK-first split: whether a task ACKed and not committed at the kill never
     completed, by etcd's final state — so the process killed was the one holding it (if another
     held it, that one committed it)."""
@@ -156,7 +157,7 @@ def unpublished_intent(fired: dict[str, Any]) -> tuple[bool, str]:
     return True, said
 
 
-def redelivered(final: dict[str, Any]) -> tuple[bool, int, int]:
+def redelivered(final: Mapping[str, Any]) -> tuple[bool, int, int]:
     """Whether the broker made more deliveries than it has messages delivered (its own counts)."""
     consumer = final.get("consumer") or {}
     made = _int(consumer.get("delivered_consumer_seq"))
@@ -175,7 +176,7 @@ def _copies(raw: Any) -> dict[tuple[str, str, str], list[int]]:
     return out
 
 
-def republished(fired: dict[str, Any], final: dict[str, Any]) -> tuple[bool, str]:
+def republished(fired: dict[str, Any], final: Mapping[str, Any]) -> tuple[bool, str]:
     """lost-publish-ack, by what chaos read from etcd and the broker itself: an event whose
     outbox entry was pending when the point was claimed is in the stream at least twice — the
     same event id, task and amount — one copy stored after the claim, and the consumer delivered

@@ -8,17 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from chaos.checkers.faults import fault_intervals
 from chaos.checkers.verdict import CheckResult, combine
 from chaos.histories.store import StoredRun
-from chaos.workloads.lab3.checkers import chain, host_crashes
+from chaos.workloads.lab3.checkers.chains import chain
+from chaos.workloads.lab3.model import model_of
 
 INTERESTING = ("publish-retry", "redelivery", "suppressed", "crash", "publish-ack-lost")
 
 
 def excerpt(run: StoredRun) -> dict[str, Any] | None:
-    faults = fault_intervals(run.history)
-    crashes = host_crashes(run.history)
+    m = model_of(run)
+    faults, crashes = m.faults, m.crashes
     best: tuple[int, str] | None = None
     for task_id in sorted({e.task_id for e in run.events if e.task_id}):
         steps = chain(run.events, task_id, faults, crashes)

@@ -2,17 +2,17 @@
 attributed to the task whose keys the same transaction wrote.
 
 Pure functions of a stored run (``final.json`` → ``record``, see
-:mod:`chaos.workloads.systems.etcd_record`) and of the client's history. Nothing here reads what
-the service reported about itself: the verdicts that rest on this module cannot be talked into
+:mod:`chaos.workloads.systems.etcd_record`) and of the amounts the client asked for (read once
+by ``chaos.workloads.lab3.model``). Nothing here reads what the service reported about itself: the verdicts that rest on this module cannot be talked into
 "valid" by a solution's events, results or return values.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.histories.ops import Op, OpType, pair_index
 from chaos.workloads.lab3 import keys
 from chaos.workloads.systems import record_values
 from chaos.workloads.systems.record_values import Finding
@@ -52,30 +52,6 @@ class Applies:
         return [
             f for f in self.findings if f.key == keys.COUNTER and f.kind != "unexplained-change"
         ]
-
-
-def client_amounts(history: list[Op]) -> tuple[dict[str, int], set[str], set[str]]:
-    """What the client asked for: amount by task id, the accepted (``ok``) tasks, and the
-    indeterminate ones (``info`` or never completed), which are accepted only if etcd shows
-    their task record."""
-    pairs = pair_index(history)
-    amounts: dict[str, int] = {}
-    ok: set[str] = set()
-    maybe: set[str] = set()
-    for pos, op in enumerate(history):
-        if op.f != "create" or op.type is not OpType.INVOKE or not isinstance(op.value, dict):
-            continue
-        task_id = str(op.value.get("task_id"))
-        try:
-            amounts[task_id] = int(op.value.get("amount", 0))
-        except (TypeError, ValueError):
-            continue
-        comp = history[pairs[pos]] if pos in pairs else None
-        if comp is not None and comp.type is OpType.OK:
-            ok.add(task_id)
-        elif comp is None or comp.type is OpType.INFO:
-            maybe.add(task_id)
-    return amounts, ok, maybe - ok
 
 
 def _task_of(key: str, event_tasks: dict[str, str]) -> str | None:
@@ -208,7 +184,7 @@ def outbox_events(record: dict[str, Any]) -> dict[str, list[tuple[str, int]]]:
     return out
 
 
-def applies(record: dict[str, Any], amounts: dict[str, int]) -> Applies:
+def applies(record: dict[str, Any], amounts: Mapping[str, int]) -> Applies:
     """Walk the record's transactions: interpret every write (findings for those no rule of the lab
     explains) and attribute every change of the counter to the task whose keys the same
     transaction wrote, when its amount is the change."""
@@ -258,7 +234,9 @@ def applies(record: dict[str, Any], amounts: dict[str, int]) -> Applies:
     return out
 
 
-def _unexplained(out: Applies, change: Change, known: list[str], amounts: dict[str, int]) -> None:
+def _unexplained(
+    out: Applies, change: Change, known: list[str], amounts: Mapping[str, int]
+) -> None:
     """A counter change no task's amount explains: kept, and named in a finding."""
     rev, tasks = change.revision, change.tasks
     out.unexplained.append(
@@ -302,7 +280,7 @@ def completed_tasks(record: dict[str, Any]) -> dict[str, int]:
 
 
 def expected_total(
-    amounts: dict[str, int], ok: set[str], maybe: set[str], created: set[str]
+    amounts: Mapping[str, int], ok: Set[str], maybe: Set[str], created: Set[str]
 ) -> tuple[int, list[str]]:
     """The counter every accepted task adds up to, and the accepted tasks (sorted)."""
     accepted = sorted(ok | {t for t in maybe if t in created})

@@ -23,11 +23,10 @@ lock record's versions), never the order of event times, which are stamped after
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import partial
 from typing import Any
 
 from chaos.checkers.etcd_scope import etcd_scope
-from chaos.checkers.verdict import CheckResult, ModelChecker, Verdict, check_safe
+from chaos.checkers.verdict import CheckResult, ModelChecker, Verdict, run_checkers
 from chaos.histories.ops import Event, Op
 from chaos.workloads.lab1.accounting import exactly_once
 from chaos.workloads.lab1.authors import lease_authors
@@ -75,7 +74,7 @@ CHECKERS: dict[str, ModelChecker[Lab1Run]] = {
 def check_run(run: Lab1Run) -> list[CheckResult]:
     """All lab1 checkers over one model; one that crashes becomes ``unknown`` without hiding the
     others."""
-    return [check_safe(name, partial(fn, run)) for name, fn in CHECKERS.items()]
+    return run_checkers(CHECKERS, run)
 
 
 def check(
