@@ -371,9 +371,15 @@ def test_no_checker_contradicts_another_on_the_shipped_histories_and_a_planted_p
 
 
 INJECTED = {
-    "node": "n1", "seq": 4, "method": "KV/Txn", "outcome": "injected", "gen": "g1",
+    "node": "n1", "seq": 4, "method": "KV/Txn", "outcome": "injected", "gen": "g1", "time": 5.0,
     "puts": [{"key": "/lab3/results/t1", "value": "{}", "lease": 0}], "deletes": [],
     "other_branch": {"puts": [], "deletes": []},
+}  # fmt: skip
+# the failed task committed again, later, on another node (its redelivery)
+AGAIN = {
+    "node": "n2", "seq": 9, "method": "KV/Txn", "outcome": "ok", "succeeded": True, "time": 7.5,
+    "revision": 40, "puts": [{"key": "/lab3/results/t1", "value": "{}", "lease": 0}],
+    "deletes": [],
 }  # fmt: skip
 
 
@@ -381,7 +387,7 @@ def _journal(*entries: dict[str, Any]) -> dict[str, Any]:
     return {"source": "etcd-proxy", "entries": list(entries), "problems": [], "nodes": {}}
 
 
-def test_a_txn_error_counts_only_by_the_proxys_journal_and_what_the_broker_saw() -> None:
+def test_a_txn_error_counts_only_by_the_proxys_journal_and_the_task_committed_again() -> None:
     spec = {"lab": "lab3", "nemesis": ["txn-error-complete"]}
     # at the claim, the broker's consumer had t1's delivery awaiting ACK, t1 not committed
     at_fire = {"committed_tasks": [], "messages": {"1": {"task_id": "t1", "event_id": "e-t1"}},
@@ -393,26 +399,27 @@ def test_a_txn_error_counts_only_by_the_proxys_journal_and_what_the_broker_saw()
             "at_fire": at_fire, "injected": injected}  # fmt: skip
     fired = ops((NEMESIS, "info", "heal-txn-error-complete", heal, {"phase": "heal"}))
     history = [*ops(*creates({"t1": "ok", "t2": "ok", "t3": "ok"})), *fired]
-    final = final_state(10, ALL_DONE)
-    final["consumer"] = {"delivered_consumer_seq": 4, "delivered_stream_seq": 3}
-    final["journal"] = _journal(INJECTED)
-    seen = run(history, [], final, **spec)
-    r = checkers.scenario_fired(seen)
+
+    def judged(*entries: dict[str, Any], redelivered: bool = True) -> Any:
+        final = final_state(10, ALL_DONE)
+        final["consumer"] = {"delivered_consumer_seq": 4 if redelivered else 3,
+                             "delivered_stream_seq": 3}  # fmt: skip
+        final["journal"] = _journal(*entries)
+        return checkers.scenario_fired(run(history, [], final, **spec))
+
+    r = judged(INJECTED, AGAIN)
     assert r.verdict is Verdict.VALID, r.summary
     assert "the etcd proxy on n1 failed a transaction writing /lab3/results/t1" in r.summary
-    # a redelivery alone (a solution can cause one by raising): the proxy never failed anything
-    final = final_state(10, ALL_DONE)
-    final["consumer"] = {"delivered_consumer_seq": 4, "delivered_stream_seq": 3}
-    final["journal"] = _journal()
-    no_proxy = run(history, [], final, **spec)
-    r = checkers.scenario_fired(no_proxy)
+    assert "committed again at revision 40 by n2" in r.summary
+    # the broker's count alone (a solution raises it with a NAK): no later commit of the task
+    r = judged(INJECTED)
+    assert r.verdict is Verdict.UNKNOWN and "not committed again" in r.summary, r.summary
+    # a commit of the task's keys before the failure is not a redo
+    r = judged(INJECTED, {**AGAIN, "time": 4.0})
+    assert r.verdict is Verdict.UNKNOWN, r.summary
+    # a redelivery alone: the proxy never failed anything
+    r = judged(AGAIN)
     assert r.verdict is Verdict.UNKNOWN and "no etcd proxy journaled" in r.summary
-    # the proxy failed it, and the broker never redelivered
-    final = final_state(10, ALL_DONE)
-    final["consumer"] = {"delivered_consumer_seq": 3, "delivered_stream_seq": 3}
-    final["journal"] = _journal(INJECTED)
-    claimed_only = run(history, [], final, **spec)
-    assert checkers.scenario_fired(claimed_only).verdict is Verdict.UNKNOWN
 
 
 def test_each_point_gets_a_pause_until_the_workloads_rival_takes_over() -> None:

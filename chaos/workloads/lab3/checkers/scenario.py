@@ -10,7 +10,7 @@ from typing import Any
 from chaos.checkers.journal import Write
 from chaos.checkers.verdict import CheckResult, Verdict
 from chaos.histories.ops import Op
-from chaos.workloads.lab3 import confirm
+from chaos.workloads.lab3 import confirm, keys
 from chaos.workloads.lab3.model import Lab3Run
 from chaos.workloads.lab3.points import FAULT_POINTS
 
@@ -32,6 +32,22 @@ def _injected(run: Lab3Run) -> list[Write]:
     """The transactions the nodes' etcd proxies failed on the orchestrator's arming."""
     journal = run.journal
     return [w for w in journal.writes if w.outcome == "injected"] if journal else []
+
+
+def _committed_again(run: Lab3Run, failed: Write) -> Write | None:
+    """The first journaled write after ``failed`` that wrote one of its task's own keys (dedup
+    record, result: the counter is every task's)."""
+    own = {k for k, _, _ in (*failed.puts, *failed.maybe)}
+    own = {k for k in own if k.startswith((keys.DEDUP_PREFIX, keys.RESULTS_PREFIX))}
+    journal = run.journal
+    if not own or journal is None or failed.time is None:
+        return None
+    later = [
+        w for w in journal.writes
+        if w.wrote and w.time is not None and w.time > failed.time
+        and any(k in own for k, _, _ in w.puts)
+    ]  # fmt: skip
+    return min(later, key=lambda w: w.time or 0.0, default=None)
 
 
 def _keys(w: Write) -> str:
@@ -58,13 +74,18 @@ def _proof(point: str, fired: dict[str, Any], run: Lab3Run) -> tuple[bool, str]:
         w = injected[0]
         how = f"the etcd proxy on {w.node} failed a transaction writing {_keys(w)} (journal)"
     if point == "txn-error-complete":
-        # and the broker: a failed commit is not ACKed, so it redelivers
-        consumer = final.get("consumer") or {}
-        made = int(consumer.get("delivered_consumer_seq") or 0)
-        messages = int(consumer.get("delivered_stream_seq") or 0)
-        return made > messages, (
-            f"{how}; the broker made {made} deliveries of {messages} message(s) after the "
-            f"failed commit on {fired.get('node')}"
+        # and the failed work done again: a later write of the same task's dedup or result keys,
+        # journaled by a proxy. Never the consumer's delivery count: a NAK by any client of the
+        # consumer raises it, with no redelivery of the failed commit's task
+        again = _committed_again(run, w)
+        if again is None:
+            return False, (
+                f"{how}; no later write of its task's dedup or result keys was journaled (the "
+                "failed commit's task was not committed again)"
+            )
+        return True, (
+            f"{how}; its task was committed again at revision {again.revision} by {again.node} "
+            "(journal)"
         )
     if point == "txn-error-create":
         # and the orchestrator's own client: a create answered with a server error, retried
