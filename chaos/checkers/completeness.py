@@ -38,6 +38,7 @@ def completeness(run: StoredRun) -> CheckResult:
         )
     missing.extend(failed_reads(run.final))
     missing += _abstained(run)
+    missing += _silent_triggers(run)
     over = run.final.get("over_quota") if isinstance(run.final, dict) else None
     if over:
         said = [str(x)[:300] for x in over] if isinstance(over, list) else [str(over)[:300]]
@@ -92,6 +93,26 @@ def _abstained(run: StoredRun) -> list[str]:
         if why:
             out.append(f"the {str(op.f)[:40]} fault never found its aim: {str(why)[:300]}")
     return out
+
+
+def _silent_triggers(run: StoredRun) -> list[str]:
+    """Each trigger the run was asked for that never fired: it tested nothing it was asked to
+    (lab1's nights once ran before the arming reached the nodes under load, and the run was
+    valid). Every workload, not only the ones whose scenario checker says so."""
+    phrases = run.spec.get("triggers") if isinstance(run.spec, dict) else None
+    if not isinstance(phrases, list) or not phrases:
+        return []
+    fired = set()
+    for op in run.history:
+        extra = getattr(op, "extra", None)
+        trigger = extra.get("trigger") if isinstance(extra, dict) else None
+        if isinstance(trigger, dict):
+            fired.add(str(trigger.get("phrase", "")).strip())
+    return [
+        f"the trigger '{str(ph)[:120]}' never fired: the run tested nothing it was asked to"
+        for ph in phrases
+        if str(ph).strip() not in fired
+    ]
 
 
 def _quota_reason(breaches: list[str]) -> str:

@@ -215,6 +215,23 @@ def test_an_aimed_pause_that_finds_no_aim_abstains_and_the_run_is_unknown(
     assert completeness(run).verdict is Verdict.VALID
 
 
+def test_a_trigger_that_never_fired_leaves_the_run_unknown(tmp_path: Path) -> None:
+    """A run asked for a trigger that never fired tested nothing it was asked to (lab1's nights
+    once ran before the arming reached the nodes): never valid, on any workload."""
+    from chaos.histories.ops import Op
+
+    phrase = "pause holder after write of lock for 5s"
+    fired = Op(index=0, time=1.0, process="nemesis", type="info", f="pause", value=None,
+               extra={"trigger": {"phrase": phrase, "decided_by": "etcd-proxy"}})  # fmt: skip
+    run = StoredRun(path=tmp_path, spec={"triggers": [phrase]}, history=[],
+                    events=[], final={"counter": 0}, schedule=[], problems=[])  # fmt: skip
+    run = dataclasses.replace(run, history=[msgspec.structs.replace(fired, extra={})])
+    result = completeness(run)
+    assert result.verdict is Verdict.UNKNOWN
+    assert f"the trigger '{phrase}' never fired" in result.summary
+    assert completeness(dataclasses.replace(run, history=[fired])).verdict is Verdict.VALID
+
+
 class _CopyingCluster(FakeCluster):
     """A cluster whose nodes do not see the control folder (as SSH hosts): it copies."""
 
