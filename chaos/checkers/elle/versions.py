@@ -100,21 +100,36 @@ def _cyclic(adj: Mapping[Any, set[Any]]) -> bool:
     return False
 
 
+class _Nil:
+    """The initial nil as a graph node (networkx takes no None)."""
+
+    def __repr__(self) -> str:
+        return "nil"
+
+
+_NIL = _Nil()
+
+
 def _report(found: Findings, k: Any, adj: Mapping[Any, set[Any]], sources: list[str]) -> None:
     """Each strongly connected set of versions (Elle's ``:scc``), one cycle of it in words."""
-    g = nx.DiGraph((x, y) for x, ys in adj.items() for y in ys)
-    if None in g:  # the initial nil precedes every version
-        g.add_edges_from((None, v) for v in list(g.nodes) if v is not None)
+
+    def node(v: Any) -> Any:
+        return _NIL if v is None else v
+
+    g = nx.DiGraph((node(x), node(y)) for x, ys in adj.items() for y in ys)
+    if _NIL in g:  # the initial nil precedes every version
+        g.add_edges_from((_NIL, v) for v in list(g.nodes) if v is not _NIL)
     for scc in nx.strongly_connected_components(g):
         if len(scc) < 2:
             continue
         cyc = nx.find_cycle(g.subgraph(scc))
         order = " < ".join(show(x) for x, _ in cyc) + f" < {show(cyc[0][0])}"
+        versions = [None if v is _NIL else v for v in scc]
         found(
             "cyclic-versions",
             {
                 "key": k,
-                "versions": sorted(scc, key=lambda v: (v is not None, repr(v))),
+                "versions": sorted(versions, key=lambda v: (v is not None, repr(v))),
                 "sources": ["initial-state", *sources],
                 "explanation": f"key {show(k)}: {' + '.join(['initial-state', *sources])} "
                 f"order its versions in a cycle: {order}",
