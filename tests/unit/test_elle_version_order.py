@@ -6,7 +6,9 @@ the version order its definition says (a brute-force reference on small historie
 from __future__ import annotations
 
 import itertools
+import json
 import random
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -317,3 +319,55 @@ def test_the_version_order_is_what_the_definition_gives(
                 assert ours <= _closure(kg.edges), k
         for k in after.keys() - ref.keys():  # no pair where the definition gives none
             assert not _closure((x, y) for x, ys in after[k].items() for y in ys), k
+
+
+# --- the command line ------------------------------------------------------------------------
+
+G0_EDN = """\
+{:type :invoke, :process 0, :f :txn, :value [[:w :x 1] [:w :y 2]], :index 0}
+{:type :ok, :process 0, :f :txn, :value [[:w :x 1] [:w :y 2]], :index 1}
+{:type :invoke, :process 1, :f :txn, :value [[:w :x 2] [:w :y 1]], :index 2}
+{:type :ok, :process 1, :f :txn, :value [[:w :x 2] [:w :y 1]], :index 3}
+{:type :invoke, :process 0, :f :txn, :value [[:r :x nil]], :index 4}
+{:type :ok, :process 0, :f :txn, :value [[:r :x 2]], :index 5}
+{:type :invoke, :process 1, :f :txn, :value [[:r :y nil]], :index 6}
+{:type :ok, :process 1, :f :txn, :value [[:r :y 2]], :index 7}
+"""
+
+
+def _cli(*args: str) -> Any:
+    from click.testing import CliRunner
+
+    from chaos.cli import main
+
+    return CliRunner().invoke(main, ["check", *args])
+
+
+def test_chaos_check_takes_the_assumptions(tmp_path: Path) -> None:
+    h = tmp_path / "g0.edn"
+    h.write_text(G0_EDN)
+    base = [str(h), "-m", "rw-register", "--consistency", "read-uncommitted"]
+    assert _cli(*base).exit_code == 0
+    r = _cli(*base, "--sequential-keys", "--json")
+    assert r.exit_code == 1, r.output
+    doc = json.loads(r.output)
+    (res,) = doc["results"]
+    assert {a["type"] for a in res["anomalies"]} == {"G0"}
+    assert res["stats"]["version_order"]["assumed"] == ["sequential-keys"]
+    # the database's commit order: op 3's transaction before op 1's on both keys, no cycle
+    order = tmp_path / "order.edn"
+    order.write_text("{1 2, 3 1}")
+    assert _cli(*base, "--version-order", str(order)).exit_code == 0
+    order.write_text('{"1": 1, "3": 1}')
+    r = _cli(*base, "--version-order", str(order))
+    assert r.exit_code == 3 and "share a position" in r.output
+
+
+@pytest.mark.parametrize("model", ["list-append", "register"])
+def test_the_assumptions_are_rw_registers_only(tmp_path: Path, model: str) -> None:
+    h = tmp_path / "g0.edn"
+    h.write_text(G0_EDN)
+    r = _cli(str(h), "-m", model, "--linearizable-keys")
+    assert r.exit_code == 3 and "applies to rw-register" in r.output, r.output
+    r = _cli(str(tmp_path), "--wfr-keys")  # a run folder: its lab's checkers
+    assert r.exit_code == 3 and "only with --model" in r.output
