@@ -371,3 +371,15 @@ def test_the_assumptions_are_rw_registers_only(tmp_path: Path, model: str) -> No
     assert r.exit_code == 3 and "applies to rw-register" in r.output, r.output
     r = _cli(str(tmp_path), "--wfr-keys")  # a run folder: its lab's checkers
     assert r.exit_code == 3 and "only with --model" in r.output
+
+
+def test_a_nil_read_after_a_write_is_a_cyclic_version_order() -> None:
+    """p0 writes 1, then reads nil and writes 2: nil came after 1 for this process (Elle's
+    code takes the write, 1 < 2, and misses it)."""
+    r = check(pairs((0, "ok", rw("wx1")), (0, "ok", rw("rx_wx2"))), "read-uncommitted", SEQ)
+    (a,) = [a for a in r.anomalies if a["type"] == "cyclic-versions"]
+    assert a["versions"] == [None, 1] and r.verdict is Verdict.INVALID
+    assert (
+        check(pairs((0, "ok", rw("wx1")), (0, "ok", rw("rx_wx2"))), "read-uncommitted").verdict
+        is not Verdict.INVALID
+    )
