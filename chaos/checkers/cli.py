@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from chaos.checkers.budget import DEFAULT_MAX_STATES, DEFAULT_TIME_LIMIT
+from chaos.checkers.elle.options import OPTIONS as VERSION_ORDER_OPTIONS  # click + stdlib only
 from chaos.deprecation import old_name
 from chaos.exits import Exit
 from chaos.histories.safe_text import clean  # the standard library only: quick to import
@@ -146,7 +147,10 @@ _OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
 
 
 def model_options(f: F) -> F:
-    """Add the model options (semantics, init, ...) to a click command."""
+    """Add the model options (semantics, init, ..., rw-register's version-order assumptions)
+    to a click command."""
+    for o in reversed(VERSION_ORDER_OPTIONS):
+        f = click.option(o.flag, o.name, **o.click_kwargs())(f)
     for decls, kwargs in reversed(_OPTIONS):
         f = click.option(*decls, **kwargs)(f)
     return f
@@ -160,9 +164,11 @@ def model_argv(
     independent: bool | None,
     empty: str | None,
     lenient: bool = False,
+    **version_order: Any,
 ) -> list[str]:
-    """The command-line form of the model options, for forwarding them to this command."""
-    argv: list[str] = []
+    """The command-line form of the model options, for forwarding them to this command
+    (``version_order``: the values of the version-order options, by name)."""
+    argv = _version_order_argv(version_order)
     for opt, v in (
         ("--semantics", semantics),
         ("--init", init),
@@ -177,6 +183,18 @@ def model_argv(
     if lenient:
         argv.append("--lenient")
     return argv
+
+
+def _version_order_argv(given: dict[str, Any]) -> list[str]:
+    """The version-order options given (a flag set, a file named), as command-line words."""
+    out: list[str] = []
+    for o in VERSION_ORDER_OPTIONS:
+        v = given.pop(o.name, None)
+        if v:
+            out.append(o.flag if o.is_flag else f"{o.flag}={v}")
+    if given:
+        raise TypeError(f"unknown model options: {', '.join(given)}")
+    return out
 
 
 def parse_init(text: str) -> Any:
@@ -204,6 +222,8 @@ def _check_txn_file(
 ) -> None:
     """``--model list-append|rw-register``: Elle-style transactional checking; exits."""
     from chaos.checkers.elle import DEFAULT_CONSISTENCY, NoHistory, TxnInputError, check_file
+    from chaos.checkers.elle.loading import read_commit_order
+    from chaos.checkers.elle.options import VersionOrder
     from chaos.checkers.verdict import Verdict
 
     def bad(msg: object) -> None:
@@ -213,9 +233,17 @@ def _check_txn_file(
     if other_opts:
         bad(f"{' '.join(other_opts)}: not with --model {model}")
     try:
-        results, problems = check_file(
-            path, model, asked.consistency or DEFAULT_CONSISTENCY, time_limit=time_limit
+        commits = None if asked.version_order is None else read_commit_order(asked.version_order)
+        order = VersionOrder(
+            sequential_keys=asked.sequential_keys,
+            linearizable_keys=asked.linearizable_keys,
+            wfr_keys=asked.wfr_keys,
+            transaction_order=commits,
         )
+        results, problems = check_file(
+            path, model, asked.consistency or DEFAULT_CONSISTENCY, time_limit=time_limit,
+            order=order,
+        )  # fmt: skip
     except (NoHistory, TxnInputError, ValueError) as e:
         bad(e)
     for p in problems[:PROBLEMS_SHOWN]:
@@ -354,9 +382,11 @@ def check_file_command(
     time_limit: float,
     max_states: int,
     as_json: bool,
+    **version_order: Any,
 ) -> None:
     """Check a history file (JSONL, Jepsen EDN or log) against a model."""
     asked = ModelCheck(
+        **version_order,
         model=model,
         semantics=semantics,
         init=init,
@@ -387,6 +417,11 @@ class ModelCheck:
     empty: str | None = None
     lenient: bool = False
     consistency: str | None = None
+    # rw-register's version-order assumptions (chaos.checkers.elle.options; none by default)
+    sequential_keys: bool = False
+    linearizable_keys: bool = False
+    wfr_keys: bool = False
+    version_order: Path | None = None  # a file holding the database's commit order
     time_limit: float | None = None  # None: the budget's default
     max_states: int | None = None  # None: the budget's default
     as_json: bool = False
@@ -414,6 +449,12 @@ def check_history(path: Path, asked: ModelCheck) -> NoReturn:
     time_limit = DEFAULT_TIME_LIMIT if asked.time_limit is None else asked.time_limit
     max_states = DEFAULT_MAX_STATES if asked.max_states is None else asked.max_states
     opts = (asked.semantics, asked.init, asked.nil_read, asked.failed_cas)
+    version_order = _version_order_argv(
+        {o.name: getattr(asked, o.name) for o in VERSION_ORDER_OPTIONS}
+    )
+    if version_order and model != "rw-register":
+        # Elle's options are rw-register's: a list's reads already show its whole version order
+        _refuse(f"{' '.join(version_order)}: applies to rw-register, not {model}")
     if model in TXN_MODELS:
         given = model_argv(*opts, asked.independent, asked.empty)
         _check_txn_file(path, model, given, time_limit, asked)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,8 @@ from chaos.checkers.elle.explain import cycle_anomaly
 from chaos.checkers.elle.graph import PROCESS, REALTIME
 from chaos.checkers.elle.inference import Inference
 from chaos.checkers.elle.loading import read_raw_ops
-from chaos.checkers.elle.txns import Txn, transactions
+from chaos.checkers.elle.options import VersionOrder
+from chaos.checkers.elle.txns import Txn, TxnInputError, transactions
 from chaos.checkers.verdict import CheckResult, Verdict
 from chaos.histories.jsonl import LineProblem
 
@@ -52,13 +53,35 @@ _ORDER = (
 )
 
 
-def _infer(txns: Sequence[Txn], data_model: str, cm: ConsistencyModel) -> Inference:
+def _infer(
+    txns: Sequence[Txn], data_model: str, cm: ConsistencyModel, order: VersionOrder
+) -> Inference:
     if data_model == "list-append":
+        if order.named():
+            # Elle's options are rw-register's: a list's reads show its whole version order
+            raise ValueError(
+                f"{', '.join(order.named())}: version-order assumptions apply to rw-register "
+                "(list-append's reads already give each key's version order)"
+            )
         return list_append.infer(txns)
     if data_model == "rw-register":
-        # Writes follow reads only where reads see committed data (see rw_register).
-        return rw_register.infer(txns, writes_follow_reads="G1a" in cm.forbids)
+        if order.transaction_order is not None:
+            _named_transactions(txns, order.transaction_order)
+        # Writes follow reads where reads see committed data (see rw_register), or if assumed.
+        wfr = "G1a" in cm.forbids or order.wfr_keys
+        return rw_register.infer(txns, writes_follow_reads=wfr, order=order)
     raise ValueError(f"unknown data model {data_model!r}; choose one of {', '.join(DATA_MODELS)}")
+
+
+def _named_transactions(txns: Sequence[Txn], order: Mapping[int, int]) -> None:
+    """A commit order naming an op that is no transaction is a mistake, not a partial order."""
+    known = {t.index for t in txns}
+    stray = sorted(i for i in order if i not in known)
+    if stray:
+        raise TxnInputError(
+            f"the commit order names {len(stray)} op(s) that complete no transaction in the "
+            f"history (first: :index {stray[0]})"
+        )
 
 
 def _rank(a: dict[str, Any]) -> tuple[int, int, str]:
@@ -73,12 +96,14 @@ def check_transactions(
     *,
     time_limit: float | None = DEFAULT_TIME_LIMIT,
     skipped: dict[str, int] | None = None,
+    order: VersionOrder | None = None,
 ) -> CheckResult:
-    """Check ``txns`` (see :func:`~chaos.checkers.elle.txns.transactions`) against a model."""
+    """Check ``txns`` (see :func:`~chaos.checkers.elle.txns.transactions`) against a model;
+    ``order``: the version-order assumptions (:mod:`.options`) of an rw-register check."""
     cm = model(consistency)
     name = f"elle-{data_model}"
     t0 = time.monotonic()
-    inf = _infer(txns, data_model, cm)
+    inf = _infer(txns, data_model, cm, order or VersionOrder())
     if cm.order_edges & PROCESS:
         inf.graph.add_process_order(txns)
     if cm.order_edges & REALTIME:
@@ -189,6 +214,7 @@ def check_file(
     consistency: str = DEFAULT_CONSISTENCY,
     *,
     time_limit: float | None = DEFAULT_TIME_LIMIT,
+    order: VersionOrder | None = None,
 ) -> tuple[list[CheckResult], list[LineProblem]]:
     """Read a history file (EDN or JSONL, or a run folder's) and check its transactions.
 
@@ -208,7 +234,7 @@ def check_file(
         txns, skipped = transactions(ops)
         del ops
         result = check_transactions(
-            txns, data_model, consistency, time_limit=time_limit, skipped=skipped
+            txns, data_model, consistency, time_limit=time_limit, skipped=skipped, order=order
         )
     finally:
         if enabled:

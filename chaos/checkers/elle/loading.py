@@ -20,7 +20,7 @@ from chaos.histories.edn_types import EdnError, Tagged
 from chaos.histories.jsonl import LineProblem, read_history
 from chaos.histories.ops import Op
 
-__all__ = ["NoHistory", "raw_ops", "read_raw_ops"]
+__all__ = ["NoHistory", "raw_ops", "read_commit_order", "read_raw_ops"]
 
 _TYPES = frozenset({"invoke", "ok", "fail", "info"})
 
@@ -152,3 +152,41 @@ def read_raw_ops(path: Path) -> tuple[list[RawOp], list[LineProblem], Path]:
         raise TxnInputError(f"{path}: bytes that are not UTF-8 at offset {e.start}") from None
     except OSError as e:
         raise NoHistory(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def read_commit_order(path: Path) -> dict[int, int]:
+    """``--version-order FILE``: the database's commit order, a JSON object or EDN map from
+    each transaction's completion ``:index`` to its position (Elle's ``:transaction-order``).
+    Raises :class:`NoHistory` when it cannot be read, :class:`TxnInputError` when it is not such
+    a map or two transactions share a position (a commit order is total)."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8", errors="strict")
+    except (OSError, UnicodeDecodeError) as e:
+        raise NoHistory(f"--version-order: cannot read {path}: {e}") from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        try:
+            data = edn.loads(text)
+        except EdnError as e:
+            raise TxnInputError(f"--version-order: {path} is neither JSON nor EDN: {e}") from None
+    if not isinstance(data, dict):
+        raise TxnInputError(f"--version-order: {path} must hold one map of :index to position")
+    order: dict[int, int] = {}
+    for k, v in data.items():
+        try:
+            i, at = int(k), v
+        except (TypeError, ValueError):
+            i, at = None, None
+        if i is None or type(at) is not int:
+            raise TxnInputError(
+                f"--version-order: {path}: {str(k)[:30]} -> {str(v)[:30]}: each entry maps an "
+                "op's :index to an integer position"
+            )
+        order[i] = at
+    if len(set(order.values())) != len(order):
+        raise TxnInputError(
+            f"--version-order: {path}: two transactions share a position; a commit order "
+            "gives each its own"
+        )
+    return order

@@ -6,14 +6,18 @@ versions are not all ordered by what clients see: the order is known only
 - from the initial state: ``nil`` precedes every written version of a key;
 - where a transaction read a key and then wrote it (*writes follow reads*): the version it read
   precedes the one it wrote. Sound wherever a transaction reads committed data, so it is used only
-  for models that forbid G1 (read-committed and stronger); under read-uncommitted it is left out.
+  for models that forbid G1 (read-committed and stronger); under read-uncommitted it is left out,
+  unless asked for (``--wfr-keys``);
+- from what the user assumes of the database (:mod:`.options`: sequential or linearizable keys,
+  its commit order), each source's pairs given by :mod:`.version_sources` and combined, a cycle
+  left out and reported, by :mod:`.versions`.
 
 Each known version pair ``a < b`` gives ``ww`` (writer of a, writer of b) and ``rw`` (every reader
 of a, writer of b). Found without a cycle: a read of a value written by a failed transaction
 (G1a) or by nobody (garbage), of a value its writer overwrote in the same transaction (G1b), a
 read that disagrees with its own transaction's earlier write or read of the key (internal), two
 transactions that read the same version and both wrote the key (lost update), and a cycle in a
-key's version order (cyclic versions).
+key's version order (cyclic versions, :mod:`.versions`).
 """
 
 from __future__ import annotations
@@ -22,11 +26,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import networkx as nx
-
+from chaos.checkers.elle import version_sources as vs
 from chaos.checkers.elle.graph import RW, WR, WW, DepGraph
 from chaos.checkers.elle.inference import Findings, Inference, order_text, show, unwritten_read
+from chaos.checkers.elle.options import VersionOrder
 from chaos.checkers.elle.txns import READ, WRITE, Txn
+from chaos.checkers.elle.versions import WORDS, VersionGraph, combine
 
 __all__ = ["infer"]
 
@@ -35,9 +40,10 @@ _NIL = None
 
 
 class _Explainer:
-    def __init__(self, writer: dict[tuple[Any, Any], int], after: dict[Any, dict[Any, set[Any]]]):
+    def __init__(self, writer: dict[tuple[Any, Any], int], versions: VersionGraph):
         self.writer = writer
-        self.after = after  # key -> version -> versions known to follow it directly
+        self.after = versions.after  # key -> version -> versions known to follow it directly
+        self.source = versions.source  # (key, x, y) -> the source of x < y
 
     def explain(self, u: Txn, v: Txn, kind: int, a: str, b: str) -> dict[str, Any]:
         fixed = order_text(u, v, kind, a, b)
@@ -60,7 +66,7 @@ class _Explainer:
                             "key": k,
                             "value": y,
                             "text": f"{b}'s write of {show(y)} to key {show(k)} followed {a}'s "
-                            f"write of {show(x)} (ww, {_why(b, x)})",
+                            f"write of {show(x)} (ww, {self._why(b, k, x, y)})",
                         }
         elif kind == RW:
             for k, x in _external_reads(u):
@@ -71,15 +77,13 @@ class _Explainer:
                             "key": k,
                             "value": y,
                             "text": f"{a} read key {show(k)} = {seen}, which {b}'s write of "
-                            f"{show(y)} overwrote (rw, {_why(b, x)})",
+                            f"{show(y)} overwrote (rw, {self._why(b, k, x, y)})",
                         }
         return {"text": f"{a} < {b}"}  # not reached for an edge infer() added
 
-
-def _why(b: str, x: Any) -> str:
-    if x is None:
-        return "every written version follows the initial nil"
-    return f"{b} read {show(x)} before writing"
+    def _why(self, b: str, k: Any, x: Any, y: Any) -> str:
+        src = "initial-state" if x is None else self.source.get((k, x, y), "initial-state")
+        return WORDS[src].format(b=b, x=show(x), y=show(y))
 
 
 def _external_reads(t: Txn) -> list[tuple[Any, Any]]:
@@ -111,29 +115,33 @@ class _Scan:
     failed: dict[tuple[Any, Any], int] = field(default_factory=dict)  # written by a failed txn
     intermediate: set[tuple[Any, Any]] = field(default_factory=set)  # its writer overwrote it
     readers: dict[tuple[Any, Any], list[int]] = field(default_factory=dict)  # external readers
-    # key -> version -> versions known to follow it directly
-    after: dict[Any, dict[Any, set[Any]]] = field(default_factory=dict)
-    has_pred: set[tuple[Any, Any]] = field(default_factory=set)  # follows a non-nil version
+    wfr: vs.Pairs = field(default_factory=dict)  # key -> (read, then written) version pairs
     lost: dict[tuple[Any, Any], list[int]] = field(default_factory=dict)
     external: list[tuple[int, Any, Any]] = field(default_factory=list)
 
 
-def infer(txns: Sequence[Txn], *, writes_follow_reads: bool = True) -> Inference:
-    """Infer the dependency graph and the non-cycle anomalies of an rw-register history.
+def infer(
+    txns: Sequence[Txn], *, writes_follow_reads: bool = True, order: VersionOrder | None = None
+) -> Inference:
+    """Infer the dependency graph and the non-cycle anomalies of an rw-register history;
+    ``order`` holds the version-order assumptions asked for (none by default).
 
     The steps run in this order because each needs the one before: the writers, reads and
-    known version pairs of the whole history, then the edges from them. (The order also fixes
-    the order of the anomalies found.)"""
+    writes-follow-reads pairs of the whole history, the version order from every source, then
+    the edges from them. (The order also fixes the order of the anomalies found.)"""
+    order = order or VersionOrder()
     found = Findings()
     s = _scan(txns, found, writes_follow_reads)
+    versions, incomplete = _versions(txns, s, order, writes_follow_reads, found)
     # the initial nil precedes every version not already known to follow another
+    has_pred = {(k, y) for k, succ in versions.after.items() for x, ys in succ.items()
+                if x is not None for y in ys}  # fmt: skip
     for k, v in s.writer:
-        if (k, v) not in s.has_pred:
-            s.after.setdefault(k, {}).setdefault(_NIL, set()).add(v)
+        if (k, v) not in has_pred:
+            versions.after.setdefault(k, {}).setdefault(_NIL, set()).add(v)
     graph = DepGraph(len(txns))
     _read_edges(txns, s, graph, found)
-    skipped_rw = _version_edges(s, graph)
-    _cyclic_versions(s.after, found)
+    skipped_rw = _version_edges(s, versions.after, graph)
     _lost_updates(txns, s.lost, found)
     _duplicate_writes(txns, s.dup, found)
     stats = {
@@ -141,9 +149,15 @@ def infer(txns: Sequence[Txn], *, writes_follow_reads: bool = True) -> Inference
         "writes": len(s.writer),
         "duplicate_writes": len(s.dup),
         "writes_follow_reads": writes_follow_reads,
+        "version_order": {
+            "assumed": order.named(),
+            "pairs": versions.used,
+            **({"left_out_for_cycles": versions.left_out} if versions.left_out else {}),
+        },
     }
-    explainer = _Explainer(s.writer, s.after)
+    explainer = _Explainer(s.writer, versions)
     inf = Inference(graph=graph, explainer=explainer, anomalies=found.listed(), stats=stats)
+    inf.incomplete += incomplete
     if skipped_rw:
         inf.incomplete.append(
             f"{skipped_rw} anti-dependency (rw) edges were not inferred (more than "
@@ -152,13 +166,38 @@ def infer(txns: Sequence[Txn], *, writes_follow_reads: bool = True) -> Inference
     return inf
 
 
+def _versions(
+    txns: Sequence[Txn], s: _Scan, order: VersionOrder, wfr: bool, found: Findings
+) -> tuple[VersionGraph, list[str]]:
+    """Each key's version order from the sources in effect, in Elle's order; the reasons some
+    pairs were left out for a bound."""
+    sources: list[tuple[str, vs.Pairs]] = []
+    incomplete: list[str] = []
+    ends = vs.ends(txns) if order.sequential_keys or order.linearizable_keys else None
+    if order.transaction_order is not None:
+        sources.append(("transaction-order", vs.transaction_order(txns, order.transaction_order)))
+    if wfr:
+        sources.append(("writes-follow-reads", s.wfr))
+    if ends is not None and order.sequential_keys:
+        sources.append(("sequential-keys", vs.sequential_keys(txns, ends)))
+    if ends is not None and order.linearizable_keys:
+        pairs, skipped = vs.linearizable_keys(txns, ends)
+        sources.append(("linearizable-keys", pairs))
+        if skipped:
+            incomplete.append(
+                f"{skipped} real-time steps of the linearizable-keys version order were not "
+                f"taken (more than {vs.MAX_REALTIME_STEPS})"
+            )
+    return combine(sources, found), incomplete
+
+
 def _scan(txns: Sequence[Txn], found: Findings, writes_follow_reads: bool) -> _Scan:
     """One pass over the transactions: who wrote each value, the external reads and their
     readers, the version pairs a read-then-write proves, and the internal anomalies. One loop
     with its tables in locals: the hot part at 100k transactions."""
     s = _Scan()
     writer, dup, intermediate, readers = s.writer, s.dup, s.intermediate, s.readers
-    external, lost, after, has_pred = s.external, s.lost, s.after, s.has_pred
+    external, lost, wfr = s.external, s.lost, s.wfr
     for t in txns:
         tid = t.id
         if t.type == "fail":
@@ -201,10 +240,9 @@ def _scan(txns: Sequence[Txn], found: Findings, writes_follow_reads: bool) -> _S
             for k, x in ext.items():
                 if k in written:
                     lost.setdefault((k, x), []).append(tid)
-                    if writes_follow_reads and x != (y := written[k]):
-                        after.setdefault(k, {}).setdefault(x, set()).add(y)
-                        if x is not None:
-                            has_pred.add((k, y))
+                    # nil needs no pair: it precedes every version anyway
+                    if writes_follow_reads and x is not None and x != (y := written[k]):
+                        wfr.setdefault(k, set()).add((x, y))
     return s
 
 
@@ -281,13 +319,13 @@ def _read_edges(txns: Sequence[Txn], s: _Scan, graph: DepGraph, found: Findings)
             )
 
 
-def _version_edges(s: _Scan, graph: DepGraph) -> int:
+def _version_edges(s: _Scan, after: dict[Any, dict[Any, set[Any]]], graph: DepGraph) -> int:
     """``ww`` and ``rw`` from each known version pair ``x < y``; returns how many ``rw`` edges
     were left out for the bound :data:`MAX_RW_EDGES`."""
     writer, dup = s.writer, s.dup
     budget = MAX_RW_EDGES
     skipped_rw = 0
-    for k, succ in s.after.items():
+    for k, succ in after.items():
         for x, ys in succ.items():
             wx = writer.get((k, x)) if x is not None and (k, x) not in dup else None
             rs = s.readers.get((k, x), ())
@@ -309,28 +347,6 @@ def _version_edges(s: _Scan, graph: DepGraph) -> int:
                 for r in rs:
                     graph.add(r, wy, RW)
     return skipped_rw
-
-
-def _cyclic_versions(after: dict[Any, dict[Any, set[Any]]], found: Findings) -> None:
-    """A key whose read-then-write pairs order its versions in a cycle."""
-    for k, succ in after.items():
-        edges = [(x, y) for x, ys in succ.items() if x is not None for y in ys]
-        if not edges:
-            continue
-        try:
-            cyc = nx.find_cycle(nx.DiGraph(edges))
-        except nx.NetworkXNoCycle:
-            continue
-        order = " < ".join(show(x) for x, _ in cyc) + f" < {show(cyc[0][0])}"
-        found(
-            "cyclic-versions",
-            {
-                "key": k,
-                "versions": [x for x, _ in cyc],
-                "explanation": f"key {show(k)}: transactions that read then wrote it order its "
-                f"versions in a cycle: {order}",
-            },
-        )
 
 
 def _lost_updates(
