@@ -50,7 +50,7 @@ from typing import Any
 import grpc
 
 from chaos.node import etcd_scope
-from chaos.node.proxy_points import HOLD_LIMIT, Held, WritePoints, announce
+from chaos.node.proxy_points import HOLD_LIMIT, Held, Journal, WritePoints, announce
 
 # methods that change nothing: forwarded, not journaled (everything else is journaled, so a
 # method this list forgets is journaled too, never hidden)
@@ -170,27 +170,6 @@ def describe(method: str, request: bytes, response: bytes | None) -> dict[str, A
             rv = etcdrpc.LeaseRevokeResponse.FromString(response)
             rec["revision"] = int(rv.header.revision)
     return rec
-
-
-class Journal:
-    """Appends one JSON line per write; the file and its folder are root's (0600 / 0700)."""
-
-    def __init__(self, path: Path, node: str) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.chmod(path.parent, 0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        os.fchmod(fd, 0o600)
-        self._fh = os.fdopen(fd, "a", encoding="utf-8")
-        self._lock = threading.Lock()
-        self._node = node
-        self._seq = 0
-
-    def write(self, rec: dict[str, Any]) -> None:
-        with self._lock:
-            self._seq += 1
-            line = {"node": self._node, "seq": self._seq, **rec}
-            self._fh.write(json.dumps(line, separators=(",", ":"), sort_keys=True) + "\n")
-            self._fh.flush()
 
 
 def _txn_keys(request: bytes) -> list[str]:

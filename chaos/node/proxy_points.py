@@ -43,6 +43,16 @@ _EXCL = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
 
 
 @dataclass(frozen=True, slots=True)
+class Match:
+    """An armed point a call matches, not yet fired (:meth:`WritePoints.match`)."""
+
+    gen: str
+    op: str
+    moment: str
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Held:
     """One firing: the arming's generation, for :meth:`WritePoints.wait`."""
 
@@ -70,6 +80,27 @@ def peer_port(peer: str) -> int | None:
     """The client's TCP port from gRPC's ``context.peer()`` (``ipv4:127.0.0.1:54321``)."""
     head, _, port = peer.rpartition(":")
     return int(port) if head.startswith(("ipv4:", "ipv6:")) and port.isdigit() else None
+
+
+class Journal:
+    """Appends one JSON line per write; the file and its folder are root's (0600 / 0700)."""
+
+    def __init__(self, path: Path, node: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(path.parent, 0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        os.fchmod(fd, 0o600)
+        self._fh = os.fdopen(fd, "a", encoding="utf-8")
+        self._lock = threading.Lock()
+        self._node = node
+        self._seq = 0
+
+    def write(self, rec: dict[str, Any]) -> None:
+        with self._lock:
+            self._seq += 1
+            line = {"node": self._node, "seq": self._seq, **rec}
+            self._fh.write(json.dumps(line, separators=(",", ":"), sort_keys=True) + "\n")
+            self._fh.flush()
 
 
 class WritePoints:
@@ -108,24 +139,35 @@ class WritePoints:
         falls under it (once per generation, once in the cluster); None when nothing is armed or
         it does not match. ``written`` may be a function: the proxy decodes a call's keys only
         when something is armed, not on every call it forwards."""
+        found = self.match(op, moment, written)
+        return None if found is None else self.fire(found, peer)
+
+    def match(
+        self, op: str, moment: str, written: Sequence[str] | Callable[[], Sequence[str]]
+    ) -> Match | None:
+        """The arming ``op`` at ``moment`` would fire for ``written``, without firing it: a proxy
+        that must first forward what it holds after (the NATS proxy's ``after``) fires it then."""
         arming = self._arming(op, moment)
         if arming is None:
             return None
         gen, prefixes = arming
         written = written() if callable(written) else written
         keys = [k for k in written if any(k.startswith(p) for p in prefixes)]
-        if not keys:
-            return None
+        return Match(gen, op, moment, tuple(keys)) if keys else None
+
+    def fire(self, found: Match, peer: str) -> Held | None:
+        """Say that ``found`` fired here (once per generation, once in the cluster); None when it
+        fired already, here or on another node's proxy."""
         with self._lock:
-            if gen in self._fired:
+            if found.gen in self._fired:
                 return None
-            self._fired.add(gen)
-        note = json.dumps({"node": self._node, "gen": gen, "moment": moment, "op": op,
-                           "port": peer_port(peer), "keys": keys[:16],
+            self._fired.add(found.gen)
+        note = json.dumps({"node": self._node, "gen": found.gen, "moment": found.moment,
+                           "op": found.op, "port": peer_port(peer), "keys": list(found.keys[:16]),
                            "mono": time.monotonic(), "wall": time.time()})  # fmt: skip
-        if not announce(self._control, self._claims, f"write-{gen}", gen, note):
+        if not announce(self._control, self._claims, f"write-{found.gen}", found.gen, note):
             return None  # another node's proxy fired this arming
-        return Held(gen)
+        return Held(found.gen)
 
     def wait(self, held: Held, limit: float = HOLD_LIMIT) -> dict[str, Any]:
         """Hold until the orchestrator's release of this firing; the release's words (``forward``
