@@ -39,13 +39,14 @@ def _run(store: Path, solution: str) -> tuple[int, dict[str, Any], StoredRun]:
 
 
 def _fired(run: StoredRun) -> dict[str, Any]:
-    fired = [
-        o.extra["trigger"]
+    # a fault's start is two ops (its intent, then what was done), each with the trigger
+    fired = {
+        o.extra["fault_id"]: o.extra["trigger"]
         for o in run.history
         if isinstance(o.extra.get("trigger"), dict) and o.extra.get("phase") == "start"
-    ]
+    }
     assert len(fired) == 1, fired
-    trigger: dict[str, Any] = fired[0]
+    trigger: dict[str, Any] = next(iter(fired.values()))
     return trigger
 
 

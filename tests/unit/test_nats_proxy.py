@@ -113,9 +113,19 @@ def proxy(server: int, tmp_path: Path) -> Iterator[Running]:
     try:
         yield Running(srv.sockets[0].getsockname()[1], control, journal, server)
     finally:
-        loop.call_soon_threadsafe(srv.close)
+        asyncio.run_coroutine_threadsafe(_shutdown(srv), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(5)
+        loop.close()
+
+
+async def _shutdown(srv: asyncio.Server) -> None:
+    """Every connection's pumps ended before the loop stops (none left to a closed loop)."""
+    srv.close()
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _run(coro: Any) -> Any:
@@ -267,6 +277,7 @@ def _pull_one(proxy: Running, op: str, moment: str, *, forward: bool) -> dict[st
             msg = (await fetched)[0]
             acked = asyncio.create_task(msg.ack_sync(timeout=20))
             note = await asyncio.to_thread(proxy.fired, "g2")
+            await asyncio.sleep(0.3)  # time enough for an answer the proxy did not hold
             assert not acked.done()  # before: the server has not got it; after: its answer waits
         out: dict[str, Any] = {"note": note, "port": port}
         nc2 = await nats.connect(f"nats://{USER}:{PASSWORD}@127.0.0.1:{proxy.server_port}")
