@@ -37,7 +37,6 @@ Runs on the nodes, as root: standard library, ``grpc`` and ``etcd3``'s generated
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import threading
@@ -49,7 +48,7 @@ from typing import Any
 
 import grpc
 
-from chaos.node import etcd_scope
+from chaos.node import etcd_scope, proxy_points
 from chaos.node.proxy_points import HOLD_LIMIT, Held, Journal, WritePoints, announce
 
 # methods that change nothing: forwarded, not journaled (everything else is journaled, so a
@@ -473,12 +472,7 @@ def serve(
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(prog="python3 -m chaos.node.etcd_proxy")
-    p.add_argument("--listen", required=True)
-    p.add_argument("--upstream", required=True)
-    p.add_argument("--node", required=True)
-    p.add_argument("--state", required=True, type=Path)
-    p.add_argument("--claims", type=Path, default=None)
+    p = proxy_points.arguments("chaos.node.etcd_proxy")
     p.add_argument("--prefix", default=None, help="the lab's keys: every other key is refused")
     a = p.parse_args()
     os.umask(0o077)

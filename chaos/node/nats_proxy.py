@@ -32,15 +32,14 @@ Runs on the nodes, as root: standard library only.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import os
 import time
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
+from chaos.node import proxy_points
 from chaos.node.proxy_points import HOLD_LIMIT, Held, Journal, Match, WritePoints
 
 CRLF = b"\r\n"
@@ -358,12 +357,7 @@ def _address(text: str) -> tuple[str, int]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(prog="python3 -m chaos.node.nats_proxy")
-    p.add_argument("--listen", required=True)
-    p.add_argument("--upstream", required=True)
-    p.add_argument("--node", required=True)
-    p.add_argument("--state", required=True, type=Path)
-    p.add_argument("--claims", type=Path, default=None)
+    p = proxy_points.arguments("chaos.node.nats_proxy")
     a = p.parse_args()
     os.umask(0o077)
     control = a.state / "control"

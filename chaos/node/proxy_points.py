@@ -25,6 +25,7 @@ Standard library only: the caller decodes the keys.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import threading
@@ -184,3 +185,15 @@ class WritePoints:
                 return got
             time.sleep(POLL)
         return {"forward": True, "timed_out": True}
+
+
+def arguments(prog: str) -> argparse.ArgumentParser:
+    """The command line both proxies take (``--listen``, ``--upstream``, ``--node``, ``--state``,
+    ``--claims``); a proxy adds its own."""
+    p = argparse.ArgumentParser(prog=f"python3 -m {prog}")
+    p.add_argument("--listen", required=True)
+    p.add_argument("--upstream", required=True)
+    p.add_argument("--node", required=True)
+    p.add_argument("--state", required=True, type=Path)
+    p.add_argument("--claims", type=Path, default=None)
+    return p

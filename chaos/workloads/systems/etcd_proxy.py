@@ -70,20 +70,36 @@ def process(
     ctx: RunContext, node: str, upstream_port: int, scope: str | None = None
 ) -> ProcessSpec:
     """The proxy of ``node``; ``scope``: the lab's key prefix, the only keys it forwards."""
+    extra = ["--prefix", scope] if scope else []
+    upstream = f"127.0.0.1:{upstream_port}"
+    return proxy_process(ctx, node, NAME, service_endpoint(), upstream, STATE, extra)
+
+
+def proxy_process(
+    ctx: RunContext,
+    node: str,
+    name: str,
+    listen: str,
+    upstream: str,
+    state: str,
+    extra: list[str],
+) -> ProcessSpec:
+    """A root-owned proxy of ``node`` (``chaos.node.<name with _>``, its command line
+    chaos.node.proxy_points.arguments), the claims folder passed where the nodes share one."""
     claims = claims_folder(ctx)
     return ProcessSpec(
         node=node,
-        name=NAME,
-        role=NAME,
+        name=name,
+        role=name,
         infrastructure=True,
         argv=[
-            "python3", "-m", "chaos.node.etcd_proxy",
-            "--listen", service_endpoint(),
-            "--upstream", f"127.0.0.1:{upstream_port}",
+            "python3", "-m", f"chaos.node.{name.replace('-', '_')}",
+            "--listen", listen,
+            "--upstream", upstream,
             "--node", node,
-            "--state", STATE,
+            "--state", state,
             *(["--claims", claims] if claims else []),
-            *(["--prefix", scope] if scope else []),
+            *extra,
         ],
     )  # fmt: skip
 

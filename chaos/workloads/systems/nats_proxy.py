@@ -36,22 +36,8 @@ def service_url(ctx: RunContext) -> str:
 
 
 def process(ctx: RunContext, node: str) -> ProcessSpec:
-    claims = etcd_proxy.claims_folder(ctx)
     upstream = f"{ctx.cluster.address(nats.broker_node(ctx))}:{nats.PORT}"
-    return ProcessSpec(
-        node=node,
-        name=NAME,
-        role=NAME,
-        infrastructure=True,
-        argv=[
-            "python3", "-m", "chaos.node.nats_proxy",
-            "--listen", f"127.0.0.1:{PORT}",
-            "--upstream", upstream,
-            "--node", node,
-            "--state", STATE,
-            *(["--claims", claims] if claims else []),
-        ],
-    )  # fmt: skip
+    return etcd_proxy.proxy_process(ctx, node, NAME, f"127.0.0.1:{PORT}", upstream, STATE, [])
 
 
 def deploy(ctx: RunContext) -> None:
