@@ -321,3 +321,57 @@ def test_a_delivery_is_held_before_the_worker_gets_it(proxy: Running) -> None:
     assert [bytes(m.data) for m in got["result"]] == [b"t1"]
     # held after JetStream delivered it: the broker counts it delivered, unACKed
     assert got["held_ack_pending"] == 1 and got["delivered"] == 1
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="no openssl to make a certificate")
+def test_a_client_that_opens_tls_is_forwarded_raw(tmp_path: Path) -> None:
+    """A broker that requires TLS: the client's handshake follows the server's INFO, and the
+    proxy forwards both directions as raw bytes from there (no point; journaled)."""
+    import ssl
+
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+         "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    port = _free_port()
+    conf = tmp_path / "tls.conf"
+    conf.write_text(f'tls {{ cert_file: "{cert}", key_file: "{key}" }}\n')
+    proc = subprocess.Popen(
+        ["nats-server", "-a", "127.0.0.1", "-p", str(port), "-c", str(conf)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    control = tmp_path / "control"
+    control.mkdir()
+    journal = tmp_path / "state" / "journal.jsonl"
+    p = Proxy(("127.0.0.1", port), WritePoints(control, "n1"), Journal(journal, "n1"))
+
+    async def go() -> bytes:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "nats-server did not listen"
+                await asyncio.sleep(0.05)
+        srv = await listen(p, "127.0.0.1", 0)
+        ctx = ssl.create_default_context(cafile=str(cert))
+        url = f"tls://127.0.0.1:{srv.sockets[0].getsockname()[1]}"
+        nc = await nats.connect(url, tls=ctx, allow_reconnect=False, connect_timeout=5)
+        sub = await nc.subscribe("sealed")
+        await nc.publish("sealed", b"x" * 100_000)
+        msg = await sub.next_msg(5)
+        await nc.close()
+        srv.close()  # the connections' pumps end with the test's loop
+        return bytes(msg.data)
+
+    try:
+        assert _run(go()) == b"x" * 100_000
+    finally:
+        proc.terminate()
+        proc.wait(5)
+    lines = [json.loads(x) for x in journal.read_text().splitlines()]
+    assert [x["outcome"] for x in lines] == ["raw"] and "TLS" in lines[0]["reason"]
