@@ -85,6 +85,13 @@ def test_a_kill_after_the_broker_took_the_ack_loses_ack_before_commits_task(
     consumer = final["consumer"]
     assert consumer["num_ack_pending"] == 0 and consumer["num_pending"] == 0, consumer
     assert not [e for e in run.events if e.kind == "commit" and e.task_id == held_task]
+    # and the proxy journaled its hold: held, then dropped with the killed worker
+    journal = final["broker_journal"]
+    assert journal["source"] == "nats-proxy" and not journal["unread"], journal
+    lines = [e for e in journal["entries"] if e.get("op") == "ack"]
+    assert [(e["node"], e["outcome"]) for e in lines] == [
+        (trigger["node"], "held"), (trigger["node"], "dropped"),
+    ], lines  # fmt: skip
 
 
 def test_a_service_cannot_reach_the_broker_around_its_proxy_nor_see_its_points(

@@ -480,6 +480,8 @@ class Lab3(write_points.ProxyWritePoints):
             "outbox": {"pending": pending, "published": published},
             "record": record,
             "journal": journal,
+            # the NATS proxies' word on what they held or refused (broker points)
+            "broker_journal": nats_proxy.collect(ctx),
         }
         if counter is not None and state["counter"] is None:
             state["counter_refused"] = value

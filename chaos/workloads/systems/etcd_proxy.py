@@ -294,17 +294,18 @@ def _note(ctx: RunContext, raw: bytes, gen: str) -> dict[str, Any] | None:
     return {"node": note["node"], "time": at, "keys": keys if isinstance(keys, list) else []}
 
 
-def collect(ctx: RunContext) -> dict[str, Any]:
+def collect(ctx: RunContext, journal: str = JOURNAL, source: str = NAME) -> dict[str, Any]:
     """Every node's journal, as ``{"source": "etcd-proxy", "entries": [...], "problems": [...],
     "nodes": {node: count}, "unread": {node: why}}``: entries in each node's order; what could
     not be read is named in ``problems`` (in words), and each node whose journal, or part of it,
-    was not read in ``unread`` — what a checker decides "who wrote it cannot be told" by."""
-    out: dict[str, Any] = {"source": "etcd-proxy", "entries": [], "problems": [], "nodes": {},
+    was not read in ``unread`` — what a checker decides "who wrote it cannot be told" by.
+    ``journal``/``source``: another proxy's (the NATS proxy's, chaos.workloads.systems.nats_proxy)."""
+    out: dict[str, Any] = {"source": source, "entries": [], "problems": [], "nodes": {},
                            "unread": {}}  # fmt: skip
 
     def one(node: str) -> tuple[str, bytes | None, str | None]:
         try:
-            return node, ctx.cluster.get_file(node, JOURNAL), None
+            return node, ctx.cluster.get_file(node, journal), None
         except Exception as e:  # a node gone: said below
             return node, None, f"{type(e).__name__}: {e}"
 

@@ -17,6 +17,8 @@ only way in. The proxy and the broker run as root, which the rule does not touch
 
 from __future__ import annotations
 
+from typing import Any
+
 from chaos.cluster.base import Cluster
 from chaos.core.context import RunContext
 from chaos.core.supervisor import ProcessSpec
@@ -26,6 +28,7 @@ PORT = 4223
 # root's folder (0700) in the node's log folder, as the etcd proxy's (etcd_proxy.STATE)
 STATE = "/var/log/chaos/nats-proxy"
 CONTROL = f"{STATE}/control"
+JOURNAL = f"{STATE}/journal.jsonl"
 NAME = "nats-proxy"
 
 
@@ -50,3 +53,9 @@ def deploy(ctx: RunContext) -> None:
 
 def wait_listening(cluster: Cluster, wait: float = 20.0) -> None:
     etcd_proxy.wait_listening(cluster, wait, PORT, NAME)
+
+
+def collect(ctx: RunContext) -> dict[str, Any]:
+    """Every node's NATS proxy journal (what it held, released, dropped, refused or forwarded
+    raw), in the etcd journal's form (``etcd_proxy.collect``)."""
+    return etcd_proxy.collect(ctx, JOURNAL, NAME)
