@@ -42,6 +42,17 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _wait_listening(port: int) -> None:
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, "nats-server did not listen"
+            time.sleep(0.05)
+
+
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[int]:
     """A real nats-server with JetStream and a user with a password."""
@@ -55,14 +66,7 @@ def server(tmp_path: Path) -> Iterator[int]:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "nats-server did not listen"
-                time.sleep(0.05)
+        _wait_listening(port)
         yield port
     finally:
         proc.terminate()
@@ -349,14 +353,6 @@ def test_a_client_that_opens_tls_is_forwarded_raw(tmp_path: Path) -> None:
     p = Proxy(("127.0.0.1", port), WritePoints(control, "n1"), Journal(journal, "n1"))
 
     async def go() -> bytes:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "nats-server did not listen"
-                await asyncio.sleep(0.05)
         srv = await listen(p, "127.0.0.1", 0)
         ctx = ssl.create_default_context(cafile=str(cert))
         url = f"tls://127.0.0.1:{srv.sockets[0].getsockname()[1]}"
@@ -369,6 +365,7 @@ def test_a_client_that_opens_tls_is_forwarded_raw(tmp_path: Path) -> None:
         return bytes(msg.data)
 
     try:
+        _wait_listening(port)
         assert _run(go()) == b"x" * 100_000
     finally:
         proc.terminate()
