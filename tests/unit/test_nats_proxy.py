@@ -225,6 +225,22 @@ def test_a_wrong_password_is_the_servers_answer_through_the_proxy(proxy: Running
         _run(go())
 
 
+def test_bytes_that_are_no_nats_end_the_connection_and_are_journaled(proxy: Running) -> None:
+    """A frame the proxy cannot cut is not forwarded raw (a connection no point could see):
+    the connection ends, and the journal says why."""
+    with socket.create_connection(("127.0.0.1", proxy.port), 5) as s:
+        s.recv(4096)  # INFO
+        s.sendall(f'CONNECT {{"user":"{USER}","pass":"{PASSWORD}"}}\r\nPUB a nine\r\n'.encode())
+        s.settimeout(5)
+        got = b""
+        while chunk := s.recv(4096):  # until the proxy closes it
+            got += chunk
+    assert b"MSG" not in got
+    lines = proxy.lines()
+    assert [x["outcome"] for x in lines] == ["refused"], lines
+    assert "byte count 'nine'" in lines[0]["reason"]
+
+
 # ------------------------------------------------------------ points
 
 
