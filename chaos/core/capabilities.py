@@ -252,9 +252,17 @@ class WritePoints(Protocol):
     read (None: no answer), so that a held call ends once another process wrote a value the
     group did not hold at the firing — what the held one was held back from — never on a
     revision alone, which the code under test could move with a write of what is already there,
-    nor on a key leaving (a lease that expires is no writer); it must only read."""
+    nor on a key leaving (a lease that expires is no writer); it must only read.
+
+    The broker's steps are points of the same kind, decided by each node's root-owned NATS proxy
+    (chaos.node.nats_proxy): ``op`` one of :data:`BROKER_OPS` — ``publish`` before/after, ``ack``
+    before/after, ``delivery`` after — of a group in ``broker_groups`` (lab3: ``tasks``), whose
+    sender is one of ``broker_components``; ``write_point_writer``, ``release_write_point`` and
+    ``disarm_write_point`` take the ``op`` to know which proxy."""
 
     write_groups: Mapping[str, tuple[str, ...]]
+    broker_groups: Mapping[str, BrokerGroup]
+    broker_components: tuple[str, ...]
 
     def arm_write_point(
         self, ctx: RunContext, op: str, moment: str, group: str, hold: float | None = None
@@ -262,24 +270,45 @@ class WritePoints(Protocol):
 
     def write_point_fired(self, ctx: RunContext, gen: str) -> dict[str, Any] | None: ...
 
-    def write_point_writer(self, ctx: RunContext, node: str, port: int) -> str | None: ...
+    def write_point_writer(
+        self, ctx: RunContext, node: str, port: int, op: str = "write"
+    ) -> str | None: ...
 
     def release_write_point(
-        self, ctx: RunContext, node: str, gen: str, *, forward: bool
+        self, ctx: RunContext, node: str, gen: str, *, forward: bool, op: str = "write"
     ) -> None: ...
 
-    def disarm_write_point(self, ctx: RunContext) -> None: ...
+    def disarm_write_point(self, ctx: RunContext, op: str = "write") -> None: ...
 
     def group_state(self, ctx: RunContext, group: str) -> frozenset[str] | None: ...
 
 
+# the broker's points, held by the nodes' NATS proxies (the others are the etcd proxies')
+BROKER_OPS = ("publish", "ack", "delivery")
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerGroup:
+    """A broker point's group: the subjects its publishes go to (``publish``), and the prefix of
+    the ACK subjects of its consumer's deliveries (``ack``, and ``delivery``: a message whose
+    reply subject is one). Prefixes, as the NATS proxy matches them."""
+
+    publish: tuple[str, ...]
+    acks: tuple[str, ...]
+
+    def subjects(self, op: str) -> list[str]:
+        return list(self.publish if op == "publish" else self.acks)
+
+
 def write_point(component: str, moment: str, op: str, group: str) -> HoldPoint:
-    """The point a write (or read) trigger names, held by the etcd proxy, not by the process."""
-    what = "a transaction that writes" if op == "write" else "a read of"
+    """The point a write (or read) trigger names, held by the etcd proxy, not by the process; a
+    broker step (:data:`BROKER_OPS`), held by the NATS proxy."""
+    what = {"write": "a transaction that writes", "read": "a read of"}.get(op, f"the {op} of")
+    proxy = "NATS" if op in BROKER_OPS else "etcd"
     return HoldPoint(
         component,
         f"{moment}-{op}-{group}",
-        f"{component}: {moment} {what} its {group} (held by the etcd proxy)",
+        f"{component}: {moment} {what} its {group} (held by the {proxy} proxy)",
     )
 
 

@@ -30,15 +30,16 @@ class HoldFault(TargetedFault):
         intent: dict[str, Any] | None = None,
         trigger: dict[str, Any] | None = None,
     ) -> int:
-        if not trigger or trigger.get("decided_by") != "etcd-proxy":
+        if not trigger or trigger.get("decided_by") not in ("etcd-proxy", "nats-proxy"):
             raise RuntimeError(
                 f"hold {resolved.spec}: a hold is a write or read trigger's fault "
                 "('hold worker before read of counter for 2s'); there is no call to hold here"
             )
         held = [t.to_json() for t in resolved.targets]
+        where = f"at the {trigger['decided_by']}"
         return ctx.faults.start(
             "hold",
-            lambda: [{**t, "held": "at the etcd proxy"} for t in held],
+            lambda: [{**t, "held": where} for t in held],
             lambda: {"released": True},
             intent=intent or {"target": resolved.spec},
             trigger=trigger,

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chaos.core.capabilities import (
+    BROKER_OPS,
     HoldPoint,
     HoldPoints,
     Names,
@@ -50,12 +51,14 @@ from chaos.nemesis.targets import did_you_mean
 
 _PHRASE = re.compile(
     r"^\s*(?P<fault>[a-z]+)\s+(?P<role>[a-z][\w-]*)\s+(?P<moment>on|before|after)\s+"
-    r"(?P<kind>txn\s+\d+\s+of\s+[a-z_][\w]*|(?:write|read)\s+of\s+[a-z][\w-]*|[a-z][\w-]*)"
+    r"(?P<kind>txn\s+\d+\s+of\s+[a-z_][\w]*|(?:write|read|publish|ack|delivery)\s+of\s+[a-z][\w-]*"
+    r"|[a-z][\w-]*)"
     r"(?P<rest>.*)$"
 )
 _TXN = re.compile(r"^txn\s+(?P<n>\d+)\s+of\s+(?P<fn>[a-z_]\w*)$")
-_WRITE = re.compile(r"^(?P<op>write|read)\s+of\s+(?P<group>[a-z][\w-]*)$")
-# a parsed trigger's ``kind`` that names a write or read point (held by the etcd proxy)
+_WRITE = re.compile(r"^(?P<op>write|read|publish|ack|delivery)\s+of\s+(?P<group>[a-z][\w-]*)$")
+# a parsed trigger's ``kind`` that names a write or read point (held by the etcd proxy) or a
+# broker step (``publish``/``ack``/``delivery``, held by the NATS proxy)
 WRITE_KIND = _WRITE
 _FOR = re.compile(r"\bfor\s+(?P<d>\S+)")
 _UNTIL = re.compile(r"\buntil\s+(?P<k>[a-z][\w-]*)")
@@ -89,7 +92,11 @@ class Trigger:
             "fault": self.fault,
             "hold": self.point.file if self.point else None,
             **(
-                {"write": self.write, "op": self.op, "decided_by": "etcd-proxy"}
+                {
+                    "write": self.write,
+                    "op": self.op,
+                    "decided_by": "nats-proxy" if self.op in BROKER_OPS else "etcd-proxy",
+                }
                 if self.write
                 else {}
             ),
@@ -202,6 +209,8 @@ def _bind_txn(trigger: Trigger, m: re.Match[str], workload: Workload, name: str)
 
 
 def _bind_write(trigger: Trigger, op: str, group: str, workload: Workload, name: str) -> HoldPoint:
+    if op in BROKER_OPS:
+        return _bind_broker(trigger, op, group, workload, name)
     if not isinstance(workload, WritePoints) or not isinstance(workload, TxnPoints):
         raise TriggerError(f"trigger {trigger.phrase!r}: {name} has no write points")
     if group not in workload.write_groups:
@@ -223,6 +232,37 @@ def _bind_write(trigger: Trigger, op: str, group: str, workload: Workload, name:
         # an ``until`` would end the hold on a service's report: the code under test's word
         raise TriggerError(f"trigger {trigger.phrase!r}: a write point takes 'for', not 'until'")
     return write_point(component, trigger.moment, op, group)
+
+
+def _bind_broker(trigger: Trigger, op: str, group: str, workload: Workload, name: str) -> HoldPoint:
+    """A broker step held by the nodes' NATS proxies: ``pause relay before publish of tasks``,
+    ``kill worker before|after ack of tasks``, ``pause worker after delivery of tasks``."""
+    groups = workload.broker_groups if isinstance(workload, WritePoints) else {}
+    if not groups:
+        raise TriggerError(f"trigger {trigger.phrase!r}: {name} has no broker points")
+    if group not in groups:
+        known = ", ".join(sorted(groups))
+        raise TriggerError(
+            f"trigger {trigger.phrase!r}: {name} has no broker group {group!r}"
+            f"{did_you_mean(group, tuple(groups))}; known: {known}"
+        )
+    moments = ("after",) if op == "delivery" else ("before", "after")
+    if trigger.moment not in moments:
+        raise TriggerError(
+            f"trigger {trigger.phrase!r}: say {' or '.join(repr(f'{m} {op}') for m in moments)}"
+            + (" (the proxy holds a delivery JetStream made, before the worker gets it)"
+               if op == "delivery" else "")
+        )  # fmt: skip
+    assert isinstance(workload, WritePoints)
+    components = tuple(workload.broker_components)
+    if trigger.role not in components:
+        raise TriggerError(
+            f"trigger {trigger.phrase!r}: {name} has no role {trigger.role!r} on the broker; "
+            f"known: {', '.join(sorted(components))}"
+        )
+    if trigger.until is not None:
+        raise TriggerError(f"trigger {trigger.phrase!r}: a broker point takes 'for', not 'until'")
+    return write_point(trigger.role, trigger.moment, op, group)
 
 
 def _wait_event(

@@ -13,6 +13,10 @@ port; the host finds the process that holds that connection; the fault is applie
 its call is held; then the proxy lets the write go on — or drops it, when its sender was killed
 before it (a crash before the write). The code under test sees a slow call, and only after the
 fault. The nemesis ops carry ``trigger`` with ``decided_by: etcd-proxy``.
+
+A broker step is the same kind of point, decided by each node's root-owned NATS proxy
+(chaos.node.nats_proxy): ``pause relay before publish of tasks``, ``kill worker after ack of
+tasks``, ``pause worker after delivery of tasks``; its ops say ``decided_by: nats-proxy``.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from chaos.core.capabilities import WritePoints
+from chaos.core.capabilities import BROKER_OPS, WritePoints
 from chaos.core.context import RunContext
 from chaos.core.rest import RestWatch
 from chaos.core.target import Resolved, Target
@@ -57,21 +61,23 @@ class WriteTriggerNemesis(TriggerNemesis):
         try:
             fid = self.fault.start(ctx, resolved, intent=intent, trigger=record)
         except BaseException:
-            self.writes.release_write_point(ctx, node, gen, forward=True)
+            self.writes.release_write_point(ctx, node, gen, forward=True, op=tr.op)
             raise
         if killed:
             # the sender is gone: a write held before it is dropped (it never left the process)
-            self.writes.release_write_point(ctx, node, gen, forward=False)
+            self.writes.release_write_point(ctx, node, gen, forward=False, op=tr.op)
             if tr.times is None or n + 1 < tr.times:
                 # the next firing is armed before the restart: the work the kill cut short comes
                 # back (a redelivery) as soon as the process does, or sooner, elsewhere
                 self._next = self.writes.arm_write_point(ctx, tr.op, tr.moment, tr.write)
-        ctx.progress(f"'{tr.phrase}' fired on {node} ({record['component']}, the etcd proxy)")
+        ctx.progress(
+            f"'{tr.phrase}' fired on {node} ({record['component']}, {record['decided_by']})"
+        )
         self._last_held(ctx, fired, note.get("time"))
         if not killed:
             # the held call goes on at the fault's end, before the heal: a write held before it
             # lands late (stale), and its answer waits in the socket of the stopped process
-            self.writes.release_write_point(ctx, node, gen, forward=True)
+            self.writes.release_write_point(ctx, node, gen, forward=True, op=tr.op)
         ctx.faults.heal(fid)
         return True
 
@@ -121,9 +127,10 @@ class WriteTriggerNemesis(TriggerNemesis):
                 )
                 self._next = None
                 self.armed.set()
-                ctx.progress(f"armed the etcd proxies' write point for '{tr.phrase}'")
+                which = "NATS proxies' broker" if tr.op in BROKER_OPS else "etcd proxies' write"
+                ctx.progress(f"armed the {which} point for '{tr.phrase}'")
                 note = self._fired(ctx, gen, deadline, quiet)
-                self.writes.disarm_write_point(ctx)
+                self.writes.disarm_write_point(ctx, op=tr.op)
                 # a proxy may fire between the last look and the disarm
                 note = note or self.writes.write_point_fired(ctx, gen)
                 if note is None:
@@ -133,7 +140,7 @@ class WriteTriggerNemesis(TriggerNemesis):
                 if writer == tr.point.component:
                     note["component"] = writer
                     return note
-                self.writes.release_write_point(ctx, note["node"], gen, forward=True)
+                self.writes.release_write_point(ctx, note["node"], gen, forward=True, op=tr.op)
                 ctx.progress(
                     f"'{tr.phrase}': the held write on {note['node']} was {writer or 'no known process'}'s,"
                     f" not {tr.point.component}'s: let go, armed again"
@@ -159,7 +166,7 @@ class WriteTriggerNemesis(TriggerNemesis):
         if not isinstance(port, int):
             return None
         try:
-            return self.writes.write_point_writer(ctx, note["node"], port)
+            return self.writes.write_point_writer(ctx, note["node"], port, op=self.trigger.op)
         except Exception:  # the node or the process gone: no process to fault
             return None
 
@@ -179,7 +186,7 @@ class WriteTriggerNemesis(TriggerNemesis):
             "kind": tr.kind,
             "write": tr.write,
             "op": tr.op,
-            "decided_by": "etcd-proxy",
+            "decided_by": _decider(tr.op),
             "node": node,
             "component": component,
             "pid": ctx.cluster.pid(node, component),
@@ -188,6 +195,11 @@ class WriteTriggerNemesis(TriggerNemesis):
             "firing": n + 1,
         }
         return resolved, record
+
+
+def _decider(op: str) -> str:
+    """The proxy that decides a point of ``op``: a broker step's is the NATS proxy."""
+    return "nats-proxy" if op in BROKER_OPS else "etcd-proxy"
 
 
 class _Quiet:

@@ -37,7 +37,6 @@ Runs on the nodes, as root: standard library, ``grpc`` and ``etcd3``'s generated
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import threading
@@ -49,8 +48,8 @@ from typing import Any
 
 import grpc
 
-from chaos.node import etcd_scope, write_effect
-from chaos.node.proxy_points import HOLD_LIMIT, Held, WritePoints, announce
+from chaos.node import etcd_scope, proxy_points, write_effect
+from chaos.node.proxy_points import HOLD_LIMIT, Held, Journal, WritePoints, announce
 
 # methods that change nothing: forwarded, not journaled (everything else is journaled, so a
 # method this list forgets is journaled too, never hidden)
@@ -170,27 +169,6 @@ def describe(method: str, request: bytes, response: bytes | None) -> dict[str, A
             rv = etcdrpc.LeaseRevokeResponse.FromString(response)
             rec["revision"] = int(rv.header.revision)
     return rec
-
-
-class Journal:
-    """Appends one JSON line per write; the file and its folder are root's (0600 / 0700)."""
-
-    def __init__(self, path: Path, node: str) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.chmod(path.parent, 0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        os.fchmod(fd, 0o600)
-        self._fh = os.fdopen(fd, "a", encoding="utf-8")
-        self._lock = threading.Lock()
-        self._node = node
-        self._seq = 0
-
-    def write(self, rec: dict[str, Any]) -> None:
-        with self._lock:
-            self._seq += 1
-            line = {"node": self._node, "seq": self._seq, **rec}
-            self._fh.write(json.dumps(line, separators=(",", ":"), sort_keys=True) + "\n")
-            self._fh.flush()
 
 
 def _txn_keys(request: bytes) -> list[str]:
@@ -503,12 +481,7 @@ def serve(
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(prog="python3 -m chaos.node.etcd_proxy")
-    p.add_argument("--listen", required=True)
-    p.add_argument("--upstream", required=True)
-    p.add_argument("--node", required=True)
-    p.add_argument("--state", required=True, type=Path)
-    p.add_argument("--claims", type=Path, default=None)
+    p = proxy_points.arguments("chaos.node.etcd_proxy")
     p.add_argument("--prefix", default=None, help="the lab's keys: every other key is refused")
     a = p.parse_args()
     os.umask(0o077)

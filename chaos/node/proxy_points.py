@@ -27,6 +27,7 @@ Standard library only: the caller decodes the keys.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import threading
@@ -42,6 +43,18 @@ ARM_FILE = "write-point"
 HOLD_LIMIT = 120.0
 POLL = 0.005
 _EXCL = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """An armed point a call matches, not yet fired (:meth:`WritePoints.match`)."""
+
+    gen: str
+    op: str
+    moment: str
+    keys: tuple[str, ...]
+    prefixes: tuple[str, ...] = ()
+    hold: float | None = None  # the arming's: the call goes on by itself this long after
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +91,27 @@ def peer_port(peer: str) -> int | None:
     """The client's TCP port from gRPC's ``context.peer()`` (``ipv4:127.0.0.1:54321``)."""
     head, _, port = peer.rpartition(":")
     return int(port) if head.startswith(("ipv4:", "ipv6:")) and port.isdigit() else None
+
+
+class Journal:
+    """Appends one JSON line per write; the file and its folder are root's (0600 / 0700)."""
+
+    def __init__(self, path: Path, node: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(path.parent, 0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        os.fchmod(fd, 0o600)
+        self._fh = os.fdopen(fd, "a", encoding="utf-8")
+        self._lock = threading.Lock()
+        self._node = node
+        self._seq = 0
+
+    def write(self, rec: dict[str, Any]) -> None:
+        with self._lock:
+            self._seq += 1
+            line = {"node": self._node, "seq": self._seq, **rec}
+            self._fh.write(json.dumps(line, separators=(",", ":"), sort_keys=True) + "\n")
+            self._fh.flush()
 
 
 class WritePoints:
@@ -134,27 +168,40 @@ class WritePoints:
         for gen, (hop, hmoment, hprefixes, until) in holding:
             if (hop, hmoment) == (op, moment) and _matching(written, hprefixes):
                 return Held(gen, first=False, until=until)
+        found = _match(arming, op, moment, written)
+        if found is None or found.gen in self._fired:
+            return None
+        if op == "write" and changes is not None and not changes(found.prefixes):
+            return None  # a write that leaves the group as it is: not the point's write
+        return self.fire(found, peer)
+
+    def match(
+        self, op: str, moment: str, written: Sequence[str] | Callable[[], Sequence[str]]
+    ) -> Match | None:
+        """The arming ``op`` at ``moment`` would fire for ``written``, without firing it: a proxy
+        that must first forward what it holds after (the NATS proxy's ``after``) fires it then."""
+        arming = self._arming(op, moment)
         if arming is None:
             return None
-        gen, prefixes, hold = arming
-        keys = _matching(written, prefixes)
-        if not keys or gen in self._fired:
-            return None
-        if op == "write" and changes is not None and not changes(prefixes):
-            return None  # a write that leaves the group as it is: not the point's write
+        return _match(arming, op, moment, written() if callable(written) else written)
+
+    def fire(self, found: Match, peer: str) -> Held | None:
+        """Say that ``found`` fired here (once per generation, once in the cluster); None when it
+        fired already, here or on another node's proxy. Until its release, a call that matches
+        the same point is held with it (:meth:`take`)."""
         with self._lock:
-            if gen in self._fired:
+            if found.gen in self._fired:
                 return None
-            self._fired.add(gen)
-        note = json.dumps({"node": self._node, "gen": gen, "moment": moment, "op": op,
-                           "port": peer_port(peer), "keys": keys[:16],
+            self._fired.add(found.gen)
+        note = json.dumps({"node": self._node, "gen": found.gen, "moment": found.moment,
+                           "op": found.op, "port": peer_port(peer), "keys": list(found.keys[:16]),
                            "mono": time.monotonic(), "wall": time.time()})  # fmt: skip
-        if not announce(self._control, self._claims, f"write-{gen}", gen, note):
+        if not announce(self._control, self._claims, f"write-{found.gen}", found.gen, note):
             return None  # another node's proxy fired this arming
-        until = None if hold is None else time.monotonic() + hold
+        until = None if found.hold is None else time.monotonic() + found.hold
         with self._lock:
-            self._holding[gen] = (op, moment, prefixes, until)
-        return Held(gen, until=until)
+            self._holding[found.gen] = (found.op, found.moment, list(found.prefixes), until)
+        return Held(found.gen, until=until)
 
     def wait(self, held: Held, limit: float = HOLD_LIMIT) -> dict[str, Any]:
         """Hold until the orchestrator's release of this firing; the release's words (``forward``
@@ -185,5 +232,30 @@ class WritePoints:
             self._holding.pop(gen, None)
 
 
+def _match(
+    arming: tuple[str, list[str], float | None] | None,
+    op: str,
+    moment: str,
+    written: Sequence[str],
+) -> Match | None:
+    if arming is None:
+        return None
+    gen, prefixes, hold = arming
+    keys = _matching(written, prefixes)
+    return Match(gen, op, moment, tuple(keys), tuple(prefixes), hold) if keys else None
+
+
 def _matching(written: Sequence[str], prefixes: Sequence[str]) -> list[str]:
     return [k for k in written if any(k.startswith(p) for p in prefixes)]
+
+
+def arguments(prog: str) -> argparse.ArgumentParser:
+    """The command line both proxies take (``--listen``, ``--upstream``, ``--node``, ``--state``,
+    ``--claims``); a proxy adds its own."""
+    p = argparse.ArgumentParser(prog=f"python3 -m {prog}")
+    p.add_argument("--listen", required=True)
+    p.add_argument("--upstream", required=True)
+    p.add_argument("--node", required=True)
+    p.add_argument("--state", required=True, type=Path)
+    p.add_argument("--claims", type=Path, default=None)
+    return p

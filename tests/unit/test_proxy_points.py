@@ -191,6 +191,7 @@ class FakeWrites:
         self.released: list[tuple[str, str, bool]] = []
         self.disarmed = 0
         self.reads = 0
+        self.ops: list[str] = []  # the op each call named: which proxy it went to
 
     def arm_write_point(
         self, ctx: RunContext, op: str, moment: str, group: str, hold: float | None = None
@@ -207,13 +208,20 @@ class FakeWrites:
             "keys": ["/lab3/counter"],
         }
 
-    def write_point_writer(self, ctx: RunContext, node: str, port: int) -> str | None:
+    def write_point_writer(
+        self, ctx: RunContext, node: str, port: int, op: str = "write"
+    ) -> str | None:
+        self.ops.append(op)
         return self.writers.pop(0)
 
-    def release_write_point(self, ctx: RunContext, node: str, gen: str, *, forward: bool) -> None:
+    def release_write_point(
+        self, ctx: RunContext, node: str, gen: str, *, forward: bool, op: str = "write"
+    ) -> None:
+        self.ops.append(op)
         self.released.append((node, gen, forward))
 
-    def disarm_write_point(self, ctx: RunContext) -> None:
+    def disarm_write_point(self, ctx: RunContext, op: str = "write") -> None:
+        self.ops.append(op)
         self.disarmed += 1
 
     def group_state(self, ctx: RunContext, group: str) -> frozenset[str] | None:
@@ -383,3 +391,39 @@ def test_a_calls_keys_are_decoded_only_when_something_is_armed(tmp_path: Path) -
     _arm(control, gen="g9", op="write", moment="before", keys=["/lab3/counter"])
     assert points.take("write", "before", keys, PEER) is not None
     assert decoded == [True]
+
+
+def test_a_broker_step_is_the_nats_proxys_point_and_every_call_names_its_op(
+    tmp_path: Path,
+) -> None:
+    ctx, _ = _ctx(tmp_path)
+    writes = FakeWrites(["worker"])
+    _nemesis("kill worker after ack of tasks", KillFault(), writes).run(ctx)
+    assert writes.armed == [("ack", "after", "tasks")]
+    assert writes.released == [("n2", "g1", False)]  # the killed sender's held answer goes
+    assert set(writes.ops) == {"ack"}, writes.ops  # the NATS proxy's, never the etcd proxy's
+    ops = read_history(ctx.run_dir / "history.jsonl").records
+    trigger = next(o.extra["trigger"] for o in ops if isinstance(o.extra.get("trigger"), dict))
+    assert (trigger["decided_by"], trigger["op"], trigger["component"]) == (
+        "nats-proxy", "ack", "worker",
+    )  # fmt: skip
+    # a pause at a broker point lasts its length: no etcd revision ends it
+    writes = FakeWrites(["worker"])
+    _nemesis("pause worker after delivery of tasks for 0.05s", PauseFault(), writes).run(ctx)
+    assert writes.reads == 0 and writes.released == [("n2", "g1", True)]
+
+
+def test_broker_phrases_bind_to_lab3s_groups() -> None:
+    tr = bind(parse_trigger("pause relay before publish of tasks for 3s"), Lab3(), "lab3")
+    assert (tr.write, tr.op, tr.point and tr.point.component) == ("tasks", "publish", "relay")
+    assert tr.to_json()["decided_by"] == "nats-proxy"
+    tr = bind(parse_trigger("pause worker after delivery of tasks"), Lab3(), "lab3")
+    assert tr.point is not None and "NATS proxy" in tr.point.where
+    with pytest.raises(TriggerError, match="'after delivery'"):
+        bind(parse_trigger("kill worker before delivery of tasks"), Lab3(), "lab3")
+    with pytest.raises(TriggerError, match=r"no broker group 'task'.*did you mean 'tasks'"):
+        bind(parse_trigger("kill worker before ack of task"), Lab3(), "lab3")
+    with pytest.raises(TriggerError, match="no role 'nats' on the broker"):
+        bind(parse_trigger("kill nats before ack of tasks"), Lab3(), "lab3")
+    with pytest.raises(TriggerError, match="lab1 has no broker points"):
+        bind(parse_trigger("kill holder before publish of orders"), Lab1(), "lab1")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chaos.core.capabilities import FaultPoint, HoldPoint
+from chaos.core.capabilities import BrokerGroup, FaultPoint, HoldPoint
 from chaos.workloads.lab3 import keys
 
 FAULT_POINTS: dict[str, FaultPoint] = {
@@ -95,3 +95,15 @@ HOLD_POINTS: dict[tuple[str, str, str], HoldPoint] = {
     ("relay", "before", "publish"): _PUBLISH,
     ("relay", "on", "publish"): _PUBLISH,
 }
+
+# the broker steps the nodes' NATS proxies can hold for a trigger (``pause relay before publish
+# of tasks``, ``kill worker after ack of tasks``, ``pause worker after delivery of tasks``), with
+# no sign to the code under test: the relay's publishes of a task, and the worker consumer's
+# deliveries and their ACKs (chaos.node.nats_proxy)
+BROKER_GROUPS: dict[str, BrokerGroup] = {
+    "tasks": BrokerGroup(
+        publish=(keys.SUBJECT,), acks=(f"$JS.ACK.{keys.STREAM}.{keys.CONSUMER}.",)
+    ),
+}
+# the services whose connections to the broker a held frame is traced to
+BROKER_COMPONENTS = ("api", "relay", "worker")

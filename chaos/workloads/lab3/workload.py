@@ -29,6 +29,7 @@ from chaos.workloads.systems import (
     etcd_proxy,
     etcd_record,
     nats,
+    nats_proxy,
     record_values,
     write_points,
 )
@@ -122,6 +123,9 @@ class Lab3(write_points.ProxyWritePoints):
         "dedup": (keys.DEDUP_PREFIX,),
         "result": (keys.RESULTS_PREFIX,),
     }
+    # and the broker steps the nodes' NATS proxies can hold (``kill worker after ack of tasks``)
+    broker_groups = points.BROKER_GROUPS
+    broker_components = points.BROKER_COMPONENTS
     # one unit of work: a run where a second fault lands in the first one's redelivery; the
     # second kill must be armed again before the redelivery reaches the point, and the first
     # kill's restart takes up to a second, so AckWait (2 s) must outlast it
@@ -231,9 +235,9 @@ class Lab3(write_points.ProxyWritePoints):
             # its own node's proxy and nothing else: the proxy's journal names this node as the
             # author of every write that passes (chaos.workloads.systems.etcd_proxy)
             "CHAOS_ETCD": etcd_proxy.service_endpoint(),
-            # the services' own broker user: the lab's subject and consumer, nothing else
-            # (chaos.workloads.systems.nats_auth)
-            "CHAOS_NATS": nats.service_url(ctx),
+            # the services' own broker user (the lab's subject and consumer, nothing else:
+            # chaos.workloads.systems.nats_auth), through their node's NATS proxy only
+            "CHAOS_NATS": nats_proxy.service_url(ctx),
             "CHAOS_API_PORT": str(API_PORT),
             "CHAOS_WORK_SECONDS": str(option_values(self, ctx.spec)["work_seconds"]),
             "CHAOS_PUBLISH_ACK_TIMEOUT": "1.0",
@@ -249,7 +253,9 @@ class Lab3(write_points.ProxyWritePoints):
             proxies_ready=False,
             beside=[
                 lambda: nats.deploy(ctx, users=users),
-                lambda: egress.install(ctx.cluster, (nats.PORT,)),
+                # the services reach the broker through their node's proxy (loopback) only
+                lambda: egress.install(ctx.cluster, ()),
+                lambda: nats_proxy.deploy(ctx),
             ],
             scope=keys.PREFIX,  # the proxies forward the lab's keys only
         )
@@ -268,6 +274,7 @@ class Lab3(write_points.ProxyWritePoints):
         finally:
             c.close()
         etcd_proxy.wait_listening(ctx.cluster)  # the services' only way to etcd
+        nats_proxy.wait_listening(ctx.cluster)  # and to the broker
         ctx.progress("starting api, relay and worker on every node")
         envs = {node: self.service_env(ctx, node) for node in ctx.cluster.nodes}
         ctx.supervisor.start_processes(
@@ -486,6 +493,8 @@ class Lab3(write_points.ProxyWritePoints):
             "outbox": {"pending": pending, "published": published},
             "record": record,
             "journal": journal,
+            # the NATS proxies' word on what they held or refused (broker points)
+            "broker_journal": nats_proxy.collect(ctx),
         }
         if counter is not None and state["counter"] is None:
             state["counter_refused"] = value

@@ -19,6 +19,7 @@ import json
 import os
 import secrets
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -58,7 +59,7 @@ def service_endpoint() -> str:
 CLAIMS = "proxy-claims"  # in the run's live folder: root's, 0700
 
 
-def _claims(ctx: RunContext) -> str | None:
+def claims_folder(ctx: RunContext) -> str | None:
     """Where the nodes' proxies see the shared claims folder, when the nodes share the live one."""
     if isinstance(ctx.cluster, SharedLive) and confined(ctx.cluster):
         return f"{ctx.cluster.live_path()}/{CLAIMS}"
@@ -69,38 +70,54 @@ def process(
     ctx: RunContext, node: str, upstream_port: int, scope: str | None = None
 ) -> ProcessSpec:
     """The proxy of ``node``; ``scope``: the lab's key prefix, the only keys it forwards."""
-    claims = _claims(ctx)
+    extra = ["--prefix", scope] if scope else []
+    upstream = f"127.0.0.1:{upstream_port}"
+    return proxy_process(ctx, node, NAME, service_endpoint(), upstream, STATE, extra)
+
+
+def proxy_process(
+    ctx: RunContext,
+    node: str,
+    name: str,
+    listen: str,
+    upstream: str,
+    state: str,
+    extra: list[str],
+) -> ProcessSpec:
+    """A root-owned proxy of ``node`` (``chaos.node.<name with _>``, its command line
+    chaos.node.proxy_points.arguments), the claims folder passed where the nodes share one."""
+    claims = claims_folder(ctx)
     return ProcessSpec(
         node=node,
-        name=NAME,
-        role=NAME,
+        name=name,
+        role=name,
         infrastructure=True,
         argv=[
-            "python3", "-m", "chaos.node.etcd_proxy",
-            "--listen", service_endpoint(),
-            "--upstream", f"127.0.0.1:{upstream_port}",
+            "python3", "-m", f"chaos.node.{name.replace('-', '_')}",
+            "--listen", listen,
+            "--upstream", upstream,
             "--node", node,
-            "--state", STATE,
+            "--state", state,
             *(["--claims", claims] if claims else []),
-            *(["--prefix", scope] if scope else []),
+            *extra,
         ],
     )  # fmt: skip
 
 
-def guard_rule() -> list[str]:
+def guard_rule(ports: Sequence[int] = ETCD_PORTS) -> list[str]:
     """The OUTPUT rule (after ``-I OUTPUT 1``/``-C OUTPUT``) that rejects the TCP connections of
-    every process but root's to etcd's ports on every address."""
+    every process but root's to ``ports`` (etcd's) on every address."""
     return [
         "-p", "tcp", "-m", "owner", "!", "--uid-owner", str(ROOT_UID),
-        "-m", "multiport", "--dports", ",".join(str(p) for p in ETCD_PORTS),
+        "-m", "multiport", "--dports", ",".join(str(p) for p in ports),
         "-j", "REJECT", "--reject-with", "tcp-reset",
     ]  # fmt: skip
 
 
-def _guard_one(cluster: Cluster, node: str) -> None:
+def _guard_one(cluster: Cluster, node: str, ports: Sequence[int]) -> None:
     # one command per node (a shell in the node's namespace, the host's tools): bring-up pays
     # for process starts, not for rules
-    rule = " ".join(guard_rule())
+    rule = " ".join(guard_rule(ports))
     script = (
         f"iptables -w 5 -C OUTPUT {rule} 2>/dev/null || iptables -w 5 -I OUTPUT 1 {rule} || exit 1; "
         f"ip6tables -w 5 -C OUTPUT {rule} 2>/dev/null || ip6tables -w 5 -I OUTPUT 1 {rule} "
@@ -121,33 +138,33 @@ def confined(cluster: Cluster) -> bool:
     return isinstance(cluster, SharedLive)
 
 
-def install_guard(cluster: Cluster) -> None:
-    """Reject the service user's connections to etcd's ports in every node (idempotent); nothing
-    on nodes that are not ``confined``."""
+def install_guard(cluster: Cluster, ports: Sequence[int] = ETCD_PORTS) -> None:
+    """Reject the service user's connections to ``ports`` (etcd's; the NATS proxy's guard: the
+    broker's) in every node (idempotent); nothing on nodes that are not ``confined``."""
     if not confined(cluster):
         return
     with ThreadPoolExecutor(max_workers=len(cluster.nodes) or 1) as pool:
-        for f in [pool.submit(_guard_one, cluster, n) for n in cluster.nodes]:
+        for f in [pool.submit(_guard_one, cluster, n, tuple(ports)) for n in cluster.nodes]:
             f.result()
 
 
-# 127.0.0.1:PORT listening, as /proc/net/tcp spells it (address and port in hex, state 0A)
-_LISTENING = f"0100007F:{PORT:04X} 00000000:0000 0A"
-
-
-def wait_listening(cluster: Cluster, wait: float = 20.0) -> None:
-    """Wait until every node's proxy listens: its socket in the node's /proc/net/tcp, read from
-    inside the node's network namespace (the proxy listens on loopback only)."""
+def wait_listening(
+    cluster: Cluster, wait: float = 20.0, port: int = PORT, name: str = NAME
+) -> None:
+    """Wait until every node's proxy (``name``, on ``port``) listens: its socket in the node's
+    /proc/net/tcp, read from inside the node's network namespace (it listens on loopback only)."""
+    # 127.0.0.1:port listening, as /proc/net/tcp spells it (address and port in hex, state 0A)
+    listening = f"0100007F:{port:04X} 00000000:0000 0A"
 
     def one(node: str) -> None:
         deadline = time.monotonic() + wait
         while True:
             r = cluster.net_exec(node, ["cat", "/proc/net/tcp"])
-            if r.ok and _LISTENING in r.output:
+            if r.ok and listening in r.output:
                 return
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the etcd proxy on {node} did not listen within {wait:g} s; "
-                                   f"see logs/{node}/{NAME}.log")  # fmt: skip
+                raise RuntimeError(f"the {name} on {node} did not listen within {wait:g} s; "
+                                   f"see logs/{node}/{name}.log")  # fmt: skip
             time.sleep(0.05)
 
     with ThreadPoolExecutor(max_workers=len(cluster.nodes) or 1) as pool:
@@ -157,7 +174,7 @@ def wait_listening(cluster: Cluster, wait: float = 20.0) -> None:
 
 def prepare(ctx: RunContext) -> None:
     """What the proxies need before they start: the root-only claims folder in the live one."""
-    if _claims(ctx) is not None:
+    if claims_folder(ctx) is not None:
         (ctx.live / CLAIMS).mkdir(mode=0o700, exist_ok=True)
         os.chmod(ctx.live / CLAIMS, 0o700)  # the service user must not see or pre-empt a claim
 
@@ -181,43 +198,51 @@ WRITE_POINT = "write-point"  # chaos.node.proxy_points.ARM_FILE
 
 
 def arm_write_point(
-    ctx: RunContext, op: str, moment: str, prefixes: list[str], hold: float | None = None
+    ctx: RunContext,
+    op: str,
+    moment: str,
+    prefixes: list[str],
+    hold: float | None = None,
+    control: str = CONTROL,
 ) -> str:
     """Arm every node's proxy to hold the first ``op`` (``write``/``read``) ``before``/``after``
     it reaches a key under ``prefixes`` (chaos.node.proxy_points), and let it go on by itself
     ``hold`` seconds after it held it (None: only at the orchestrator's release); returns the
-    generation."""
+    generation. ``control``: the proxy's control folder (the NATS proxy's takes the broker's ops
+    the same way, chaos.workloads.systems.nats_proxy)."""
     gen = secrets.token_hex(8)
     spec: dict[str, Any] = {"gen": gen, "op": op, "moment": moment, "keys": prefixes}
     if hold is not None:
         spec["hold"] = hold
     data = json.dumps(spec).encode()
-    _each(ctx.cluster, lambda n: ctx.cluster.put_file(n, f"{CONTROL}/{WRITE_POINT}", data))
+    _each(ctx.cluster, lambda n: ctx.cluster.put_file(n, f"{control}/{WRITE_POINT}", data))
     return gen
 
 
-def disarm_write_point(ctx: RunContext) -> None:
-    _each(ctx.cluster, lambda n: ctx.cluster.put_file(n, f"{CONTROL}/{WRITE_POINT}", b"{}"))
+def disarm_write_point(ctx: RunContext, control: str = CONTROL) -> None:
+    _each(ctx.cluster, lambda n: ctx.cluster.put_file(n, f"{control}/{WRITE_POINT}", b"{}"))
 
 
-def release_write_point(ctx: RunContext, node: str, gen: str, *, forward: bool) -> None:
+def release_write_point(
+    ctx: RunContext, node: str, gen: str, *, forward: bool, control: str = CONTROL
+) -> None:
     """Let the write held for arming ``gen`` on ``node`` go on (``forward``), or drop it (its
     sender was killed while it was held)."""
     data = json.dumps({"gen": gen, "forward": forward}).encode()
-    ctx.cluster.put_file(node, f"{CONTROL}/release-{gen}", data)
+    ctx.cluster.put_file(node, f"{control}/release-{gen}", data)
 
 
-def write_point_fired(ctx: RunContext, gen: str) -> dict[str, Any] | None:
+def write_point_fired(ctx: RunContext, gen: str, control: str = CONTROL) -> dict[str, Any] | None:
     """Where arming ``gen`` fired, in the proxy's own note (``node``, ``time``, ``port``: the
     sender's TCP port, ``keys``), or None until it fires."""
     raws: list[tuple[str | None, bytes | None]]
-    if _claims(ctx) is not None:
+    if claims_folder(ctx) is not None:
         try:
             raws = [(None, read_regular(ctx.live / CLAIMS / f"write-{gen}", 1 << 16))]
         except OSError:
             return None
     else:
-        got = _each(ctx.cluster, lambda n: ctx.cluster.get_file(n, f"{CONTROL}/fired-{gen}"))
+        got = _each(ctx.cluster, lambda n: ctx.cluster.get_file(n, f"{control}/fired-{gen}"))
         raws = list(zip(ctx.cluster.nodes, got, strict=True))
     for node, raw in raws:
         if raw is None:
@@ -243,7 +268,7 @@ def disarm_txn_error(ctx: RunContext) -> None:
 def txn_error_fired(ctx: RunContext, gen: str) -> list[dict[str, Any]]:
     """Where an arming fired: the proxy's own note (node, run time, the keys of the transaction
     it failed), from the shared claims folder or each node's root-only control folder."""
-    if _claims(ctx) is not None:
+    if claims_folder(ctx) is not None:
         try:
             raws = [read_regular(ctx.live / CLAIMS / gen, 1 << 16)]
         except OSError:
@@ -278,17 +303,18 @@ def _note(ctx: RunContext, raw: bytes, gen: str) -> dict[str, Any] | None:
     return {"node": note["node"], "time": at, "keys": keys if isinstance(keys, list) else []}
 
 
-def collect(ctx: RunContext) -> dict[str, Any]:
+def collect(ctx: RunContext, journal: str = JOURNAL, source: str = NAME) -> dict[str, Any]:
     """Every node's journal, as ``{"source": "etcd-proxy", "entries": [...], "problems": [...],
     "nodes": {node: count}, "unread": {node: why}}``: entries in each node's order; what could
     not be read is named in ``problems`` (in words), and each node whose journal, or part of it,
-    was not read in ``unread`` — what a checker decides "who wrote it cannot be told" by."""
-    out: dict[str, Any] = {"source": "etcd-proxy", "entries": [], "problems": [], "nodes": {},
+    was not read in ``unread`` — what a checker decides "who wrote it cannot be told" by.
+    ``journal``/``source``: another proxy's (the NATS proxy's, chaos.workloads.systems.nats_proxy)."""
+    out: dict[str, Any] = {"source": source, "entries": [], "problems": [], "nodes": {},
                            "unread": {}}  # fmt: skip
 
     def one(node: str) -> tuple[str, bytes | None, str | None]:
         try:
-            return node, ctx.cluster.get_file(node, JOURNAL), None
+            return node, ctx.cluster.get_file(node, journal), None
         except Exception as e:  # a node gone: said below
             return node, None, f"{type(e).__name__}: {e}"
 

@@ -1,6 +1,7 @@
-"""``WritePoints`` (chaos.core.capabilities) through the nodes' etcd proxies: the arming, the
-proxy's note, the sender found by the host, and the orchestrator's own read of a key group's
-values (chaos.node.proxy_points, chaos.nemesis.writepoint)."""
+"""``WritePoints`` (chaos.core.capabilities) through the nodes' etcd proxies, and the broker's
+points through their NATS proxies: the arming, the proxy's note, the sender found by the host,
+and the orchestrator's own read of a key group's values (chaos.node.proxy_points,
+chaos.node.nats_proxy, chaos.nemesis.writepoint)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from chaos.cluster.base import SocketOwners
+from chaos.core.capabilities import BROKER_OPS, BrokerGroup
 from chaos.core.context import RunContext
-from chaos.workloads.systems import etcd, etcd_proxy, record_values
+from chaos.workloads.systems import etcd, etcd_proxy, nats_proxy, record_values
 
 
 class ProxyWritePoints:
@@ -21,26 +23,50 @@ class ProxyWritePoints:
     write_groups: dict[str, tuple[str, ...]]
     txn_functions: dict[str, str]
     txn_roles: dict[str, str]
+    # the broker's points (a workload with a broker behind the nodes' NATS proxies): none here
+    broker_groups: dict[str, BrokerGroup] = {}
+    broker_components: tuple[str, ...] = ()
 
     def arm_write_point(
         self, ctx: RunContext, op: str, moment: str, group: str, hold: float | None = None
     ) -> str:
+        if op in BROKER_OPS:
+            subjects = self.broker_groups[group].subjects(op)
+            return etcd_proxy.arm_write_point(
+                ctx, op, moment, subjects, hold, control=nats_proxy.CONTROL
+            )
         return etcd_proxy.arm_write_point(ctx, op, moment, list(self.write_groups[group]), hold)
 
     def write_point_fired(self, ctx: RunContext, gen: str) -> dict[str, Any] | None:
-        return etcd_proxy.write_point_fired(ctx, gen)
+        # one generation, one proxy's note: both control folders are looked in (where the nodes
+        # share a claims folder, both proxies claim there)
+        return etcd_proxy.write_point_fired(ctx, gen) or (
+            None
+            if etcd_proxy.claims_folder(ctx) is not None
+            else etcd_proxy.write_point_fired(ctx, gen, nats_proxy.CONTROL)
+        )
 
-    def write_point_writer(self, ctx: RunContext, node: str, port: int) -> str | None:
+    def write_point_writer(
+        self, ctx: RunContext, node: str, port: int, op: str = "write"
+    ) -> str | None:
         if not isinstance(ctx.cluster, SocketOwners):
             return None
+        if op in BROKER_OPS:
+            return ctx.cluster.socket_owner(
+                node, sorted(self.broker_components), port, nats_proxy.PORT
+            )
         names = sorted({*self.txn_functions.values(), *self.txn_roles.values()})
         return ctx.cluster.socket_owner(node, names, port, etcd_proxy.PORT)
 
-    def release_write_point(self, ctx: RunContext, node: str, gen: str, *, forward: bool) -> None:
-        etcd_proxy.release_write_point(ctx, node, gen, forward=forward)
+    def release_write_point(
+        self, ctx: RunContext, node: str, gen: str, *, forward: bool, op: str = "write"
+    ) -> None:
+        control = nats_proxy.CONTROL if op in BROKER_OPS else etcd_proxy.CONTROL
+        etcd_proxy.release_write_point(ctx, node, gen, forward=forward, control=control)
 
-    def disarm_write_point(self, ctx: RunContext) -> None:
-        etcd_proxy.disarm_write_point(ctx)
+    def disarm_write_point(self, ctx: RunContext, op: str = "write") -> None:
+        control = nats_proxy.CONTROL if op in BROKER_OPS else etcd_proxy.CONTROL
+        etcd_proxy.disarm_write_point(ctx, control)
 
     def group_state(self, ctx: RunContext, group: str) -> frozenset[str] | None:
         """What ``group`` holds, by the orchestrator's own read of etcd: a digest of each key with
