@@ -6,14 +6,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-import click
-
 from chaos.core.solution import REFERENCE
 from chaos.run_option import (
     POSITIVE,
     RUN,
     SECONDS,
     SECONDS_OR_NONE,
+    Number,
     RunOption,
     declared,
     run_option,
@@ -82,7 +81,7 @@ class TestSpec:
     # the gap between faults is interval * uniform(1 - jitter, 1 + jitter)
     nemesis_jitter: float = run_option(
         0.5,
-        click.FloatRange(0, 1),
+        Number(float, min=0, max=1),
         "Gaps between faults vary by this fraction of the interval (0 to 1).",
         commands=RUN,
     )

@@ -1,6 +1,6 @@
 """What ``chaos run`` and ``chaos explore`` were asked, and the runs that answer it.
 
-The command line (``chaos/cli.py``) parses the options into a request and prints; everything in
+The command line (``chaos/cli/``) parses the options into a request and prints; everything in
 between is here, as plain functions of typed values that a test calls without click: which
 workload and backend, the seed, the command a run stores, the specs (one per scenario with
 ``--scenarios all``), each checked against the workload and the backend before the first run
