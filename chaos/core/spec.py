@@ -19,10 +19,12 @@ from chaos.run_option import (
 )
 
 # The takeover wait of a workload that declares none (chaos.core.capabilities.Takeover): the
-# default fault then lasts 5 s, as every run's did when AckWait (2 s) was a field of the spec.
+# default fault then lasts DEFAULT_FAULT_SECONDS.
 DEFAULT_TAKEOVER = 2.0
 # seconds a default fault outlasts the workload's takeover wait
 FAULT_MARGIN = 3.0
+# how long a fault lasts where nothing says otherwise (a workload without a takeover wait)
+DEFAULT_FAULT_SECONDS = DEFAULT_TAKEOVER + FAULT_MARGIN
 
 
 def fault_seconds(
@@ -92,7 +94,7 @@ class TestSpec:
         SECONDS,
         "Seconds (> 0) a scheduled or triggered fault lasts (default: --pause-duration where "
         f"given, else {FAULT_MARGIN:g} past the workload's takeover wait, such as its AckWait: "
-        f"{DEFAULT_TAKEOVER + FAULT_MARGIN:g} where it has none).",
+        f"{DEFAULT_FAULT_SECONDS:g} where it has none).",
     )
     nodes: int = run_option(
         3, POSITIVE, "How many nodes, at least 1 (with --nodes-file: all the file names)."
