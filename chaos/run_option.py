@@ -1,7 +1,8 @@
 """An option of ``chaos run`` declared once, as data (as Jepsen's test option spec is): its name,
-its click type (the range comes with it), its default, its help, the commands that take it and
-whether a grade matrix may set it. The command line, the requests, the stored spec and the grade
-matrix are all made from these records; nothing restates one.
+its type (the range comes with it), its default, its help, the commands that take it and whether
+a grade matrix may set it. The command line, the requests, the stored spec and the grade matrix
+are all made from these records; nothing restates one. The types are plain data too: the command
+line (chaos.cli.options) makes its click options and types from them.
 
 A run parameter stored with the run is declared as a field of ``TestSpec`` with
 :func:`run_option`; a backend declares its own (the SSH backend's ``nodes_file``) as a tuple of
@@ -12,37 +13,94 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-from collections.abc import Callable, Mapping
+import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import click
-
 __all__ = [
     "BOTH",
+    "FLAG",
     "POSITIVE",
     "RUN",
     "SECONDS",
     "SECONDS_OR_NONE",
     "SEED",
     "SEED_SPAN",
+    "TEXT",
+    "Choice",
+    "Flag",
+    "Number",
+    "OptionType",
+    "PathOf",
     "RunOption",
+    "Text",
     "declared",
     "for_command",
+    "new_seed",
     "run_option",
     "values",
 ]
 
-# The types of the numeric options: a value out of range is refused by click while it parses the
-# command line, before any command body runs (so before any container, network or folder exists).
-SECONDS = click.FloatRange(min=0, min_open=True)  # a duration that must pass: > 0
-SECONDS_OR_NONE = click.FloatRange(min=0)  # >= 0
-POSITIVE = click.IntRange(min=1)
-SEED = click.IntRange(min=0)
+
+@dataclass(frozen=True, slots=True)
+class Number:
+    """An int or a float, within ``min`` .. ``max`` (None: unbounded; ``min_open``: ``min``
+    itself refused)."""
+
+    kind: builtins.type[int] | builtins.type[float]
+    min: float | None = None
+    max: float | None = None
+    min_open: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """One of ``choices``."""
+
+    choices: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PathOf:
+    """A path: a file, a folder, or either; ``exists``: it must already."""
+
+    file_okay: bool = True
+    dir_okay: bool = True
+    exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """Any string."""
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """On when given, off otherwise."""
+
+
+OptionType = Number | Choice | PathOf | Text | Flag
+
+TEXT = Text()
+FLAG = Flag()
+# The types of the numeric options: a value out of range is refused while the command line is
+# parsed, before any command body runs (so before any container, network or folder exists).
+SECONDS = Number(float, min=0, min_open=True)  # a duration that must pass: > 0
+SECONDS_OR_NONE = Number(float, min=0)  # >= 0
+POSITIVE = Number(int, min=1)
+SEED = Number(int, min=0)
 # the seeds chaos draws or derives itself (a run's, a grade's, an explore probe's): 1 to
 # SEED_SPAN - 1, positive and within 31 bits
 SEED_SPAN = 2**31 - 1
+
+
+def new_seed() -> int:
+    """A seed drawn for a run or a grade that was given none (printed, so that it can be made
+    again)."""
+    return random.SystemRandom().randrange(1, SEED_SPAN)
+
 
 RUN = frozenset({"run"})
 BOTH = frozenset({"run", "explore"})
@@ -59,12 +117,12 @@ class RunOption:
     backend's keyword, the click parameter); the flag is ``--`` and the name with dashes unless
     ``long`` names it (``--trigger`` sets ``triggers``), ``short`` a one-letter alias.
     ``matrix``: empty when a grade matrix may set it, else why it may not (the matrix says so to
-    whoever writes it); ``value`` the type a matrix gives it, where its click type does not say
-    (a repeatable option takes a list, ``-o`` a mapping). An empty ``help`` is derived from the
+    whoever writes it); ``value`` the type a matrix gives it, where its type does not say (a
+    repeatable option takes a list, ``-o`` a mapping). An empty ``help`` is derived from the
     registries when shown (the command line supplies it: a heavy import)."""
 
     name: str = ""
-    type: click.ParamType
+    type: OptionType
     default: Any
     help: str
     commands: frozenset[str] = BOTH
@@ -91,34 +149,16 @@ class RunOption:
         """The type of the value a grade matrix gives it."""
         if self.value is not None:
             return self.value
-        if isinstance(self.type, click.types.IntParamType):
-            return int
-        if isinstance(self.type, click.types.FloatParamType):
-            return float
-        return Path if isinstance(self.type, click.Path) else str
-
-    def click_option(self, **override: Any) -> Callable[[Any], Any]:
-        """The click option of a command that takes it; ``override`` changes a keyword of
-        ``click.option`` (a command's own type or parameter name, a derived help)."""
-        kwargs: dict[str, Any] = dict(
-            type=self.type,
-            default=self.default,
-            show_default=self.show_default,
-            help=self.help,
-            metavar=self.metavar,
-        )
-        for word in ("multiple", "is_flag", "hidden"):
-            if getattr(self, word):
-                kwargs[word] = True
-        dest = override.pop("dest", self.name)
-        kwargs.update(override)
-        names = [self.flag, *([self.short] if self.short else []), dest]
-        return click.option(*names, **kwargs)
+        if isinstance(self.type, Number):
+            return self.type.kind
+        if isinstance(self.type, Flag):
+            return bool
+        return Path if isinstance(self.type, PathOf) else str
 
 
 def run_option(
     default: T,
-    type: click.ParamType,
+    type: OptionType,
     help: str,
     *,
     commands: frozenset[str] = BOTH,

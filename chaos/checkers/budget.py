@@ -2,7 +2,7 @@
 
 The linearizability search (:mod:`chaos.checkers.linearizable`), Elle's transaction checks
 (:mod:`chaos.checkers.elle.check`) and ``chaos check --model``'s options
-(:mod:`chaos.checkers.cli`) share them. The standard library only: the command line imports this
+(:mod:`chaos.checkers.history_file`) share them. The standard library only: the command line imports this
 without loading a checker.
 """
 

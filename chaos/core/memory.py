@@ -3,8 +3,8 @@
 The final reads hold what the code under test made large (etcd's record, the proxies' journals)
 and free it once ``final.json`` is written; the checks then load it again. CPython frees the
 objects, but glibc keeps the freed pages in its heaps (one per thread that allocated: the watch's,
-the journal collection's), so the orchestrator's peak was the final reads' memory *plus* the
-checks'. :func:`trim` gives the free pages back between the two.
+the journal collection's), so without :func:`trim` the orchestrator's peak is the final reads'
+memory *plus* the checks'. :func:`trim` gives the free pages back between the two.
 """
 
 from __future__ import annotations

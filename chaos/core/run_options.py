@@ -11,16 +11,25 @@ pyproject.toml)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
-
-import click
 
 from chaos.cluster import backends
 from chaos.core.solution import REFERENCE
 from chaos.core.spec import SPEC_OPTIONS
 from chaos.histories.store import DEFAULT_STORE
-from chaos.run_option import BOTH, RUN, SEED, RunOption, for_command, values
+from chaos.run_option import (
+    BOTH,
+    FLAG,
+    RUN,
+    SEED,
+    TEXT,
+    Choice,
+    Number,
+    PathOf,
+    RunOption,
+    for_command,
+    values,
+)
 
 __all__ = [
     "backend_options",
@@ -33,24 +42,25 @@ __all__ = [
 ]
 
 EXPLORE = frozenset({"explore"})
-FILE = click.Path(path_type=Path, dir_okay=False)
+FILE = PathOf(dir_okay=False)
+FOLDER = PathOf(file_okay=False)
 
 # The commands' own options before the run parameters (an empty help is derived when shown).
 HEAD: tuple[RunOption, ...] = (
     RunOption(
         name="backend_name",
         long="backend",
-        type=click.STRING,
+        type=TEXT,
         default=backends.DEFAULT,
         show_default=True,
         help="",
         commands=frozenset({"run", "explore", "cleanup"}),
     ),
-    RunOption(name="nemesis", type=click.STRING, default="", help="", commands=RUN),
+    RunOption(name="nemesis", type=TEXT, default="", help="", commands=RUN),
     RunOption(
         name="triggers",
         long="trigger",
-        type=click.STRING,
+        type=TEXT,
         default=None,
         multiple=True,
         value=list,
@@ -68,7 +78,7 @@ HEAD: tuple[RunOption, ...] = (
     ),
     RunOption(
         name="solution",
-        type=click.STRING,
+        type=TEXT,
         default=REFERENCE,
         show_default=True,
         help="",
@@ -83,7 +93,7 @@ HEAD: tuple[RunOption, ...] = (
     ),
     RunOption(
         name="budget",
-        type=click.IntRange(min=0),
+        type=Number(int, min=0),
         default=40,
         show_default=True,
         help="At most this many runs after the fault-free trace (0: the trace only).",
@@ -92,7 +102,7 @@ HEAD: tuple[RunOption, ...] = (
     RunOption(
         name="try_all",
         long="keep-going",
-        type=click.BOOL,
+        type=FLAG,
         default=False,
         is_flag=True,
         help="Go on after the first invalid run.",
@@ -104,7 +114,7 @@ HEAD: tuple[RunOption, ...] = (
 TAIL: tuple[RunOption, ...] = (
     RunOption(
         name="scenarios",
-        type=click.Choice(["all"]),
+        type=Choice(("all",)),
         default=None,
         help="",
         commands=RUN,
@@ -124,7 +134,7 @@ TAIL: tuple[RunOption, ...] = (
         name="options",
         long="option",
         short="-o",
-        type=click.STRING,
+        type=TEXT,
         default=None,
         multiple=True,
         metavar="KEY=VALUE",
@@ -142,7 +152,7 @@ TAIL: tuple[RunOption, ...] = (
     ),
     RunOption(
         name="no_html",
-        type=click.BOOL,
+        type=FLAG,
         default=False,
         is_flag=True,
         help="Skip the HTML report page; `chaos report RUN` renders it later from the stored run.",
@@ -152,7 +162,7 @@ TAIL: tuple[RunOption, ...] = (
     RunOption(
         name="quiet",
         short="-q",
-        type=click.BOOL,
+        type=FLAG,
         default=False,
         is_flag=True,
         help="No progress lines on stderr: the results only.",
@@ -160,7 +170,7 @@ TAIL: tuple[RunOption, ...] = (
     ),
     RunOption(
         name="stored_command",
-        type=click.STRING,
+        type=TEXT,
         default=None,
         hidden=True,
         metavar="COMMAND",
@@ -171,7 +181,7 @@ TAIL: tuple[RunOption, ...] = (
     ),
     RunOption(
         name="stored_solution",
-        type=click.STRING,
+        type=TEXT,
         default=None,
         hidden=True,
         metavar="PATH",
@@ -181,7 +191,7 @@ TAIL: tuple[RunOption, ...] = (
     ),
     RunOption(
         name="stored_path",
-        type=click.Path(path_type=Path, file_okay=False),
+        type=FOLDER,
         default=None,
         hidden=True,
         metavar="DIR",
@@ -192,7 +202,7 @@ TAIL: tuple[RunOption, ...] = (
     ),
     RunOption(
         name="store",
-        type=click.Path(path_type=Path, file_okay=False),
+        type=FOLDER,
         default=DEFAULT_STORE,
         show_default=True,
         help="Folder that holds the stored runs.",

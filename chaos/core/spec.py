@@ -6,24 +6,25 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-import click
-
 from chaos.core.solution import REFERENCE
 from chaos.run_option import (
     POSITIVE,
     RUN,
     SECONDS,
     SECONDS_OR_NONE,
+    Number,
     RunOption,
     declared,
     run_option,
 )
 
 # The takeover wait of a workload that declares none (chaos.core.capabilities.Takeover): the
-# default fault then lasts 5 s, as every run's did when AckWait (2 s) was a field of the spec.
+# default fault then lasts DEFAULT_FAULT_SECONDS.
 DEFAULT_TAKEOVER = 2.0
 # seconds a default fault outlasts the workload's takeover wait
 FAULT_MARGIN = 3.0
+# how long a fault lasts where nothing says otherwise (a workload without a takeover wait)
+DEFAULT_FAULT_SECONDS = DEFAULT_TAKEOVER + FAULT_MARGIN
 
 
 def fault_seconds(
@@ -82,7 +83,7 @@ class TestSpec:
     # the gap between faults is interval * uniform(1 - jitter, 1 + jitter)
     nemesis_jitter: float = run_option(
         0.5,
-        click.FloatRange(0, 1),
+        Number(float, min=0, max=1),
         "Gaps between faults vary by this fraction of the interval (0 to 1).",
         commands=RUN,
     )
@@ -93,7 +94,7 @@ class TestSpec:
         SECONDS,
         "Seconds (> 0) a scheduled or triggered fault lasts (default: --pause-duration where "
         f"given, else {FAULT_MARGIN:g} past the workload's takeover wait, such as its AckWait: "
-        f"{DEFAULT_TAKEOVER + FAULT_MARGIN:g} where it has none).",
+        f"{DEFAULT_FAULT_SECONDS:g} where it has none).",
     )
     nodes: int = run_option(
         3, POSITIVE, "How many nodes, at least 1 (with --nodes-file: all the file names)."

@@ -46,7 +46,7 @@ OPTIONS: dict[str, type] = {
 }
 REFUSED: dict[str, str] = {
     **{o.key: o.matrix for o in run_options.command_options("run") if o.matrix},
-    # the deprecated spellings of refused options (chaos.deprecation)
+    # the deprecated spellings of refused options (chaos.cli.deprecation)
     "lab-report": "one configuration is one run",  # of --scenarios all
     "report": "the grade writes its own report",  # of --lab-report-out
 }

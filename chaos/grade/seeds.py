@@ -8,13 +8,8 @@ resuming, must leave every other run's seed as it was).
 from __future__ import annotations
 
 import hashlib
-import random
 
 from chaos.run_option import SEED_SPAN
-
-
-def new_grade_seed() -> int:
-    return random.SystemRandom().randrange(1, SEED_SPAN)
 
 
 def run_seed(grade_seed: int, student: str, config: str, repeat: int) -> int:

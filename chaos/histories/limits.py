@@ -46,8 +46,8 @@ __all__ = [
 MAX_DEPTH = 100
 # Python refuses to convert longer decimal strings (CVE-2020-10735); a bound of its own, stated.
 MAX_INT_DIGITS = sys.get_int_max_str_digits() or 4300
-# Files in a run's live/events: a lab writes one per node and component. 300,000 empty files once
-# made every poll of the tail take seconds; the Docker backend's tmpfs holds no more (nr_inodes),
+# Files in a run's live/events: a lab writes one per node and component. 300,000 empty files make
+# every poll of the tail take seconds; the Docker backend's tmpfs holds no more (nr_inodes),
 # and the tail lists no further on any backend.
 MAX_EVENT_FILES = 256
 # Files in a run's live/claims: an in-process point's firing makes three (the claim, its answer,

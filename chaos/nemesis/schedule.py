@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from chaos.core.spec import DEFAULT_FAULT_SECONDS
 from chaos.core.workload import Workload
 from chaos.histories.files import read_input_text
 from chaos.histories.limits import InputError
@@ -180,7 +181,7 @@ def parse_schedule(
     text: str,
     *,
     file: str = "<schedule>",
-    default_duration: float = 5.0,
+    default_duration: float = DEFAULT_FAULT_SECONDS,
     workload: Workload | None = None,
     workload_name: str = "",
 ) -> Plan:
@@ -253,7 +254,7 @@ def _triggers(
 def load_schedule(
     path: Path,
     *,
-    default_duration: float = 5.0,
+    default_duration: float = DEFAULT_FAULT_SECONDS,
     workload: Workload | None = None,
     workload_name: str = "",
 ) -> Plan:

@@ -1,6 +1,6 @@
 """What ``chaos run`` and ``chaos explore`` were asked, and the runs that answer it.
 
-The command line (``chaos/cli.py``) parses the options into a request and prints; everything in
+The command line (``chaos/cli/``) parses the options into a request and prints; everything in
 between is here, as plain functions of typed values that a test calls without click: which
 workload and backend, the seed, the command a run stores, the specs (one per scenario with
 ``--scenarios all``), each checked against the workload and the backend before the first run
@@ -12,7 +12,6 @@ that cannot, ClusterError (exit 4); both before anything is created.
 
 from __future__ import annotations
 
-import random
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ from chaos.nemesis.registry import make_nemeses
 from chaos.nemesis.schedule import load_schedule
 from chaos.orchestrator.explore import run_command
 from chaos.orchestrator.run import RunOutcome, check_spec, run_test
-from chaos.run_option import SEED_SPAN
+from chaos.run_option import new_seed
 from chaos.workloads import registry
 
 
@@ -305,11 +304,6 @@ def backend_for(name: str, nodes: int | None, options: Mapping[str, Any]) -> tup
     if nodes is not None and nodes != have:
         raise ValueError(f"--nodes {nodes}: {backend.given_by} names {have} node(s)")
     return backend, have
-
-
-def new_seed() -> int:
-    """A seed for a run that was given none (printed, so that the run can be made again)."""
-    return random.SystemRandom().randrange(1, SEED_SPAN)
 
 
 def faults(nemesis: str) -> tuple[str, ...]:

@@ -181,7 +181,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         # seconds a connection may stay silent (headers, or idle between keep-alive requests)
-        # before it is closed: 300 half-open connections used to hold 300 threads for ever
+        # before it is closed: without it, 300 half-open connections hold 300 threads for ever
         super().setup()
         self.connection.settimeout(self.server.request_timeout)
 

@@ -1,8 +1,8 @@
 """A run folder (or a workload's folder of runs) as a zip, written as it is read.
 
-``chaos serve`` used to build the whole archive in memory before answering: ``/zip/lab3`` held
-every run's zip at once. Here each file is read in chunks and compressed straight into the
-response; the archive's directory at the end is the only thing that grows with the run count.
+Each file is read in chunks and compressed straight into the response, so ``/zip/lab3`` never
+holds every run's zip at once; the archive's directory at the end is the only thing that grows
+with the run count.
 Only regular files that are not links are taken, opened without following a link (a link swapped
 in after the walk is not followed either).
 """

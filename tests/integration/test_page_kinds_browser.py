@@ -23,7 +23,7 @@ from urllib.parse import unquote, urljoin
 
 import pytest
 
-from chaos.cli import _report_contributors
+from chaos.cli.report import report_contributors as _report_contributors
 from chaos.report.serve import ReportServer, index_page, make_server
 from tests.fixtures import page_kinds
 from tests.integration.test_report_browser import _run

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.cli import _report_contributors
+from chaos.cli.report import report_contributors as _report_contributors
 from chaos.report import render
 from chaos.report.serve import index_page
 from tests.integration.conftest import chaos, run_dir_from

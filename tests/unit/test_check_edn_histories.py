@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chaos.checkers import models
-from chaos.checkers.cli import check_file_command
 from chaos.checkers.linearizable import check_linearizable, check_partitions, prepare
 from chaos.checkers.register_precheck import precheck_register
 from chaos.checkers.verdict import Verdict
+from chaos.cli.model_check import check_file_command
 from chaos.histories.ops import Op, OpType
 from tests.fuzz import examples
 

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from chaos.checkers import models
-from chaos.checkers.cli import check_file_command
 from chaos.checkers.linearizable import check_linearizable, prepare
 from chaos.checkers.semantics import build_model, semantics
 from chaos.checkers.verdict import Verdict
+from chaos.cli.model_check import check_file_command
 from chaos.histories import edn
 from chaos.histories.edn import Keyword
 from chaos.histories.ops import Op, OpType

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.checkers.cli import _echo_result
 from chaos.checkers.verdict import CheckResult, Verdict
-from chaos.cli import print_results
+from chaos.cli.model_check import _echo_result
+from chaos.cli.output import print_results
 
 EVIL = "t1\x1b]0;owned\x07\x1b[2J\x9b31m"
 

@@ -14,9 +14,10 @@ from pathlib import Path
 import click
 import pytest
 
-from chaos.checkers.cli import check_file_command
-from chaos.cli import LazyHelp, main
-from chaos.deprecation import OldName
+from chaos.cli import main
+from chaos.cli.deprecation import OldName
+from chaos.cli.helps import LazyHelp
+from chaos.cli.model_check import check_file_command
 
 
 def walk(

@@ -208,7 +208,7 @@ def test_the_documented_exit_table_is_the_one_in_chaos_exits(doc: str) -> None:
 def test_grade_of_a_missing_folder_writes_nothing_and_the_corrected_command_is_not_blocked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from chaos.grade.cli import GradeArgs, request_of
+    from chaos.grade.start import GradeArgs, request_of
 
     monkeypatch.chdir(tmp_path)
     r = CliRunner().invoke(main, ["grade", "nope", "--workload", "lab3"])
@@ -254,8 +254,8 @@ def test_grade_checks_each_configurations_targets_and_triggers(
 
 @pytest.mark.parametrize("lab", ["lab1", "lab3"])
 def test_the_shipped_grade_matrices_pass_chaos_runs_check(lab: str, tmp_path: Path) -> None:
-    from chaos.cli import _check_run_argv
-    from chaos.grade.cli import GradeArgs, request_of
+    from chaos.cli.run import check_run_argv as _check_run_argv
+    from chaos.grade.start import GradeArgs, request_of
 
     (tmp_path / "alice").mkdir()
     args = GradeArgs(submissions=tmp_path, lab=lab, out=tmp_path / "o", check_run=_check_run_argv)

@@ -1,6 +1,6 @@
 """One name per concept across the commands (issue 22, item 7).
 
-A renamed option keeps its old spelling for one release (chaos.deprecation.OldName): it still
+A renamed option keeps its old spelling for one release (chaos.cli.deprecation.OldName): it still
 works, says on stderr which spelling replaced it, and is hidden from --help. Every old spelling
 the tree declares has a row here, and an option name shared by several commands means the same
 there: the same kind of value, the same help text.
@@ -16,10 +16,12 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from chaos import cli
-from chaos.checkers.cli import check_file_command
-from chaos.cli import main
-from chaos.deprecation import OldName
+from chaos.cli import helps, main
+from chaos.cli import run as cli_run
+from chaos.cli.deprecation import OldName
+from chaos.cli.model_check import check_file_command
+from chaos.cli.options import click_type
+from chaos.run_option import SECONDS
 from tests.unit.test_cli_help import COMMANDS, walk
 
 NODES = "nodes.yaml"  # made in the test's folder: --nodes-file wants a file that exists
@@ -119,16 +121,16 @@ def test_run_nodes_file_is_the_deprecated_spelling_of_nodes_file(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """`run --nodes FILE` (a count or a file, by its value) warns when it is given a file."""
-    params = cli.run.make_context("run", ["lab3", "--nodes", NODES]).params
+    params = cli_run.run.make_context("run", ["lab3", "--nodes", NODES]).params
     assert params["nodes_arg"] == Path(NODES)
-    assert cli._nodes_arg(params["nodes_arg"], None) == (None, Path(NODES))
+    assert cli_run._nodes_arg(params["nodes_arg"], None) == (None, Path(NODES))
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and "--nodes FILE is deprecated, use --nodes-file FILE" in err[0]
     # a count says nothing and is a count; a path that is no file is still refused by the type
-    assert cli._nodes_arg(cli.run.make_context("run", ["lab3", "--nodes", "5"]).params["nodes_arg"], None) == (5, None)  # fmt: skip
+    assert cli_run._nodes_arg(cli_run.run.make_context("run", ["lab3", "--nodes", "5"]).params["nodes_arg"], None) == (5, None)  # fmt: skip
     assert capsys.readouterr().err == ""
     with pytest.raises(click.BadParameter):
-        cli.run.make_context("run", ["lab3", "--nodes", "nope.yaml"])
+        cli_run.run.make_context("run", ["lab3", "--nodes", "nope.yaml"])
 
 
 def test_both_spellings_with_different_values_are_one_usage_error() -> None:
@@ -138,7 +140,7 @@ def test_both_spellings_with_different_values_are_one_usage_error() -> None:
     assert len([x for x in lines if x.startswith("chaos: ") and "warning" not in x]) == 1
     assert "--json is the old spelling of --json-out: give --json-out only" in r.output
     # the same value twice is no conflict
-    params = cli.explore.make_context("explore", ["lab3", "--all", "--keep-going"]).params
+    params = cli_run.explore.make_context("explore", ["lab3", "--all", "--keep-going"]).params
     assert params["try_all"] is True
 
 
@@ -154,7 +156,7 @@ def test_both_spellings_with_different_values_are_one_usage_error() -> None:
 def test_a_moved_knob_adds_its_pair_to_the_given_ones_in_any_order(argv: list[str]) -> None:
     """click processes the options in the order typed: the pair is added whether ``-o`` was
     processed before the old spelling or after it."""
-    got = cli.run.make_context("run", list(argv)).params["options"]
+    got = cli_run.run.make_context("run", list(argv)).params["options"]
     assert sorted(got) == ["ack_wait=3", "set_size=1", "work_seconds=0"]
 
 
@@ -231,7 +233,7 @@ def test_one_option_name_means_one_thing_in_every_command() -> None:
 
 
 def cli_help(p: click.Option, ctx: click.Context) -> str:
-    if isinstance(p, cli.LazyHelp):
+    if isinstance(p, helps.LazyHelp):
         p.get_help_record(ctx)
     return p.help or ""
 
@@ -241,8 +243,8 @@ def test_the_name_check_finds_a_clash() -> None:
     flag = click.Option(["--json"], is_flag=True, help="Results as JSON.")
     path = click.Option(["--json"], type=click.Path(), help="Also write JSON here.")
     assert _kind(flag) != _kind(path)
-    workload = click.Option(["--time-limit"], type=cli.SECONDS, help=cli.TIME_LIMIT_HELP)
-    search = click.Option(["--time-limit"], type=cli.SECONDS, help="Search budget (s).")
+    workload = click.Option(["--time-limit"], type=click_type(SECONDS), help=helps.TIME_LIMIT_HELP)
+    search = click.Option(["--time-limit"], type=click_type(SECONDS), help="Search budget (s).")
     assert _kind(workload) == _kind(search)  # the same kind of value: only the words differ
     ctx = click.Context(main)
     assert cli_help(workload, ctx) != cli_help(search, ctx)

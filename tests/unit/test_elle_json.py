@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from chaos.checkers.cli import check_file_command
+from chaos.cli.model_check import check_file_command
 
 # read skew: T1 reads x empty and z = [2]; T2 appends to both; a later read sees x = [1]
 HISTORY = """\

@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from chaos.checkers.cli import check_file_command
 from chaos.checkers.elle import lattice
 from chaos.checkers.elle.consistency import MODELS, UNDECIDABLE, model
 from chaos.checkers.elle.graph import PROCESS, REALTIME
 from chaos.checkers.verdict import Verdict
+from chaos.cli.model_check import check_file_command
 from tests.unit.elle_history import check, concurrent, found, serial, then
 
 ELLE_G1A_ALSO_NOT = {

@@ -14,9 +14,9 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chaos.checkers.cli import check_file_command
 from chaos.checkers.elle import MODELS, NAMES, RawOp, model
 from chaos.checkers.verdict import Verdict
+from chaos.cli.model_check import check_file_command
 from tests.unit.elle_history import check, concurrent, found, serial, then
 
 # ----------------------------------------------------------------------- the model table

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from chaos.checkers.cli import check_file_command
 from chaos.checkers.elle import MODELS, RawOp, TxnInputError, transactions
 from chaos.checkers.verdict import Verdict
+from chaos.cli.model_check import check_file_command
 from tests.unit.elle_history import check, concurrent, found, serial, steps, then
 
 

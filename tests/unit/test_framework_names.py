@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
+from chaos.cli.deprecation import OldName
 from chaos.core.capabilities import Solutions, options_of
 from chaos.core.solution import REFERENCE
 from chaos.core.spec import TestSpec
-from chaos.deprecation import OldName
 from chaos.workloads import registry
 from tests.unit.test_cli_help import COMMANDS
 

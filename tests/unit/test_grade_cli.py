@@ -84,8 +84,8 @@ def test_an_existing_grade_is_resumed_not_overwritten(tmp_path: Path, subs: Path
 def test_controls_are_all_the_labs_unless_chosen_and_a_resume_keeps_the_choice(
     tmp_path: Path, subs: Path
 ) -> None:
-    from chaos.grade.cli import GradeArgs, request_of
     from chaos.grade.session import GradeRequest, rows_of
+    from chaos.grade.start import GradeArgs, request_of
     from chaos.workloads.lab3.workload import Lab3
 
     def rows(controls: tuple[str, ...] | None) -> list[str]:
@@ -139,7 +139,7 @@ def test_tls_needs_certs_and_certs_need_tls(tmp_path: Path, subs: Path) -> None:
 
 
 def test_insecure_lets_a_plain_scheduler_through_with_a_warning(tmp_path: Path) -> None:
-    from chaos.grade.cli import GradeArgs, scheduler_security
+    from chaos.grade.start import GradeArgs, scheduler_security
 
     said: list[str] = []
     args = GradeArgs(submissions=tmp_path, lab="lab3", scheduler="tcp://h:8786", insecure=True)

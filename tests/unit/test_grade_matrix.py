@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 import pytest
 
+from chaos.cli.deprecation import OldName
 from chaos.core.capabilities import Gradable, options_of
-from chaos.deprecation import OldName
 from chaos.grade import matrix
 from chaos.grade.matrix import MatrixError, parse
 from chaos.workloads import registry
@@ -102,7 +102,7 @@ def test_an_unreadable_file_is_named(tmp_path: Path) -> None:
 def test_the_option_table_is_chaos_runs_own() -> None:
     """Every option a matrix may set is a `chaos run` option, and every `chaos run` option is
     either settable or refused with a reason (a new option must be placed in one of the two)."""
-    from chaos.cli import run
+    from chaos.cli.run import run
 
     longs = {
         o.lstrip("-")
@@ -146,7 +146,7 @@ def test_a_workload_option_written_as_a_key_of_its_own_is_an_option_pair(tmp_pat
 
 @pytest.mark.parametrize("lab", ["lab1", "lab3"])
 def test_the_shipped_matrices_parse_into_argv_chaos_run_accepts(lab: str) -> None:
-    from chaos.cli import run
+    from chaos.cli.run import run
 
     wl = registry.get(lab)
     assert isinstance(wl, Gradable)

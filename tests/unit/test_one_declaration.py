@@ -68,10 +68,10 @@ def test_a_run_option_declared_once_is_in_the_help_the_matrix_and_the_stored_spe
     assert "--warmup" not in _help(root, "explore")  # declared for `chaos run` only
     out = _python(
         root,
-        "import json\nfrom pathlib import Path\nfrom chaos import cli\n"
+        "import json\nfrom pathlib import Path\nfrom chaos.cli.run import run\n"
         "from chaos.grade import matrix\nfrom chaos.orchestrator import plan\n"
         "m = matrix.parse('configs:\\n  - name: a\\n    run: {warmup: 2}\\n', Path('g.yaml'))\n"
-        "p = dict(cli.run.make_context('run', ['lab3', '--warmup', '2.5', '--seed', '4']).params)\n"
+        "p = dict(run.make_context('run', ['lab3', '--warmup', '2.5', '--seed', '4']).params)\n"
         "del p['quiet'], p['nodes_arg']\n"
         "got = plan.plan_runs(plan.RunRequest.of(p, nodes=None, argv=('run',)))\n"
         "(spec,) = got.specs\n"
@@ -108,9 +108,10 @@ def test_a_workload_option_declared_once_is_in_the_help_and_the_matrix(tmp_path:
 
 
 def test_a_backend_option_declared_once_is_taken_by_its_commands(tmp_path: Path) -> None:
-    anchor = "OPTIONS: tuple[RunOption, ...] = (NODES_FILE,"
+    anchor = "OPTIONS: tuple[option.RunOption, ...] = (NODES_FILE,"
     added = (
-        " RunOption(name='ssh_port', type=click.IntRange(1, 65535), default=None,"
+        " option.RunOption(name='ssh_port', type=option.Number(int, min=1, max=65535),"
+        " default=None,"
         " help='The port sshd listens on.', commands=frozenset({'run', 'cleanup'}),"
         " matrix='every machine of the grade listens on one port'),"
     )

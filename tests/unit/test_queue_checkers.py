@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from chaos.checkers.cli import check_file_command
 from chaos.checkers.counter import counter
 from chaos.checkers.exceptions import crash_like, exceptions
 from chaos.checkers.offline import (
@@ -26,6 +25,7 @@ from chaos.checkers.sets import set_full
 from chaos.checkers.stats import stats
 from chaos.checkers.unique_ids import unique_ids
 from chaos.checkers.verdict import Verdict
+from chaos.cli.model_check import check_file_command
 from chaos.histories import edn
 from chaos.histories.ops import Op, OpType
 from tests.corpus import PORCUPINE

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.report.cli import serve_command
+from chaos.cli.report import serve_command
 from chaos.report.serve import ReportServer, make_server
 from chaos.workloads.lab1.report import UnsafeLeaseSection
 from chaos.workloads.lab3.report import LabReportSection

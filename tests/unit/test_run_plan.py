@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from chaos import cli
-from chaos.checkers.cli import ModelCheck, check_history
+from chaos.checkers.history_file import ModelCheck, Refused, check_model
 from chaos.checkers.verdict import CheckResult, Verdict
+from chaos.cli import run as cli_run
 from chaos.cluster.docker.backend import DockerBackend
 from chaos.exits import Exit
 from chaos.histories.store import StoredRun, load_run
@@ -37,10 +37,12 @@ def _no_engine(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _request(argv: list[str], store: Path) -> plan.RunRequest:
     """The request `chaos run ARGV` makes (click supplies the defaults; nothing runs)."""
-    p = dict(cli.run.make_context("run", [*argv, "--store", str(store)]).params)
+    p = dict(cli_run.run.make_context("run", [*argv, "--store", str(store)]).params)
     del p["quiet"], p["nodes_arg"]
     nodes = (
-        cli.run.make_context("run", list(argv)).params["nodes_arg"] if "--nodes" in argv else None
+        cli_run.run.make_context("run", list(argv)).params["nodes_arg"]
+        if "--nodes" in argv
+        else None
     )
     return plan.RunRequest.of(p, nodes=nodes, argv=("run", *argv))
 
@@ -51,7 +53,7 @@ def test_the_requests_hold_exactly_the_options_the_commands_hand_them(tmp_path: 
     into ``settings`` and ``backend_options``, every other parameter into a field of its own."""
     from chaos.core import run_options
 
-    run_params = {p.name for p in cli.run.params if p.expose_value}
+    run_params = {p.name for p in cli_run.run.params if p.expose_value}
     declared = {o.name for o in run_options.spec_options("run")} - {"nodes"}
     backend = {o.name for o in run_options.backend_options("run")}
     run_fields = {f.name for f in dataclasses.fields(plan.RunRequest)}
@@ -60,7 +62,7 @@ def test_the_requests_hold_exactly_the_options_the_commands_hand_them(tmp_path: 
     assert run_params - {"nodes_arg", "quiet"} - declared - backend == run_fields - own
     request = _request(["lab3"], tmp_path)
     assert set(request.settings) == declared and set(request.backend_options) == backend
-    explore_params = {p.name for p in cli.explore.params if p.expose_value}
+    explore_params = {p.name for p in cli_run.explore.params if p.expose_value}
     declared = {o.name for o in run_options.spec_options("explore")} - {"nodes"}
     explore_fields = {f.name for f in dataclasses.fields(plan.ExploreRequest)}
     command = {"budget", "try_all", "json_path", "quiet"}
@@ -274,21 +276,16 @@ HISTORY = (
 )
 
 
-def test_check_history_answers_as_the_command_line_does(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """`chaos check FILE --model M` calls it, with no argv rebuilt for a second command."""
+def test_a_history_check_returns_its_answer_and_never_exits(tmp_path: Path) -> None:
+    """`chaos check FILE --model M` prints what this function returns; bad input is an
+    exception the command line maps to its status, not an exit of the checker's own."""
     path = tmp_path / "h.edn"
     path.write_text(HISTORY)
-    with pytest.raises(SystemExit) as e:
-        check_history(path, ModelCheck(model="register", as_json=True))
-    assert e.value.code == Exit.INVALID  # read 2, never written
-    doc = json.loads(capsys.readouterr().out)
-    assert doc["verdict"] == "invalid" and doc["deciding"]
-    with pytest.raises(SystemExit) as e:
-        check_history(path, ModelCheck(model="register", consistency="serializable"))
-    assert e.value.code == Exit.USAGE
-    assert "--consistency applies to list-append and rw-register" in capsys.readouterr().err
+    answer = check_model(path, ModelCheck(model="register"))
+    assert answer.verdict is Verdict.INVALID  # read 2, never written
+    assert answer.verdict.exit_code == Exit.INVALID and answer.deciding
+    with pytest.raises(Refused, match="--consistency applies to list-append and rw-register"):
+        check_model(path, ModelCheck(model="register", consistency="serializable"))
 
 
 def test_check_faults_refuses_a_fault_the_workload_does_not_have() -> None:

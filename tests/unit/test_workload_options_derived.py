@@ -12,7 +12,7 @@ from chaos.cli import main
 from chaos.core.capabilities import options_of
 from chaos.core.options import WorkloadOption, markdown_table
 from chaos.grade import matrix
-from chaos.grade.cli import GradeArgs, request_of
+from chaos.grade.start import GradeArgs, request_of
 from chaos.workloads import registry
 from tests.fixtures.memory_lab3 import MemoryLab3
 

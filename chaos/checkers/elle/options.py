@@ -15,18 +15,15 @@ more of the database, each assumption a source of version-order pairs:
 - ``transaction_order`` (``:transaction-order``): the database's own commit order, a number per
   transaction (by its completion's ``:index``); each key's versions follow it.
 
-All are off by default, as in Elle. This module imports click and the standard library only:
-``chaos check``'s command line declares its options from :data:`OPTIONS` at start-up.
+All are off by default, as in Elle. This module imports the standard library only: ``chaos
+check``'s command line (chaos.cli.model_check) declares its options from :data:`OPTIONS` at
+start-up.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
-import click
 
 __all__ = ["OPTIONS", "SOURCES", "VersionOption", "VersionOrder"]
 
@@ -76,16 +73,6 @@ class VersionOption:
     elle: str
     help: str
     is_flag: bool = True
-
-    def click_kwargs(self) -> dict[str, Any]:
-        if self.is_flag:
-            return {"is_flag": True, "default": False, "help": self.help}
-        return {
-            "type": click.Path(path_type=Path, dir_okay=False),
-            "default": None,
-            "metavar": "FILE",
-            "help": self.help,
-        }
 
 
 _RW = "With --model rw-register: "

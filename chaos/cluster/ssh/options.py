@@ -4,15 +4,11 @@ paramiko, so that ``chaos --help`` names them without loading the backend."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from chaos import run_option as option
 
-import click
-
-from chaos.run_option import RunOption
-
-NODES_FILE = RunOption(
+NODES_FILE = option.RunOption(
     name="nodes_file",
-    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    type=option.PathOf(dir_okay=False, exists=True),
     default=None,
     help="A nodes.yaml naming the machines of --backend ssh (see docs/backends.md).",
     metavar="FILE",
@@ -20,4 +16,4 @@ NODES_FILE = RunOption(
     matrix="the grade's concurrent runs cannot share one nodes file's machines",
 )
 
-OPTIONS: tuple[RunOption, ...] = (NODES_FILE,)
+OPTIONS: tuple[option.RunOption, ...] = (NODES_FILE,)

@@ -6,8 +6,8 @@ value) to the new option as if that had been typed, and prints one line on stder
 spelling. It is never shown by ``--help``. The value is checked by the new option's own type, so
 the old spelling accepts exactly what the new one does. CHANGELOG.md lists every rename.
 
-Only click is imported: every command module (chaos.cli, chaos.checkers.cli) declares its old
-spellings with :func:`old_name`.
+Only click is imported: every command module of chaos.cli declares its old spellings with
+:func:`old_name`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
-"""``chaos report RUN_DIR`` and ``chaos serve``; wired into ``chaos.cli`` with add_command.
+"""``chaos report RUN_DIR`` and ``chaos serve``.
 
-The report knows no workload: ``chaos.cli`` builds these commands with a lookup from a run's name
-to its workload's section contributors (chaos.report.contrib). ``report_command`` and
-``serve_command`` are the generic ones (generic sections only). Errors exit with chaos.exits'
-statuses (3 bad usage or input, 4 environment problem).
+The report knows no workload: these commands are built with a lookup from a run's name to its
+workload's section contributors (chaos.report.contrib); ``report`` and ``serve`` are chaos's,
+``report_command`` and ``serve_command`` the generic ones (generic sections only). Errors exit
+with chaos.exits' statuses (3 bad usage or input, 4 environment problem).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -18,6 +19,16 @@ from chaos.exits import Exit
 from chaos.report.contrib import ContributorsFor, no_contributors
 from chaos.report.defaults import DEFAULT_HOST, DEFAULT_PORT
 from chaos.report.loading import NotARunDir
+
+__all__ = [
+    "make_report_command",
+    "make_serve_command",
+    "report",
+    "report_command",
+    "report_contributors",
+    "serve",
+    "serve_command",
+]
 
 
 class _Failed(click.ClickException):
@@ -103,3 +114,20 @@ def make_serve_command(contributors_for: ContributorsFor = no_contributors) -> c
 
 report_command = make_report_command()
 serve_command = make_serve_command()
+
+
+def report_contributors(name: str) -> Sequence[Any]:
+    """The report sections of the workload a run is named after (none for an unknown name)."""
+    from chaos.workloads import registry  # as in the commands: chaos --help stays quick
+
+    try:
+        wl = registry.get(name)
+    except ValueError:
+        return ()
+    from chaos.core.capabilities import ReportSections
+
+    return tuple(wl.report_sections()) if isinstance(wl, ReportSections) else ()
+
+
+report = make_report_command(report_contributors)
+serve = make_serve_command(report_contributors)

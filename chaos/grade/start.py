@@ -1,7 +1,5 @@
 """What ``chaos grade`` does between its options and :func:`chaos.grade.session.grade`: find the
-lab, its matrix and controls, the out folder, the seed, or read them back for ``--resume``.
-
-Kept out of chaos/cli.py so that the command there stays a list of options."""
+lab, its matrix and controls, the out folder, the seed, or read them back for ``--resume``."""
 
 from __future__ import annotations
 
@@ -14,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from chaos.core.capabilities import Gradable, WorkloadOptions
-from chaos.grade import certs, dispatch, estimate, feedback, ledger, matrix, seeds, submissions
+from chaos.grade import certs, dispatch, estimate, feedback, ledger, matrix, submissions
 from chaos.grade.session import GradeOutcome, GradeRequest, grade, rows_of
+from chaos.run_option import new_seed
 from chaos.workloads import registry
 
 
@@ -113,7 +112,7 @@ def request_of(args: GradeArgs, say: Callable[[str], None]) -> GradeRequest:
     controls = _controls(args.controls, wl)
     if args.check_run is not None:
         _check_configs(m, args.lab, args.check_run)
-    seed = args.seed if args.seed is not None else seeds.new_grade_seed()
+    seed = args.seed if args.seed is not None else new_seed()
     if args.seed is None:
         say(f"grade seed {seed} (--seed {seed} grades the same way again)")
     out = args.out or Path("grades") / f"{time.strftime('%Y-%m-%d')}-{args.lab}"
