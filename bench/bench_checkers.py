@@ -312,6 +312,15 @@ def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float, in
     return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, p.returncode, out
 
 
+def _chaos_env() -> dict[str, str]:
+    """The environment chaos's side runs in: this tree, its bytecode cached as an installed
+    chaos has it (in $CHAOS_BENCH_DIR/pycache, whatever PYTHONDONTWRITEBYTECODE says)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(BENCH_DIR / "pycache")
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
 def bench_versus(rounds: int = 5) -> None:
     """``chaos check`` on the 100k-op cas-register EDN against Porcupine on the same ops (its
     JSONL twin), in interleaved rounds (who goes first alternates): wall, CPU, peak RSS, and the
@@ -324,9 +333,7 @@ def bench_versus(rounds: int = 5) -> None:
     pb = _porcupine_binary()
     if pb is None:
         return
-    chaos_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    chaos_env["PYTHONPYCACHEPREFIX"] = str(BENCH_DIR / "pycache")
-    chaos_env["PYTHONPATH"] = str(ROOT)
+    chaos_env = _chaos_env()
     chaos_cmd = [sys.executable, "-m", "chaos.cli", "check", str(path), "--model", "cas-register"]
     chaos_cmd.append("--independent")
     pb_env = {**os.environ, "CHAOS_HISTORY": str(path.with_suffix(".jsonl"))}
@@ -407,9 +414,7 @@ def bench_shapes(rounds: int = 3) -> None:
     pb = _porcupine_binary()
     if pb is None:
         return
-    chaos_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    chaos_env["PYTHONPYCACHEPREFIX"] = str(BENCH_DIR / "pycache")
-    chaos_env["PYTHONPATH"] = str(ROOT)
+    chaos_env = _chaos_env()
     for label, name, n_ops, kw in SHAPES:
         path = BENCH_DIR / name
         if not path.exists():
