@@ -6,6 +6,7 @@
     python bench/bench_checkers.py edn        # `chaos check` on generated 100k-op EDN histories
     python bench/bench_checkers.py edn1m      # the same on a 1M-op one (~1 min to generate)
     python bench/bench_checkers.py versus     # `chaos check` vs Porcupine, 100k EDN, interleaved
+    python bench/bench_checkers.py shapes     # the same on 1 key, 1,000 keys and 1M ops, 3 rounds
 
 The queue history (1,000,000 ops = 2,000,000 lines of history.jsonl, ~190 MB) is generated into
 /tmp (or $CHAOS_BENCH_DIR) once, deterministically, and checked in a fresh child process so that
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -100,16 +102,24 @@ def generate_queue_history(path: Path, n_ops: int = QUEUE_OPS, seed: int = 7) ->
     tmp.replace(path)
 
 
-def generate_cas_history(path: Path, n_ops: int, seed: int = 15) -> None:
+def generate_cas_history(
+    path: Path,
+    n_ops: int,
+    seed: int = 15,
+    *,
+    keys: int = 1000,
+    procs: int = 20,
+    timeouts: float = 0.01,
+) -> None:
     """A Jepsen independent cas-register history as ``history.edn`` (one op map per line, the
     key order Jepsen writes) and the same ops as chaos ``history.jsonl`` beside it.
 
-    20 processes, 1,000 keys, reads / writes / cas on ``[key value]`` tuples; each op takes
-    effect at its completion, so the history is linearizable. About 1% of ops time out
-    (``:info``; half of them took effect) and cas ops whose compare fails complete ``:fail``.
+    ``procs`` processes (20), ``keys`` keys (1,000), reads / writes / cas on ``[key value]``
+    tuples; each op takes effect at its completion, so the history is linearizable. A share
+    ``timeouts`` of ops (1%) time out (``:info``; half of them took effect) and cas ops whose
+    compare fails complete ``:fail``.
     """
     rng = random.Random(seed)
-    procs, keys = 20, 1000
     state: dict[int, int | None] = {}
     busy: dict[int, tuple[str, int, object]] = {}
     next_proc = {p: p for p in range(procs)}  # a process that timed out is replaced, as Jepsen
@@ -156,7 +166,7 @@ def generate_cas_history(path: Path, n_ops: int, seed: int = 15) -> None:
         f, k, arg = busy.pop(p)
         done += 1
         cur = state.get(k)
-        if rng.random() < 0.01:  # a timeout: it may or may not have happened
+        if rng.random() < timeouts:  # a timeout: it may or may not have happened
             if rng.random() < 0.5 and f == "write":
                 state[k] = arg  # type: ignore[assignment]
             elif rng.random() < 0.5 and f == "cas" and cur == arg[0]:  # type: ignore[index]
@@ -302,6 +312,15 @@ def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float, in
     return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, p.returncode, out
 
 
+def _chaos_env() -> dict[str, str]:
+    """The environment chaos's side runs in: this tree, its bytecode cached as an installed
+    chaos has it (in $CHAOS_BENCH_DIR/pycache, whatever PYTHONDONTWRITEBYTECODE says)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(BENCH_DIR / "pycache")
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
 def bench_versus(rounds: int = 5) -> None:
     """``chaos check`` on the 100k-op cas-register EDN against Porcupine on the same ops (its
     JSONL twin), in interleaved rounds (who goes first alternates): wall, CPU, peak RSS, and the
@@ -314,9 +333,7 @@ def bench_versus(rounds: int = 5) -> None:
     pb = _porcupine_binary()
     if pb is None:
         return
-    chaos_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    chaos_env["PYTHONPYCACHEPREFIX"] = str(BENCH_DIR / "pycache")
-    chaos_env["PYTHONPATH"] = str(ROOT)
+    chaos_env = _chaos_env()
     chaos_cmd = [sys.executable, "-m", "chaos.cli", "check", str(path), "--model", "cas-register"]
     chaos_cmd.append("--independent")
     pb_env = {**os.environ, "CHAOS_HISTORY": str(path.with_suffix(".jsonl"))}
@@ -347,6 +364,84 @@ def bench_versus(rounds: int = 5) -> None:
     print(
         f"  best walls: chaos {min(walls['chaos']):.2f} s, Porcupine {min(walls['porcupine']):.2f} s ({best:.2f}x)"
     )
+
+
+# The shapes of issue 30: (label, file name, ops, generator keywords). One key with 5 processes
+# (Jepsen's usual concurrency for a single register); the 1,000-key ones as ``edn``/``versus``.
+SHAPES = (
+    ("1 key, 100k ops", "cas1-100k.edn", 100_000, {"keys": 1, "procs": 5}),
+    ("1,000 keys, 100k ops", "cas-100k.edn", 100_000, {}),
+    ("1,000 keys, 1M ops", "cas-1M.edn", 1_000_000, {}),
+)
+_AS_LIMIT = 8 << 30  # address space per side: Porcupine's cache grows with the history
+
+
+def _time_v(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """One run of ``cmd`` under ``/usr/bin/time -v``: its wall, CPU (user + system) and peak
+    RSS as time reports them, exit status and stdout."""
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (_AS_LIMIT, _AS_LIMIT))
+
+    out = subprocess.run(
+        ["/usr/bin/time", "-v", *cmd],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        preexec_fn=cap,  # the limit is the child's alone, set before exec
+    )
+    got: dict[str, Any] = {"code": out.returncode, "stdout": out.stdout}
+    for line in out.stderr.splitlines():
+        name, _, value = line.strip().rpartition(": ")
+        if name == "User time (seconds)":
+            got["user"] = float(value)
+        elif name == "System time (seconds)":
+            got["sys"] = float(value)
+        elif name.startswith("Elapsed (wall clock)"):
+            parts = [float(x) for x in value.split(":")]
+            got["wall"] = sum(x * 60**i for i, x in enumerate(reversed(parts)))
+        elif name == "Maximum resident set size (kbytes)":
+            got["rss_mb"] = int(value) / 1024
+    got["cpu"] = got["user"] + got["sys"]
+    return got
+
+
+def bench_shapes(rounds: int = 3) -> None:
+    """Issue 30's three shapes, ``chaos check FILE --model cas-register --independent`` on the
+    EDN beside Porcupine on its JSONL twin, each under ``/usr/bin/time -v``, in rounds (who
+    goes first alternates); the ratio of each round, and the load (1-minute average)."""
+    pb = _porcupine_binary()
+    if pb is None:
+        return
+    chaos_env = _chaos_env()
+    for label, name, n_ops, kw in SHAPES:
+        path = BENCH_DIR / name
+        if not path.exists():
+            generate_cas_history(path, n_ops, **kw)
+        # a generous search budget: on a loaded machine the default 60 s of wall can run out
+        chaos_cmd = [sys.executable, "-m", "chaos.cli", "check", str(path)]
+        chaos_cmd += ["--model", "cas-register", "--independent", "--search-timeout", "900"]
+        pb_env = {**os.environ, "CHAOS_HISTORY": str(path.with_suffix(".jsonl"))}
+        sides = {
+            "chaos": (chaos_cmd, chaos_env),
+            "porcupine": ([str(pb), "-test.run", "TestChaosBench"], pb_env),
+        }
+        _time_v(*sides["chaos"])  # bytecode and the page cache
+        print(f"{label}: {name} ({path.stat().st_size / 1e6:.1f} MB EDN) vs Porcupine on its JSONL")
+        for r in range(rounds):
+            order = ["chaos", "porcupine"] if r % 2 == 0 else ["porcupine", "chaos"]
+            load = os.getloadavg()[0]
+            got = {side: _time_v(*sides[side]) for side in order}
+            c, p = got["chaos"], got["porcupine"]
+            ok = c["code"] == 0 and p["code"] == 0 and "linearizable=true" in p["stdout"]
+            print(
+                f"  round {r + 1} (load {load:.1f}): chaos {c['wall']:.2f} s wall, "
+                f"{c['cpu']:.2f} s CPU, {c['rss_mb']:.0f} MB; Porcupine {p['wall']:.2f} s wall, "
+                f"{p['cpu']:.2f} s CPU, {p['rss_mb']:.0f} MB; ratio wall {c['wall'] / p['wall']:.2f}x, "
+                f"CPU {c['cpu'] / p['cpu']:.2f}x{'' if ok else '; NOT BOTH VALID (exit ' + str(c['code']) + ')'}",
+                flush=True,
+            )
 
 
 def _child_queue(path: str) -> None:
@@ -469,6 +564,8 @@ def main(argv: list[str]) -> None:
         bench_edn(1_000_000, runs=1)
     if "versus" in which:
         bench_versus()
+    if "shapes" in which:
+        bench_shapes()
 
 
 if __name__ == "__main__":

@@ -417,7 +417,12 @@ def _walk(s: _Search, part: Partition, model: Model) -> Generator[int, None, _Ou
     cache, stack, head, tail, optional = s.cache, s.stack, s.head, s.head + 1, _optional(s)
     add, push, pop, cut = cache.add, stack.append, stack.pop, s.failed if s.counts[0] else None
     state, low, window, imask, limit, blocking, blocked = model.init, 0, 0, 0, 0, -1, -1
+    # The longest prefix so far is kept apart from the stack; it agrees with the stack below
+    # ``kept`` (the lowest depth the stack has had since the prefix was last taken), so taking
+    # a longer one copies only what was pushed since, not the whole stack at every dead end
+    # (that copy made a long valid key's search quadratic).
     longest: list[int] = []
+    kept = 0
     entry, optional_phase, at_block, budget = nxt[head], False, state, _SLICE
     while True:
         if optional_phase or entry & 1:
@@ -429,7 +434,9 @@ def _walk(s: _Search, part: Partition, model: Model) -> Generator[int, None, _Ou
                 state, imask, optional_phase, entry = moved[0], moved[1], False, nxt[head]
             else:  # a dead end: back up, past forced moves, to the last free choice
                 if len(stack) > len(longest) or blocked < 0:
-                    longest, blocked, at_block = [e[0] >> 1 for e in stack], blocking >> 1, state
+                    del longest[kept:]
+                    longest += [e[0] >> 1 for e in stack[kept:]]
+                    kept, blocked, at_block = len(stack), blocking >> 1, state
                 while stack:
                     if cut is not None:  # a configuration left has failed (dominance)
                         cut.add((low, window, imask, state))
@@ -441,6 +448,8 @@ def _walk(s: _Search, part: Partition, model: Model) -> Generator[int, None, _Ou
                         break
                 else:
                     return _Outcome(False, len(cache), longest, blocked, at_block)
+                if len(stack) < kept:
+                    kept = len(stack)
                 optional_phase, entry = not det[entry >> 1], nxt[entry]
         else:
             ok, new = step(state, inputs[op := entry >> 1], outputs[op])

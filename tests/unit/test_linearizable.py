@@ -497,6 +497,40 @@ def test_search_agrees_with_brute_force(model: str, data: st.DataObject) -> None
         assert got is expected
 
 
+def _legal_prefix(part: Any, model: models.Model, prefix: list[int]) -> bool:
+    """Whether ``prefix`` (op ids of ``part``) is a linearization of its ops: distinct, each
+    taken by the model in turn, and every determinate op that returned before one's call is
+    placed before it."""
+    call = {e >> 1: i for i, e in enumerate(part.events) if not e & 1}
+    ret = {e >> 1: i for i, e in enumerate(part.events) if e & 1}
+    placed: set[int] = set()
+    state = model.init
+    for o in prefix:
+        if o in placed or any(ret[a] < call[o] and a not in placed for a in ret):
+            return False
+        ok, state = model.step(state, part.inputs[o], part.outputs[o])
+        if not ok:
+            return False
+        placed.add(o)
+    return True
+
+
+@pytest.mark.parametrize("model", sorted(_OPS))
+@settings(max_examples=examples(300), deadline=None)
+@given(data=st.data())
+def test_longest_prefix_is_a_linearization(model: str, data: st.DataObject) -> None:
+    """The evidence of a failed key, its longest linearizable prefix, is kept apart from the
+    search's stack (only what changed since it was last taken is copied): it must be a real
+    linearization of its ops that the blocked op is not part of."""
+    m = models.MODELS[model]()
+    parts, _ = prepare(data.draw(histories(model)), m)
+    res = check_partitions(parts, m)
+    if res.verdict is Verdict.INVALID:
+        assert res.failed is not None and res.outcome is not None
+        assert _legal_prefix(res.failed, m, res.outcome.longest)
+        assert res.outcome.blocked not in res.outcome.longest
+
+
 # -------------------------------------------------- Porcupine's recorded histories
 
 
