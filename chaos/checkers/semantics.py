@@ -127,9 +127,9 @@ def counter_start(sem: Semantics) -> float:
     if not sem.init_given:
         return 0
     v = thaw(sem.init)
-    if type(v) not in (int, float):
-        raise ValueError(f"a counter starts at a number, not {_show(sem.init)}")
-    return v
+    if type(v) is int or type(v) is float:
+        return v
+    raise ValueError(f"a counter starts at a number, not {_show(sem.init)}")
 
 
 def build_model(name: str, sem: Semantics) -> Model:
