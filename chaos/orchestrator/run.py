@@ -57,7 +57,7 @@ SETTLE_MAX = 3.0
 FINAL_READ_ATTEMPTS = 3
 FINAL_READ_PAUSE = 2.0
 # how long the client waits for a nemesis that arms a point at its start (ArmsFirst)
-ARM_WAIT = 5.0
+ARM_WAIT = 30.0  # it only waits as long as the arming takes: up to 13 s at a load of 40
 
 
 # The uid the services of the code under test run as on the nodes (``nobody``): the live folder
