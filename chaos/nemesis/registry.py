@@ -74,14 +74,15 @@ def aimed(wl: Workload, faults: list[tuple[str, str | None]]) -> list[tuple[str,
 
 
 def moves_clocks(spec: TestSpec) -> bool:
-    """Whether the run may move clocks (a ``clock`` fault in ``--nemesis``, the schedule file or a
-    trigger): only then do the code under test's processes start with libfaketime preloaded."""
+    """Whether the run may move clocks (a fault whose row says ``moves_clocks`` in ``--nemesis``,
+    the schedule file or a trigger): only then do the code under test's processes start with
+    libfaketime preloaded."""
     names = [str(item).strip().partition(":")[0] for item in spec.nemesis]
     if spec.schedule:
         names += [str(s.get("fault")) for s in spec.schedule.get("steps", [])]
         names += [str(t).split()[0] for t in spec.schedule.get("triggers", []) if str(t).split()]
     names += [str(t).split()[0] for t in spec.triggers if str(t).split()]
-    return "clock" in names
+    return any(BY_NAME[n].moves_clocks for n in names if n in BY_NAME)
 
 
 def planned_steps(
