@@ -32,8 +32,9 @@ from chaos.core.rest import RestWatch
 from chaos.core.spec import TestSpec
 from chaos.core.workload import Workload
 from chaos.nemesis.base import Nemesis
-from chaos.nemesis.faultpoint import FaultPointNemesis
-from chaos.nemesis.hostpoint import HostFaultPointNemesis
+from chaos.nemesis.claimpoint import ClaimedArming
+from chaos.nemesis.faultpoint import Arming, FaultPointNemesis
+from chaos.nemesis.hostpoint import HostArming
 from chaos.nemesis.pause import PauseNemesis
 from chaos.nemesis.plan import Choice, Step, generate
 from chaos.nemesis.runner import ScheduleNemesis
@@ -133,22 +134,17 @@ def make_nemeses(wl: Workload, spec: TestSpec) -> list[Nemesis]:
     out: list[Nemesis] = []
     choices: list[Choice] = []
     for name, target in aimed(wl, parse_nemesis(spec.nemesis, points)):
-        if name in points and isinstance(wl, HostFaultPoints) and name in wl.host_points:
-            out.append(
-                HostFaultPointNemesis(
-                    name,
-                    component=points[name].component,
-                    host=wl,
-                    observe=wl.observe if isinstance(wl, FaultPoints) else None,
-                )
-            )
-        elif name in points:
-            point = points[name]
+        if name in points:
+            # the difference between points is data: who fires it (the host's proxies, or the
+            # process that claims it) and whether the host then crashes the claimer
+            arming: Arming = ClaimedArming(crashes=points[name].crashes)
+            if isinstance(wl, HostFaultPoints) and name in wl.host_points:
+                arming = HostArming(wl)
             out.append(
                 FaultPointNemesis(
                     name,
-                    component=point.component,
-                    crashes=point.crashes,
+                    component=points[name].component,
+                    arming=arming,
                     observe=wl.observe if isinstance(wl, FaultPoints) else None,
                 )
             )
