@@ -22,6 +22,11 @@ both tell the same story. The rules (docs/history-format.md, *Nemesis ops*):
 * A fault with no heal is open (``end`` is None): a reader must notice it.
 * Ops without a ``phase`` follow Jepsen's naming: ``stop…``, ``heal…``, ``resume…``,
   ``recover…`` heal; anything else starts.
+
+How a fault reads (its ``verb``, its ``colour`` in the report) is its row's, in chaos's fault
+table, recorded on its start ops by the ledger: this module never tells one fault from another by
+name. Histories recorded before the start ops carried them (and Jepsen's) read with
+:data:`RECORDED_BEFORE`.
 """
 
 from __future__ import annotations
@@ -32,11 +37,22 @@ from typing import Any
 
 from chaos.histories.ops import NEMESIS, OpLike
 
-__all__ = ["FaultInterval", "NemesisOp", "fault_intervals"]
+__all__ = ["RECORDED_BEFORE", "FaultInterval", "NemesisOp", "fault_intervals"]
 
 
 # what the intervals read of an op: an Op, or the report's lighter rows
 NemesisOp = OpLike
+
+# (verb, colour) of the faults whose start ops were recorded without them (runs made before the
+# fault table's rows were written into the history, and Jepsen's nemesis ops): a frozen reading
+# of old records, never where a new fault is added (its row in chaos.nemesis.table is)
+RECORDED_BEFORE: dict[str, tuple[str, str | None]] = {
+    "pause": ("paused", "#f4a261"),
+    "freeze": ("frozen", "#e9c46a"),
+    "kill": ("killed", "#e76f51"),
+    "partition": ("partitioned", "#6baed6"),
+    "crash": ("crash", "#e76f51"),
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,7 +62,7 @@ class FaultInterval:
     ``targets``: the resolved targets (one dict per process or node hit); ``nodes`` and
     ``process``: where it hit, for lanes and labels (a partition's nodes are its grudge's);
     ``detail``: the start's completion value when it is an object (``signal``, ``pid``,
-    ``grudge``, ...).
+    ``grudge``, ...); ``verb`` and ``colour``: how it reads, as its start op recorded them.
     """
 
     fault_id: Any
@@ -58,6 +74,8 @@ class FaultInterval:
     nodes: tuple[str, ...] = ()
     process: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+    verb: str = ""
+    colour: str | None = None
 
     def covers(self, t: float) -> bool:
         return self.start <= t and (self.end is None or t <= self.end)
@@ -69,19 +87,19 @@ class FaultInterval:
         return False
 
     def describe(self) -> str:
+        """One sentence, from what the history recorded: the targets (a moved clock's amount, a
+        lossy link's pairs, when its targets record them) and the fault's verb."""
         dur = f" for {self.end - self.start:.1f} s" if self.end is not None else " (never healed)"
-        if self.fault == "clock":
-            moved = ", ".join(
-                f"{t.get('node')}'s {t.get('process')} clock {_clock_amount(t)}"
-                for t in self.targets
-                if t.get("node")
+        moved = [t for t in self.targets if t.get("node") and _clock_amount(t)]
+        if moved:
+            said = ", ".join(
+                f"{t.get('node')}'s {t.get('process')} clock {_clock_amount(t)}" for t in moved
             )
-            return f"{moved or 'clocks'} at {self.start:.2f} s{dur}"
-        if self.fault == "packet-loss":
-            t = self.targets[0] if self.targets else {}
-            links = t.get("links") or {}
+            return f"{said} at {self.start:.2f} s{dur}"
+        links = self.targets[0].get("links") if self.targets else None
+        if isinstance(links, dict):
             pairs = ", ".join(f"{s}->{r}" for r, ss in sorted(links.items()) for s in ss)
-            p = t.get("probability")
+            p = self.targets[0].get("probability")
             lost = f"{p:.0%} loss" if isinstance(p, int | float) else "loss"
             return f"{lost} on {pairs or 'some links'} at {self.start:.2f} s{dur}"
         who = (
@@ -92,8 +110,7 @@ class FaultInterval:
             )
             or "the cluster"
         )
-        verb = {"pause": "paused", "freeze": "frozen", "kill": "killed", "partition": "partitioned"}
-        return f"{who} {verb.get(self.fault, self.fault)} at {self.start:.2f} s{dur}"
+        return f"{who} {self.verb or self.fault} at {self.start:.2f} s{dur}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -107,14 +124,15 @@ class FaultInterval:
 
 
 def _clock_amount(t: dict[str, Any]) -> str:
-    """A clock fault's target as the history recorded it: its offset, strobe amplitude or rate."""
+    """A moved clock as the history recorded its target: its rate, strobe amplitude or offset
+    ("" for a target that records none: not a clock)."""
     if isinstance(t.get("rate"), int | float):
         return f"at {t['rate']:g}x"
     if isinstance(t.get("delta"), int | float):
         return f"strobing {t['delta']:+.3f} s"
     if isinstance(t.get("offset"), int | float):
         return f"{t['offset']:+.3f} s"
-    return "moved"
+    return ""
 
 
 def _targets(value: Any) -> list[dict[str, Any]]:
@@ -196,9 +214,11 @@ def _interval(req: NemesisOp, comp: NemesisOp | None, end: float | None) -> Faul
     if fid is None and comp is not None:
         fid = _fid(comp)
     trigger = req.extra.get("trigger")
+    fault = str(req.extra.get("fault") or req.f)
+    verb, colour = _reading(req, fault)
     return FaultInterval(
         fault_id=fid if fid is not None else f"@{req.index}",
-        fault=str(req.extra.get("fault") or req.f),
+        fault=fault,
         start=src.time,
         end=None if end is None else max(end, src.time),
         targets=_targets(src.value) or _targets(req.value),
@@ -206,7 +226,17 @@ def _interval(req: NemesisOp, comp: NemesisOp | None, end: float | None) -> Faul
         nodes=nodes,
         process=process,
         detail=src.value if isinstance(src.value, dict) else {},
+        verb=verb,
+        colour=colour,
     )
+
+
+def _reading(req: NemesisOp, fault: str) -> tuple[str, str | None]:
+    """The verb and colour the start op recorded (its fault's row), else the old records'."""
+    verb, colour = req.extra.get("verb"), req.extra.get("colour")
+    if isinstance(verb, str) and verb:
+        return verb, colour if isinstance(colour, str) and colour else None
+    return RECORDED_BEFORE.get(fault, (fault, None))
 
 
 def _resumed_at(op: NemesisOp) -> float | None:

@@ -1,7 +1,9 @@
 """The ledger of active faults: every fault is written down before it is applied, so it can be healed.
 
 Each start and heal becomes a Jepsen-shaped pair of nemesis ops (``info`` invoke, ``info``
-completion) carrying ``fault``, ``phase`` and ``fault_id``. The ledger is mirrored to
+completion) carrying ``fault``, ``phase`` and ``fault_id``; the start ops also carry what the
+ledger's ``kinds`` say of the fault (its row in the fault table: ``verb``, ``colour``), so that the
+checkers and the report, which sit below the table, read it from the record. The ledger is mirrored to
 ``<run>/faults.json`` (durably, beside the run: never in the live folder the nodes can write) so that ``chaos cleanup`` can heal what a killed orchestrator left behind:
 each entry's ``reap`` list says how to undo it from outside the run (``sigcont`` a host pid,
 ``iptables-flush`` a chain in some containers, ``thaw`` a container).
@@ -16,7 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,9 +46,17 @@ class ActiveFault:
 
 
 class FaultLedger:
-    def __init__(self, history: HistoryRecorder, mirror: Path | None = None) -> None:
+    def __init__(
+        self,
+        history: HistoryRecorder,
+        mirror: Path | None = None,
+        *,
+        kinds: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
         self._history = history
         self._mirror = mirror
+        # fault name -> the fields its start ops carry (chaos.nemesis.table.recorded)
+        self._kinds = dict(kinds or {})
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
         self._closed = False
@@ -82,6 +92,7 @@ class FaultLedger:
                 raise LedgerClosed(f"{fault}: the run is ending, no fault may start now")
             fid = next(self._ids)
             meta: dict[str, Any] = {"fault": fault, "phase": "start", "fault_id": fid}
+            meta.update(self._kinds.get(fault, {}))
             if trigger:
                 meta["trigger"] = trigger
             self._history.record(

@@ -28,6 +28,7 @@ the op values of the history, and the offset a probe measured through the same l
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.cluster import clocks
+from chaos.cluster.node_kit.undo import UndoOp
 from chaos.core.context import RunContext
 from chaos.core.target import Resolved, RoleUnplayed, Target
 from chaos.core.workload import Workload
@@ -128,7 +130,7 @@ def parse(spec: str | None) -> ClockSpec:
     return ClockSpec(mode=mode, amount=value, target=rest or None)
 
 
-def _offset(rng: Any, lo: float = MIN_OFFSET, hi: float = MAX_OFFSET) -> float:
+def _offset(rng: random.Random, lo: float = MIN_OFFSET, hi: float = MAX_OFFSET) -> float:
     return round(rng.choice((-1, 1)) * rng.uniform(lo, hi), 3)
 
 
@@ -201,7 +203,7 @@ class ClockFault:
             if path is None:
                 raise ClockError(f"clock: {t.process} on {t.node} does not read a faked clock")
             files[t] = path
-        reap = [{"op": "clock-reset", "files": sorted(str(p) for p in files.values())}]
+        reap = [{"op": UndoOp.CLOCK_RESET, "files": sorted(str(p) for p in files.values())}]
         move = _ClockMove(self, ctx, files, params)
         return ctx.faults.start(
             "clock",

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from chaos.cluster.base import Freezable, Reapable
+from chaos.cluster.node_kit.undo import UndoOp
 from chaos.core.context import RunContext
 from chaos.core.target import Resolved
 from chaos.nemesis.targets import TargetedFault
@@ -48,7 +49,7 @@ class FreezeFault(TargetedFault):
             raise RuntimeError(f"freeze {resolved.spec}: no node to freeze")
         handles = cluster if isinstance(cluster, Reapable) else None
         reap = [
-            {"op": "thaw", "node": n, "container": handles.reap_handle(n) if handles else None}
+            {"op": UndoOp.THAW, "node": n, "container": handles.reap_handle(n) if handles else None}
             for n in nodes
         ]
 

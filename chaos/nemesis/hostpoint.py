@@ -1,11 +1,9 @@
-"""Fault points the host fires (``HostFaultPoints``): armed on every node, confirmed by what the
+"""A fault point the host fires (``HostFaultPoints``): armed on every node, confirmed by what the
 orchestrator's own processes observed — lab3's ``txn-error-*``, fired by the nodes' root-owned
 etcd proxies, never claimed by the code under test."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from typing import Any
 
 from chaos.core.capabilities import HostFaultPoints
@@ -14,74 +12,46 @@ from chaos.core.context import RunContext
 POLL = 0.1
 
 
-class HostFaultPointNemesis:
-    def __init__(
-        self,
-        point: str,
-        *,
-        component: str,
-        host: HostFaultPoints,
-        wait: float = 30.0,
-        observe: Callable[[RunContext], dict[str, Any]] | None = None,
-    ) -> None:
-        self.name = point
-        self.point = point
-        self.component = component
+class HostArming:
+    """The :class:`~chaos.nemesis.faultpoint.Arming` of a point the workload's ``host`` arms
+    and sees fire; the fault is the proxy's own (an error answer), nothing is left to act."""
+
+    where = "every node"
+
+    def __init__(self, host: HostFaultPoints) -> None:
         self.host = host
-        self.wait = wait
-        self.observe = observe
-        self.armed = threading.Event()  # ArmsFirst: the client starts once the point is armed
+        self.gen = ""
 
-    def run(self, ctx: RunContext) -> None:
-        try:
-            self._run(ctx)
-        finally:
-            self.armed.set()  # never keep the client waiting on a nemesis that failed
+    def arm(self, ctx: RunContext, point: str) -> None:
+        self.gen = self.host.arm_host_point(ctx, point)
 
-    def _run(self, ctx: RunContext) -> None:
-        fired: dict[str, Any] = {}
-        gen: list[str] = []
+    def disarm(self, ctx: RunContext, point: str) -> None:
+        self.host.disarm_host_point(ctx, point)
 
-        def apply() -> list[dict[str, Any]]:
-            gen.append(self.host.arm_host_point(ctx, self.point))
-            return [{"point": self.point, "component": self.component, "armed": "every node"}]
-
-        def undo() -> dict[str, Any]:
-            self.host.disarm_host_point(ctx, self.point)
-            return {"point": self.point, **fired}
-
-        fid = ctx.faults.start(self.point, apply, undo, intent={"point": self.point})
-        self.armed.set()
-        ctx.progress(f"armed fault point {self.point} on every node")
+    def fired(
+        self, ctx: RunContext, point: str, component: str, wait: float
+    ) -> dict[str, Any] | None:
         found: list[dict[str, Any]] = []
-        deadline = ctx.now() + self.wait
+        deadline = ctx.now() + wait
         while not found and ctx.now() < deadline and not ctx.stop.is_set():
-            found = self.host.host_point_fired(ctx, self.point, gen[0])
+            found = self.host.host_point_fired(ctx, point, self.gen)
             if not found:
                 ctx.stop.wait(POLL)
-        self.host.disarm_host_point(ctx, self.point)
+        self.host.disarm_host_point(ctx, point)
         # a proxy may fire between the last look and the disarm: count what fired by then
-        found = found or self.host.host_point_fired(ctx, self.point, gen[0])
+        found = found or self.host.host_point_fired(ctx, point, self.gen)
         if not found:
-            ctx.progress(f"fault point {self.point} never fired")
-            ctx.faults.heal(fid)
-            return
+            return None
         first = min(found, key=lambda f: f.get("time") or 0.0)
-        fired.update(
-            {
-                "node": first["node"],
-                "process": self.component,
-                "pid": None,
-                "task_id": None,
-                "fired_at": first.get("time"),
-                "fired_by": "host",
-                "firings": found,
-            }
-        )
-        if self.observe is not None:
-            try:
-                fired["at_fire"] = self.observe(ctx)
-            except Exception as e:
-                fired["at_fire"] = {"error": f"{type(e).__name__}: {e}"}
-        ctx.progress(f"{self.point} fired on {first['node']} (the node's etcd proxy)")
-        ctx.faults.heal(fid)
+        return {
+            "node": first["node"],
+            "process": component,
+            "pid": None,
+            "task_id": None,
+            "fired_at": first.get("time"),
+            "fired_by": "host",
+            "firings": found,
+        }
+
+    def act(self, ctx: RunContext, point: str, fired: dict[str, Any]) -> None:
+        ctx.progress(f"{point} fired on {fired['node']} (the node's etcd proxy)")

@@ -20,9 +20,13 @@ from chaos.nemesis.targets import TargetedFault, processes_of
 
 
 class KillFault(TargetedFault):
-    """SIGKILL every target process; the undo restarts them in start order and checks they run."""
+    """SIGKILL every target process; the undo restarts them in start order and checks they run.
+
+    A fault that ends processes with another signal is this one with its own ``name`` and
+    ``signum`` (and a row saying ``dies``)."""
 
     name = "kill"
+    signum: signal.Signals = signal.SIGKILL
 
     def start(
         self,
@@ -34,20 +38,24 @@ class KillFault(TargetedFault):
     ) -> int:
         procs = [t for t in processes_of(ctx, resolved.targets) if t.process]
         if not procs:
-            raise RuntimeError(f"kill {resolved.spec}: no process to kill")
+            raise RuntimeError(f"{self.name} {resolved.spec}: no process to end")
 
         def apply() -> list[dict[str, Any]]:
             out = []
             for t in procs:
                 name = t.process or ""
                 ctx.supervisor.hold(t.node, name)
-                pid = ctx.cluster.signal(t.node, name, signal.SIGKILL)
+                pid = ctx.cluster.signal(t.node, name, self.signum)
                 deadline = time.monotonic() + EXIT_WAIT
                 while ctx.cluster.pid(t.node, name) is not None and time.monotonic() < deadline:
                     time.sleep(0.01)
                 if ctx.cluster.pid(t.node, name) is not None:
-                    raise RuntimeError(f"{name} on {t.node} (pid {pid}) survived SIGKILL")
-                out.append({**t.to_json(), "pid": pid, "signal": "SIGKILL", "running": False})
+                    raise RuntimeError(
+                        f"{name} on {t.node} (pid {pid}) survived {self.signum.name}"
+                    )
+                out.append(
+                    {**t.to_json(), "pid": pid, "signal": self.signum.name, "running": False}
+                )
             return out
 
         def undo() -> list[dict[str, Any]]:
@@ -72,7 +80,7 @@ class KillFault(TargetedFault):
             return out
 
         return ctx.faults.start(
-            "kill",
+            self.name,
             apply,
             undo,
             intent=intent or {"target": resolved.spec},

@@ -29,6 +29,7 @@ from typing import Any
 
 from chaos.cluster import net
 from chaos.cluster.base import Cluster, Reapable
+from chaos.cluster.node_kit.undo import UndoOp
 from chaos.core.context import RunContext
 from chaos.core.target import Resolved
 from chaos.core.workload import Workload
@@ -178,7 +179,7 @@ def _reap(cluster: Cluster, chain: str) -> dict[str, Any]:
     """What the reaper needs to flush the run's chain after the orchestrator died."""
     handles = cluster if isinstance(cluster, Reapable) else None
     containers = [handles.reap_handle(n) for n in cluster.nodes] if handles else []
-    return {"op": "iptables-flush", "chain": chain, "containers": containers}
+    return {"op": UndoOp.IPTABLES_FLUSH, "chain": chain, "containers": containers}
 
 
 def _expected(

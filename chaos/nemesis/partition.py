@@ -16,6 +16,7 @@ from typing import Any
 
 from chaos.cluster import net
 from chaos.cluster.base import Reapable
+from chaos.cluster.node_kit.undo import UndoOp
 from chaos.core.context import RunContext
 from chaos.core.target import Resolved
 from chaos.core.workload import Workload
@@ -68,7 +69,7 @@ class PartitionFault:
         chain = net.chain_name(cluster.run_id)
         reap = [
             {
-                "op": "iptables-flush",
+                "op": UndoOp.IPTABLES_FLUSH,
                 "chain": chain,
                 "containers": [handles.reap_handle(n) for n in cluster.nodes] if handles else [],
             }

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chaos.cluster.base import Freezable
+from chaos.cluster.node_kit.undo import UndoOp
 from chaos.core.context import RunContext
 from chaos.core.target import Resolved, Target
 from chaos.histories.ops import ABSTAINED, NEMESIS, OpType
@@ -57,7 +58,7 @@ class PauseFault(TargetedFault):
             raise RuntimeError(f"pause {resolved.spec}: no process to pause")
         # written down before any signal: a dead orchestrator's leftovers are resumed from this
         reap = [
-            {"op": "sigcont", "token": tok, "node": t.node, "process": t.process}
+            {"op": UndoOp.SIGCONT, "token": tok, "node": t.node, "process": t.process}
             for t in procs
             if (tok := reap_handle(ctx, t)) is not None
         ]

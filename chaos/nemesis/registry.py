@@ -32,8 +32,9 @@ from chaos.core.rest import RestWatch
 from chaos.core.spec import TestSpec
 from chaos.core.workload import Workload
 from chaos.nemesis.base import Nemesis
-from chaos.nemesis.faultpoint import FaultPointNemesis
-from chaos.nemesis.hostpoint import HostFaultPointNemesis
+from chaos.nemesis.claimpoint import ClaimedArming
+from chaos.nemesis.faultpoint import Arming, FaultPointNemesis
+from chaos.nemesis.hostpoint import HostArming
 from chaos.nemesis.pause import PauseNemesis
 from chaos.nemesis.plan import Choice, Step, generate
 from chaos.nemesis.runner import ScheduleNemesis
@@ -74,14 +75,15 @@ def aimed(wl: Workload, faults: list[tuple[str, str | None]]) -> list[tuple[str,
 
 
 def moves_clocks(spec: TestSpec) -> bool:
-    """Whether the run may move clocks (a ``clock`` fault in ``--nemesis``, the schedule file or a
-    trigger): only then do the code under test's processes start with libfaketime preloaded."""
+    """Whether the run may move clocks (a fault whose row says ``moves_clocks`` in ``--nemesis``,
+    the schedule file or a trigger): only then do the code under test's processes start with
+    libfaketime preloaded."""
     names = [str(item).strip().partition(":")[0] for item in spec.nemesis]
     if spec.schedule:
         names += [str(s.get("fault")) for s in spec.schedule.get("steps", [])]
         names += [str(t).split()[0] for t in spec.schedule.get("triggers", []) if str(t).split()]
     names += [str(t).split()[0] for t in spec.triggers if str(t).split()]
-    return "clock" in names
+    return any(BY_NAME[n].moves_clocks for n in names if n in BY_NAME)
 
 
 def planned_steps(
@@ -132,22 +134,17 @@ def make_nemeses(wl: Workload, spec: TestSpec) -> list[Nemesis]:
     out: list[Nemesis] = []
     choices: list[Choice] = []
     for name, target in aimed(wl, parse_nemesis(spec.nemesis, points)):
-        if name in points and isinstance(wl, HostFaultPoints) and name in wl.host_points:
-            out.append(
-                HostFaultPointNemesis(
-                    name,
-                    component=points[name].component,
-                    host=wl,
-                    observe=wl.observe if isinstance(wl, FaultPoints) else None,
-                )
-            )
-        elif name in points:
-            point = points[name]
+        if name in points:
+            # the difference between points is data: who fires it (the host's proxies, or the
+            # process that claims it) and whether the host then crashes the claimer
+            arming: Arming = ClaimedArming(crashes=points[name].crashes)
+            if isinstance(wl, HostFaultPoints) and name in wl.host_points:
+                arming = HostArming(wl)
             out.append(
                 FaultPointNemesis(
                     name,
-                    component=point.component,
-                    crashes=point.crashes,
+                    component=points[name].component,
+                    arming=arming,
                     observe=wl.observe if isinstance(wl, FaultPoints) else None,
                 )
             )

@@ -28,8 +28,9 @@ from chaos.core.spec import DEFAULT_FAULT_SECONDS
 from chaos.core.workload import Workload
 from chaos.histories.files import read_input_text
 from chaos.histories.limits import InputError
+from chaos.nemesis.base import CustomGrudge
 from chaos.nemesis.plan import Plan, Step, parse_duration
-from chaos.nemesis.table import FAULTS
+from chaos.nemesis.table import BY_NAME, FAULTS
 from chaos.nemesis.trigger import TriggerError, bind, parse_trigger
 
 STEP_FIELDS = ("at", "fault", "target", "for", "duration", "grudge")
@@ -73,6 +74,11 @@ def _plain(node: yaml.Node) -> Any:
     if isinstance(node, yaml.SequenceNode):
         return [_plain(v) for v in node.value]
     return str(node.value)
+
+
+def _grudged() -> list[str]:
+    """The faults a schedule may give a grudge (:class:`CustomGrudge`)."""
+    return [n for n in FAULTS if isinstance(BY_NAME[n].make(None), CustomGrudge)]
 
 
 def _check_fault(where: _Where, node: yaml.Node, fault: str) -> None:
@@ -128,8 +134,9 @@ def _step_from_map(where: _Where, node: yaml.MappingNode, index: int, default: f
     target = _scalar(where, fields["target"], "target") if "target" in fields else None
     grudge = None
     if "grudge" in fields:
-        if fault != "partition":
-            raise where.err(fields["grudge"], "grudge", "only a partition takes a grudge")
+        if fault not in _grudged():
+            said = f"only a {' or a '.join(_grudged())} takes a grudge"
+            raise where.err(fields["grudge"], "grudge", said)
         if target is not None:
             raise where.err(fields["grudge"], "grudge", "give a target or a grudge, not both")
         grudge = _plain(fields["grudge"])

@@ -1,16 +1,21 @@
-"""The one table of fault kinds: ``--nemesis`` help, schedules, triggers and reaping derive from it.
+"""The one table of fault kinds: a fault is its row.
 
-Adding a fault is one module with a :class:`~chaos.nemesis.base.Fault` class plus one line here.
-``reap`` names the ``op`` its ledger entries carry in ``faults.json`` so that a backend's reaper can
-undo it after the orchestrator died (None: removing the run's nodes undoes it).
+Adding a fault is one module with a :class:`~chaos.nemesis.base.Fault` class plus one row here
+(and the row's import). Everything else reads the row: ``--nemesis`` and its help, schedule files,
+trigger phrases (which faults they take, whether a triggered firing waits for the held process to
+answer its release, what the firing aims at), the history's start ops (the row's ``verb`` and
+``colour``, which the checkers' fault descriptions and the report's bands read, see
+:func:`recorded`) and the reapers (``undo``, checked against each backend's ``HANDLED_OPS``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
 from chaos.cluster.base import Freezable, SharedLive
+from chaos.cluster.node_kit.undo import UndoOp
 from chaos.core.workload import Workload
 from chaos.nemesis import clock, loss
 from chaos.nemesis.base import Fault
@@ -42,14 +47,27 @@ def _loss(spec: str) -> Sequence[str]:
     return target.split(">")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FaultKind:
+    """One fault kind: everything chaos needs to know about it besides its module."""
+
     name: str
-    make: Callable[
-        [Workload | None], Fault
-    ]  # the workload -> the fault (roles resolve through the workload)
+    # the workload -> the fault (roles resolve through the workload)
+    make: Callable[[Workload | None], Fault]
     help: str
-    reap: str | None
+    # past tense, as a fault description says it: "n1's worker paused at 2.60 s for 5.0 s"
+    verb: str
+    # the colour of its bands in the report's plots, timeline and sequence diagrams
+    colour: str
+    # the ``op`` its ledger entries carry in ``faults.json`` so that a backend's reaper can undo
+    # it after the orchestrator died (the reaper's step for it: chaos.cluster.node_kit.reap.STEPS);
+    # None: nothing outlives the fault that removing the run's nodes does not end
+    undo: UndoOp | None
+    # the faulted process ends: nothing is left to answer a trigger's release, and a write held
+    # before it never left the process (the proxy drops it)
+    dies: bool = False
+    # what a trigger's firing faults: the process that reached the point, or its node cut off
+    aim: Literal["process", "node"] = "process"
     triggerable: bool = True
     # an optional Cluster capability the fault cannot work without (refused before a run on a
     # backend that says it lacks it, see chaos.cluster.base.Capable)
@@ -61,47 +79,78 @@ class FaultKind:
     roles: bool = True
     # whether --nemesis and a schedule may name it, or only a write or read trigger (hold)
     scheduled: bool = True
+    # the code under test must start with libfaketime preloaded for it to work (chaos.cluster.clocks)
+    moves_clocks: bool = False
 
 
 KINDS: tuple[FaultKind, ...] = (
-    FaultKind("pause", PauseFault, "SIGSTOP processes, then SIGCONT (a GC pause)", "sigcont"),
     FaultKind(
-        "freeze",
-        FreezeFault,
-        "freeze whole nodes (cgroup freezer), then thaw",
-        "thaw",
+        name="pause",
+        make=PauseFault,
+        help="SIGSTOP processes, then SIGCONT (a GC pause)",
+        verb="paused",
+        colour="#f4a261",
+        undo=UndoOp.SIGCONT,
+    ),
+    FaultKind(
+        name="freeze",
+        make=FreezeFault,
+        help="freeze whole nodes (cgroup freezer), then thaw",
+        verb="frozen",
+        colour="#e9c46a",
+        undo=UndoOp.THAW,
         needs=Freezable,
     ),
-    FaultKind("kill", KillFault, "SIGKILL processes, restart them at heal", None),
     FaultKind(
-        "partition",
-        PartitionFault,
-        "cut the network (DROP rules), verified",
-        "iptables-flush",
+        name="kill",
+        make=KillFault,
+        help="SIGKILL processes, restart them at heal",
+        verb="killed",
+        colour="#e76f51",
+        undo=None,
+        dies=True,
+    ),
+    FaultKind(
+        name="partition",
+        make=PartitionFault,
+        help="cut the network (DROP rules), verified",
+        verb="partitioned",
+        colour="#6baed6",
+        undo=UndoOp.IPTABLES_FLUSH,
+        aim="node",
         targets_in=_partition,
     ),
     FaultKind(
-        "clock",
-        ClockFault,
-        "move service processes' wall clocks (libfaketime): clock:bump|skew|strobe|drift[=Δ]"
+        name="clock",
+        make=ClockFault,
+        help="move service processes' wall clocks (libfaketime): clock:bump|skew|strobe|drift[=Δ]"
         "[:target]",
-        "clock-reset",
+        verb="clock moved",
+        colour="#a1d99b",
+        undo=UndoOp.CLOCK_RESET,
         # the clock files live in the run's live folder, which only nodes that mount it see
         needs=SharedLive,
         targets_in=_clock,
+        moves_clocks=True,
     ),
     FaultKind(
-        "hold",
-        HoldFault,
-        "with a write or read trigger only: the etcd proxy holds the call, no signal (a slow call)",
-        None,
+        name="hold",
+        make=HoldFault,
+        help="with a write or read trigger only: the etcd proxy holds the call, no signal (a slow "
+        "call)",
+        verb="held at the etcd proxy",
+        colour="#bcbddc",
+        undo=None,
         scheduled=False,
     ),
     FaultKind(
-        "packet-loss",
-        PacketLossFault,
-        "drop a fraction of packets (iptables statistic), measured: packet-loss[:P%][:n1+n2|n1>n2]",
-        "iptables-flush",
+        name="packet-loss",
+        make=PacketLossFault,
+        help="drop a fraction of packets (iptables statistic), measured: "
+        "packet-loss[:P%][:n1+n2|n1>n2]",
+        verb="lossy",
+        colour="#fdae6b",
+        undo=UndoOp.IPTABLES_FLUSH,
         triggerable=False,
         targets_in=_loss,
         roles=False,
@@ -112,7 +161,7 @@ FAULTS: tuple[str, ...] = tuple(k.name for k in KINDS if k.scheduled)
 BY_NAME: dict[str, FaultKind] = {k.name: k for k in KINDS}
 TRIGGER_FAULTS: tuple[str, ...] = tuple(k.name for k in KINDS if k.triggerable)
 NEEDS: dict[str, type] = {k.name: k.needs for k in KINDS if k.needs is not None}
-REAP_OPS: frozenset[str] = frozenset(k.reap for k in KINDS if k.reap)
+REAP_OPS: frozenset[UndoOp] = frozenset(k.undo for k in KINDS if k.undo)
 
 
 def fault_table(workload: Workload | None) -> dict[str, Fault]:
@@ -122,3 +171,10 @@ def fault_table(workload: Workload | None) -> dict[str, Fault]:
 
 def help_text() -> str:
     return "; ".join(f"{k.name}: {k.help}" for k in KINDS)
+
+
+def recorded() -> dict[str, dict[str, Any]]:
+    """What the history's start ops of each kind carry besides its name (the ledger adds it): how
+    the checkers describe the fault and the report colours it, read from the run's own record
+    (they sit below this table, and a stored run is read the same way years later)."""
+    return {k.name: {"verb": k.verb, "colour": k.colour} for k in KINDS}

@@ -9,8 +9,9 @@ generation; the first process that reaches the point claims that arming (``claim
 created exclusively), reports a ``fault-point`` event with ``data.hold`` and waits. The trigger
 applies the fault to exactly that process (node and component from the event, once the claim file
 confirms it), then writes ``<hold>.release``: a paused process stays stopped until SIGCONT and only
-then reads the release (and acknowledges it in ``claims/any-<hold>.<gen>.released``); a killed one
-never does. The nemesis ops carry ``trigger`` = the event that fired them.
+then reads the release (and acknowledges it in ``claims/any-<hold>.<gen>.released``); a process
+whose fault ends it (``dies`` in its row of the fault table: ``kill``) never does, and nothing
+waits for its answer. The nemesis ops carry ``trigger`` = the event that fired them.
 
 ``until <kind>`` heals early, as soon as another process reports ``<kind>`` for the same task (the
 point of a trigger is often "hold A back until B has done it"); ``for`` bounds it anyway.
@@ -46,7 +47,7 @@ from chaos.histories.ops import Event
 from chaos.nemesis.base import Fault
 from chaos.nemesis.grudge import isolated_grudge
 from chaos.nemesis.plan import parse_duration
-from chaos.nemesis.table import TRIGGER_FAULTS
+from chaos.nemesis.table import BY_NAME, TRIGGER_FAULTS, FaultKind
 from chaos.nemesis.targets import did_you_mean
 
 _PHRASE = re.compile(
@@ -156,10 +157,10 @@ def bind(trigger: Trigger, workload: Workload, workload_name: str) -> Trigger:
     if write := _WRITE.match(trigger.kind):
         held = _bind_write(trigger, write["op"], write["group"], workload, workload_name)
         return dataclasses.replace(trigger, point=held, write=write["group"], op=write["op"])
-    if trigger.fault == "hold":
+    if not BY_NAME[trigger.fault].scheduled:
         raise TriggerError(
-            f"trigger {trigger.phrase!r}: a hold is the etcd proxy's, for a write or read point "
-            "('hold worker before read of counter for 2s')"
+            f"trigger {trigger.phrase!r}: a {trigger.fault} is the etcd proxy's, for a write or "
+            f"read point ('{trigger.fault} worker before read of counter for 2s')"
         )
     points = workload.hold_points if isinstance(workload, HoldPoints) else {}
     point = points.get((trigger.role, trigger.moment, trigger.kind))
@@ -323,6 +324,14 @@ class _RestLookout:
                 return
 
 
+def aimed_at(kind: FaultKind, ctx: RunContext, node: str, component: str) -> Resolved:
+    """What a firing faults, as the fault's row says: ``component`` on ``node``, or ``node`` cut
+    off from every other node."""
+    if kind.aim == "node":
+        return Resolved(spec=node, grudge=isolated_grudge(list(ctx.cluster.nodes), [node]))
+    return Resolved(spec=f"{component}@{node}", targets=(Target(node=node, process=component),))
+
+
 class TriggerNemesis:
     """Arms a hold point and applies a fault to whichever process reaches it."""
 
@@ -337,6 +346,7 @@ class TriggerNemesis:
     ) -> None:
         self.trigger = trigger
         self.fault = fault
+        self.kind = BY_NAME[trigger.fault]  # its row: whether the process dies, what it aims at
         self.name = f"trigger:{trigger.phrase}"
         self.duration = trigger.duration if trigger.duration is not None else default_duration
         self.wait = wait
@@ -397,14 +407,14 @@ class TriggerNemesis:
             fid = self.fault.start(ctx, resolved, intent=intent, trigger=trigger)
         finally:
             # the held process goes on once it can run: at once (partition), on thaw (freeze),
-            # on SIGCONT (pause); a killed process never reads it, so it is removed at heal
+            # on SIGCONT (pause); a process that died never reads it, so it is removed at heal
             released = {"released_at": ctx.now(), "gen": gen}
             ctx.write_control(f"{name}.release", json.dumps(released), on=ev.node)
         ctx.progress(f"'{tr.phrase}' fired on {ev.node} ({ev.component}, task {ev.task_id})")
         self._last(ctx, ev, since)
         ctx.faults.heal(fid)
         release = f"{name}.release"
-        if tr.fault != "kill":  # a killed process is not left to read it
+        if not self.kind.dies:  # a process that died is not left to read it
             # the resumed process answers its release; arming again before that could let the
             # next firing's process walk past its own hold
             deadline = time.monotonic() + 3.0
@@ -442,16 +452,10 @@ class TriggerNemesis:
     def _aimed(
         self, ctx: RunContext, ev: Event, name: str, n: int
     ) -> tuple[Resolved, dict[str, Any]]:
-        """The fault's target (the process the event names, or its node cut off for a partition)
-        and the trigger's record of the ``n``-th firing."""
+        """The fault's target (the process the event names, or its node cut off: its row's
+        ``aim``) and the trigger's record of the ``n``-th firing."""
         tr = self.trigger
-        if tr.fault == "partition":
-            resolved = Resolved(
-                spec=ev.node, grudge=isolated_grudge(list(ctx.cluster.nodes), [ev.node])
-            )
-        else:
-            target = Target(node=ev.node, process=ev.component)
-            resolved = Resolved(spec=f"{ev.component}@{ev.node}", targets=(target,))
+        resolved = aimed_at(self.kind, ctx, ev.node, ev.component)
         trigger = {
             "phrase": tr.phrase,
             "hold": name,

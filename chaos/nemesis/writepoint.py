@@ -10,8 +10,8 @@ path only while a point is armed, or move a numbered point onto a decoy. Here th
 ``WritePoints`` arm every node's root-owned etcd proxy; the proxy holds the first write of the
 named key group (before it is forwarded, or after etcd answered it) and notes the sender's TCP
 port; the host finds the process that holds that connection; the fault is applied to it while
-its call is held; then the proxy lets the write go on — or drops it, when its sender was killed
-before it (a crash before the write). The code under test sees a slow call, and only after the
+its call is held; then the proxy lets the write go on — or drops it, when its sender died before it
+(a fault whose row says ``dies``: a crash before the write). The code under test sees a slow call, and only after the
 fault. The nemesis ops carry ``trigger`` with ``decided_by: etcd-proxy``.
 
 A broker step is the same kind of point, decided by each node's root-owned NATS proxy
@@ -27,9 +27,8 @@ from typing import Any
 from chaos.core.capabilities import BROKER_OPS, WritePoints
 from chaos.core.context import RunContext
 from chaos.core.rest import RestWatch
-from chaos.core.target import Resolved, Target
-from chaos.nemesis.grudge import isolated_grudge
-from chaos.nemesis.trigger import TriggerNemesis, _RestLookout
+from chaos.core.target import Resolved
+from chaos.nemesis.trigger import TriggerNemesis, _RestLookout, aimed_at
 
 POLL = 0.01
 # how often a held read looks whether its group was written since (one etcd read)
@@ -52,29 +51,29 @@ class WriteTriggerNemesis(TriggerNemesis):
             return False
         node, gen = note["node"], note["gen"]
         resolved, record = self._aimed_write(ctx, note, n)
-        killed = tr.fault == "kill"
+        died = self.kind.dies
         # a held read ends once another writer puts a value new to its group; a held write, and
         # any fault's process, keeps its `for`: when it resumes is the race (lab1's holder
         # resuming at its lease's expiry, a stale write landing after the others' commits)
-        fired = self.writes.group_state(ctx, tr.write) if tr.op == "read" and not killed else None
+        fired = self.writes.group_state(ctx, tr.write) if tr.op == "read" and not died else None
         intent = {"target": resolved.spec, "duration": self.duration, "trigger": tr.phrase}
         try:
             fid = self.fault.start(ctx, resolved, intent=intent, trigger=record)
         except BaseException:
             self.writes.release_write_point(ctx, node, gen, forward=True, op=tr.op)
             raise
-        if killed:
+        if died:
             # the sender is gone: a write held before it is dropped (it never left the process)
             self.writes.release_write_point(ctx, node, gen, forward=False, op=tr.op)
             if tr.times is None or n + 1 < tr.times:
-                # the next firing is armed before the restart: the work the kill cut short comes
+                # the next firing is armed before the restart: the work the fault cut short comes
                 # back (a redelivery) as soon as the process does, or sooner, elsewhere
                 self._next = self.writes.arm_write_point(ctx, tr.op, tr.moment, tr.write)
         ctx.progress(
             f"'{tr.phrase}' fired on {node} ({record['component']}, {record['decided_by']})"
         )
         self._last_held(ctx, fired, note.get("time"))
-        if not killed:
+        if not died:
             # the held call goes on at the fault's end, before the heal: a write held before it
             # lands late (stale), and its answer waits in the socket of the stopped process
             self.writes.release_write_point(ctx, node, gen, forward=True, op=tr.op)
@@ -120,8 +119,9 @@ class WriteTriggerNemesis(TriggerNemesis):
         try:
             while not ctx.stop.is_set() and ctx.now() < deadline and not quiet.rested():
                 # a held call goes on by itself after `for` (the proxy's clock), so when it lands
-                # does not wait on the orchestrator's latency; a kill's waits to be dropped
-                hold = None if tr.fault == "kill" else self.duration
+                # does not wait on the orchestrator's latency; one whose process dies waits to be
+                # dropped
+                hold = None if self.kind.dies else self.duration
                 gen = self._next or self.writes.arm_write_point(
                     ctx, tr.op, tr.moment, tr.write, hold
                 )
@@ -175,11 +175,7 @@ class WriteTriggerNemesis(TriggerNemesis):
     ) -> tuple[Resolved, dict[str, Any]]:
         tr = self.trigger
         node, component = str(note["node"]), str(note["component"])
-        if tr.fault == "partition":
-            resolved = Resolved(spec=node, grudge=isolated_grudge(list(ctx.cluster.nodes), [node]))
-        else:
-            target = Target(node=node, process=component)
-            resolved = Resolved(spec=f"{component}@{node}", targets=(target,))
+        resolved = aimed_at(self.kind, ctx, node, component)
         record = {
             "phrase": tr.phrase,
             "hold": tr.point.file if tr.point else None,

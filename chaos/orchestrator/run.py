@@ -45,6 +45,7 @@ from chaos.core.workload import Workload
 from chaos.histories.files import read_regular, write_atomic
 from chaos.histories.jsonl import HistoryRecorder
 from chaos.histories.store import load_run, new_run_dir, read_json, write_json
+from chaos.nemesis import table as fault_kinds
 from chaos.nemesis.base import ArmsFirst, Nemesis
 from chaos.nemesis.registry import describe, make_nemeses, moves_clocks, refuse_unsupported
 from chaos.report import render
@@ -362,7 +363,7 @@ class _Run:
         supervisor = Supervisor(cluster, clock_live=self.live if moves_clocks(spec) else None)
         stack.callback(supervisor.stop)
         # beside the run, not in the live folder the nodes can write
-        ledger = FaultLedger(self.history, run_dir / "faults.json")
+        ledger = FaultLedger(self.history, run_dir / "faults.json", kinds=fault_kinds.recorded())
         # after the final heal (callbacks run last-in first-out), also when interrupted
         stack.callback(lambda: write_json(run_dir / "schedule.json", ledger.applied))
         stack.callback(ledger.shutdown)

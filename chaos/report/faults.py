@@ -3,7 +3,8 @@
 The intervals are worked out once, in :func:`chaos.checkers.faults.fault_intervals` (starts
 paired with heals by ``fault_id``, a heal without one healing everything); this module only
 gives them an end on the page — a fault never healed runs to the end of the run and is marked
-open, because that is exactly what a reader must notice — and their colours.
+open, because that is exactly what a reader must notice — and their colours: the one each start
+op recorded (its fault's row in chaos's fault table), else one of the fallbacks here.
 """
 
 from __future__ import annotations
@@ -12,24 +13,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.checkers.faults import FaultInterval, NemesisOp, fault_intervals
+from chaos.checkers.faults import RECORDED_BEFORE, FaultInterval, NemesisOp, fault_intervals
 
-# Colours by fault kind, shared by the plots, the timeline and the sequence diagrams so a reader
-# learns them once. Lab fault points get the purple family.
-FAULT_COLOURS = {
-    "pause": "#f4a261",
-    "freeze": "#e9c46a",
-    "kill": "#e76f51",
-    "partition": "#6baed6",
-    "crash": "#e76f51",
-}
+# A fault's colour is its row's, recorded with it, and shared by the plots, the timeline and the
+# sequence diagrams so a reader learns them once. What recorded none: the old records' colours,
+# then the purple for lab fault points, and for anything else (a Jepsen nemesis op) a colour of its
+# own name's.
 FAULT_POINT_COLOUR = "#b39ddb"
 OTHER_COLOURS = ("#a1d99b", "#fdae6b", "#bcbddc", "#c7e9c0", "#fdd0a2")
 
 
-def fault_colour(kind: str) -> str:
-    if kind in FAULT_COLOURS:
-        return FAULT_COLOURS[kind]
+def fault_colour(kind: str, recorded: str | None = None) -> str:
+    found = recorded or RECORDED_BEFORE.get(kind, (kind, None))[1]
+    if found:
+        return found
     if "-" in kind:  # lab fault points are hyphenated names (relay-crash-before-publish)
         return FAULT_POINT_COLOUR
     return OTHER_COLOURS[sum(map(ord, kind)) % len(OTHER_COLOURS)]
@@ -45,10 +42,11 @@ class FaultBand:
     nodes: tuple[str, ...] = ()
     process: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+    recorded_colour: str | None = None
 
     @property
     def colour(self) -> str:
-        return fault_colour(self.fault)
+        return fault_colour(self.fault, self.recorded_colour)
 
     @property
     def target(self) -> str:
@@ -81,6 +79,7 @@ def band(interval: FaultInterval, end_time: float) -> FaultBand:
         nodes=interval.nodes,
         process=interval.process,
         detail=interval.detail,
+        recorded_colour=interval.colour,
     )
 
 

@@ -24,6 +24,7 @@ from chaos.core.live import EventTail
 from chaos.core.spec import TestSpec
 from chaos.core.supervisor import Supervisor
 from chaos.histories.jsonl import HistoryRecorder
+from chaos.nemesis import table
 from chaos.orchestrator.run import copy_mounts, make_live
 from chaos.workloads.lab3.workload import Lab3
 
@@ -47,7 +48,7 @@ def lab3_deployment(tmp: Path, *, seed: int = 1) -> Iterator[RunContext]:
         cluster.start()
         supervisor = Supervisor(cluster)
         stack.callback(supervisor.stop)
-        ledger = FaultLedger(history, live / "faults.json")
+        ledger = FaultLedger(history, live / "faults.json", kinds=table.recorded())
         stack.callback(ledger.shutdown)
         ctx = RunContext(
             spec=spec,

@@ -1,4 +1,4 @@
-"""Fault points confirmed only by what the host observed (chaos.nemesis.faultpoint, hostkill,
+"""Fault points confirmed only by what the host observed (chaos.nemesis.claimpoint, hostkill,
 chaos.workloads.lab3.confirm).
 
 The claim of a point is the code under test's word: these claim as a hostile solution would
@@ -24,7 +24,8 @@ from chaos.cluster.fake import FakeCluster
 from chaos.core.context import RunContext
 from chaos.core.supervisor import ProcessSpec
 from chaos.histories.jsonl import read_history
-from chaos.nemesis import faultpoint, hostkill
+from chaos.nemesis import claimpoint, hostkill
+from chaos.nemesis.claimpoint import ClaimedArming
 from chaos.nemesis.faultpoint import FaultPointNemesis
 from chaos.orchestrator.run import make_live
 from chaos.workloads.lab3 import checkers, confirm
@@ -37,7 +38,7 @@ POINT = "worker-crash-before-ack"
 @pytest.fixture(autouse=True)
 def _answers_kept_briefly(monkeypatch: pytest.MonkeyPatch) -> None:
     # no process here reads the orchestrator's answer: it is kept for a moment only
-    monkeypatch.setattr(faultpoint, "ANSWER_WAIT", 0.1)
+    monkeypatch.setattr(claimpoint, "ANSWER_WAIT", 0.1)
 
 
 def _ctx(tmp_path: Path) -> tuple[RunContext, FakeCluster]:
@@ -82,7 +83,8 @@ def _fire(ctx: RunContext, claim: Callable[[RunContext], dict[str, Any]]) -> dic
         write(name, text, **kw)
 
     ctx.write_control = spy  # type: ignore[method-assign]
-    nem = FaultPointNemesis(POINT, component="worker", crashes=True, wait=3.0, observe=observe)
+    arming = ClaimedArming(crashes=True)
+    nem = FaultPointNemesis(POINT, component="worker", arming=arming, wait=3.0, observe=observe)
     t = _claimer(ctx, claim)
     nem.run(ctx)
     t.join()

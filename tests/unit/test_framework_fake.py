@@ -29,6 +29,7 @@ from chaos.core.target import Resolved, Target
 from chaos.histories.jsonl import HistoryRecorder, read_history
 from chaos.histories.ops import ABSTAINED
 from chaos.histories.store import StoredRun
+from chaos.nemesis import table
 from chaos.nemesis.pause import PauseFault, PauseNemesis, pause
 
 
@@ -46,7 +47,7 @@ def make_ctx(tmp_path: Path, cluster: FakeCluster) -> RunContext:
         history=history,
         events=EventTail(tmp_path / "live", origin),
         supervisor=sup,
-        faults=FaultLedger(history, tmp_path / "faults.json"),
+        faults=FaultLedger(history, tmp_path / "faults.json", kinds=table.recorded()),
         progress=lambda m: None,
     )
 

@@ -11,7 +11,8 @@ from typing import Any
 from chaos.core.capabilities import HostFaultPoints
 from chaos.core.context import RunContext
 from chaos.histories.jsonl import read_history
-from chaos.nemesis.hostpoint import HostFaultPointNemesis
+from chaos.nemesis.faultpoint import FaultPointNemesis
+from chaos.nemesis.hostpoint import HostArming
 from chaos.nemesis.registry import make_nemeses
 from chaos.workloads.lab3.workload import Lab3
 from tests.unit.test_nemesis_clock import make_ctx
@@ -41,6 +42,11 @@ class _Host:
         self.calls.append(f"disarm {point}")
 
 
+def _nemesis(host: _Host) -> FaultPointNemesis:
+    arming = HostArming(host)  # type: ignore[arg-type]
+    return FaultPointNemesis("txn-error-complete", component="worker", arming=arming, wait=5.0)
+
+
 def _heal(tmp_path: Path) -> dict[str, Any]:
     ops = read_history(tmp_path / "history.jsonl").records
     heals = [o for o in ops if o.f == "heal-txn-error-complete" and isinstance(o.value, dict)]
@@ -51,9 +57,10 @@ def _heal(tmp_path: Path) -> dict[str, Any]:
 def test_lab3_has_its_txn_errors_fired_by_the_host() -> None:
     assert isinstance(Lab3(), HostFaultPoints)
     (n,) = make_nemeses(Lab3(), _spec("txn-error-complete"))
-    assert isinstance(n, HostFaultPointNemesis)
+    assert isinstance(n, FaultPointNemesis) and isinstance(n.arming, HostArming)
     (m,) = make_nemeses(Lab3(), _spec("worker-crash-before-ack"))
-    assert not isinstance(m, HostFaultPointNemesis)  # the service's own point
+    assert isinstance(m, FaultPointNemesis)
+    assert not isinstance(m.arming, HostArming)  # the service's own point
 
 
 def _spec(point: str) -> Any:
@@ -65,7 +72,7 @@ def _spec(point: str) -> Any:
 def test_a_host_point_is_armed_confirmed_by_the_host_and_disarmed(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path, nemesis=("txn-error-complete",))
     host = _Host(fire_after=3)
-    n = HostFaultPointNemesis("txn-error-complete", component="worker", host=host, wait=5.0)
+    n = _nemesis(host)
     n.run(ctx)
     assert n.armed.is_set()
     assert host.calls[0] == "arm txn-error-complete" and "disarm txn-error-complete" in host.calls
@@ -79,7 +86,7 @@ def test_a_host_point_that_never_fired_is_recorded_so(tmp_path: Path) -> None:
     host = _Host(fire_after=None)
     stop = threading.Timer(0.5, ctx.stop.set)
     stop.start()
-    HostFaultPointNemesis("txn-error-complete", component="worker", host=host, wait=5.0).run(ctx)
+    _nemesis(host).run(ctx)
     stop.join()
     heal = _heal(tmp_path)
     assert heal.get("fired_at") is None and "node" not in heal

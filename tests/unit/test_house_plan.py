@@ -69,3 +69,31 @@ def test_backends_by_name_and_the_fake_one() -> None:
     fake = FakeBackend().make_cluster(run_id="r", nodes=2, live_dir=None, mounts={})  # type: ignore[arg-type]
     assert isinstance(fake, FakeCluster) and fake.nodes == ["n1", "n2"]
     assert isinstance(fake, Freezable) and isinstance(fake, Reapable)
+
+
+def test_no_reader_of_faults_tells_one_from_another_by_name() -> None:
+    """A fault is its row (issue 33): what its process does, its verb, colour and undo are read
+    from the table or the record, so no module compares a fault's name with a literal (the
+    checkers' frozen reading of old records, ``RECORDED_BEFORE``, is a table, not a comparison)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(table.__file__).resolve().parents[1]
+    names = {k.name for k in table.KINDS}
+    readers = [
+        *sorted((root / "nemesis").glob("*.py")),
+        root / "checkers" / "faults.py",
+        *sorted((root / "report").glob("*.py")),
+        *sorted((root / "cluster").rglob("*.py")),
+    ]
+    found = []
+    for path in readers:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Compare):
+                continue
+            for side in (node.left, *node.comparators):
+                values = side.elts if isinstance(side, ast.Tuple | ast.List | ast.Set) else [side]
+                for v in values:
+                    if isinstance(v, ast.Constant) and v.value in names:
+                        found.append(f"{path.relative_to(root)}:{node.lineno}: {v.value!r}")
+    assert not found, found

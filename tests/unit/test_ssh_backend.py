@@ -125,5 +125,5 @@ def test_a_fault_the_backend_cannot_do_is_refused_before_the_run(tmp_path: Path)
 
 def test_every_undo_op_of_a_fault_the_ssh_backend_can_do_has_its_reaper(tmp_path: Path) -> None:
     ssh = SSHBackend(nodes_file(tmp_path, GOOD))
-    ops = {k.reap for k in table.KINDS if k.reap and (k.needs is None or ssh.supports(k.needs))}
+    ops = {k.undo for k in table.KINDS if k.undo and (k.needs is None or ssh.supports(k.needs))}
     assert ops <= HANDLED_OPS, ops - HANDLED_OPS

@@ -4,14 +4,15 @@ A run killed with SIGKILL cannot heal itself. Its backend finds what the run lef
 containers by label; SSH: its folder on each machine), hands this reaper one
 :class:`~chaos.cluster.node_kit.transport.Transport` per node, then removes the nodes' traces its
 own way. Healing in place, before removal, matters for whoever looks at a crashed run's nodes and
-for a backend whose nodes outlive the run (SSH machines). In order:
+for a backend whose nodes outlive the run (SSH machines). One step per undo op a fault's row names
+(``undo`` in chaos.nemesis.table; :data:`STEPS`), in order:
 
-1. thaw frozen nodes (a frozen node's processes cannot act on anything else done here);
-2. flush the run's iptables chains on every node: the run's own chain and any chain the ledger
-   names (partitions and lossy links), never another rule;
-3. put every clock file of the run back to the true time (the clock folder is the orchestrator's,
-   in the run's live folder);
-4. resume every stopped process of the run on every node.
+1. ``thaw``: thaw frozen nodes (a frozen node's processes cannot act on anything else done here);
+2. ``iptables-flush``: flush the run's iptables chains on every node: the run's own chain and any
+   chain the ledger names (partitions and lossy links), never another rule;
+3. ``clock-reset``: put every clock file of the run back to the true time (the clock folder is the
+   orchestrator's, in the run's live folder);
+4. ``sigcont``: resume every stopped process of the run on every node.
 
 Steps 2 and 4 act on what the nodes show, not only on what the ledger (``faults.json``) lists:
 the orchestrator may have died between a signal and its record. The ledger names the chains
@@ -24,6 +25,7 @@ from __future__ import annotations
 import re
 import signal
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -34,36 +36,66 @@ from chaos.cluster.node_kit import undo
 from chaos.cluster.node_kit.transport import Thawing, Transport
 from chaos.cluster.node_kit.undo import UndoOp
 
-# every undo op this reaper carries out; a backend handles those its transport allows (THAW needs
-# a Thawing transport, CLOCK_RESET the run's live folder on this machine)
-OPS = frozenset({UndoOp.SIGCONT, UndoOp.THAW, UndoOp.IPTABLES_FLUSH, UndoOp.CLOCK_RESET})
-
 # what chain_name makes (at most 28 characters); a ledger entry naming anything else is ignored
 _CHAIN = re.compile(r"CHAOS-[A-Za-z0-9_.-]{1,22}")
 
 
+@dataclass(frozen=True, slots=True)
+class DeadRun:
+    """What the steps work from: the run, its nodes, its ledger and its live folder."""
+
+    run_id: str
+    nodes: Sequence[Transport]
+    ledger: list[dict[str, Any]]
+    live: Path | None
+
+
+def _thaw_all(run: DeadRun) -> list[str]:
+    return [ln for t in run.nodes for ln in _guarded("thaw", t.node, partial(_thaw, t))]
+
+
+def _flush_all(run: DeadRun) -> list[str]:
+    chains = run_chains(run.run_id, run.ledger)
+    flush = "flush the run's chains on"
+    return [ln for t in run.nodes for ln in _guarded(flush, t.node, partial(_flush, t, chains))]
+
+
+def _reset_all(run: DeadRun) -> list[str]:
+    if run.live is None:
+        return []
+    return _guarded("reset the clocks of", "the run", partial(_reset_clocks, run.live))
+
+
+def _resume_all(run: DeadRun) -> list[str]:
+    names = {
+        str(r["token"]): str(r["process"])
+        for r in undo.entries(run.ledger, UndoOp.SIGCONT)
+        if r.get("token") and r.get("process")
+    }
+    resume = "resume the processes on"
+    return [ln for t in run.nodes for ln in _guarded(resume, t.node, partial(_resume, t, names))]
+
+
+# the reap step of each undo op, in the order they run (the module's docstring says why)
+STEPS: tuple[tuple[UndoOp, Callable[[DeadRun], list[str]]], ...] = (
+    (UndoOp.THAW, _thaw_all),
+    (UndoOp.IPTABLES_FLUSH, _flush_all),
+    (UndoOp.CLOCK_RESET, _reset_all),
+    (UndoOp.SIGCONT, _resume_all),
+)
+# every undo op this reaper carries out; a backend handles those its transport allows (THAW needs
+# a Thawing transport, CLOCK_RESET the run's live folder on this machine)
+OPS = frozenset(op for op, _ in STEPS)
+
+
 def heal(run_id: str, nodes: Sequence[Transport], *, live: str | None) -> list[str]:
-    """Undo run ``run_id``'s faults on ``nodes``; one line per thing done (or not done).
+    """Undo run ``run_id``'s faults on ``nodes``: every step of :data:`STEPS`; one line per thing
+    done (or not done).
 
     ``live`` is the run's live folder on this machine (its ledger sits beside it, its clock files
     inside), or None when the backend does not know it."""
-    ledger = undo.recorded(live)
-    chains = run_chains(run_id, ledger)
-    names = {
-        str(r["token"]): str(r["process"])
-        for r in undo.entries(ledger, UndoOp.SIGCONT)
-        if r.get("token") and r.get("process")
-    }
-    done: list[str] = []
-    for t in nodes:
-        done += _guarded("thaw", t.node, partial(_thaw, t))
-    for t in nodes:
-        done += _guarded("flush the run's chains on", t.node, partial(_flush, t, chains))
-    if live:
-        done += _guarded("reset the clocks of", "the run", partial(_reset_clocks, Path(live)))
-    for t in nodes:
-        done += _guarded("resume the processes on", t.node, partial(_resume, t, names))
-    return done
+    run = DeadRun(run_id, nodes, undo.recorded(live), Path(live) if live else None)
+    return [ln for _, step in STEPS for ln in step(run)]
 
 
 def run_chains(run_id: str, ledger: Iterable[dict[str, Any]]) -> set[str]:

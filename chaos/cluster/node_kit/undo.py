@@ -2,9 +2,10 @@
 dead run's ledger.
 
 A fault that must be healed after a crash names one of these ops in its ``faults.json`` entries
-(``reap=`` in ``chaos.nemesis.table``): ``{"op": "sigcont", "token": ...}`` and the like. Each
-backend's reaper says which ops it handles (``HANDLED_OPS``, a set of :class:`UndoOp`); a unit test
-fails when the fault table names one that no reaper of a backend able to do the fault handles.
+(``undo=`` in its row of ``chaos.nemesis.table``): ``{"op": "sigcont", "token": ...}`` and the
+like; the one reaper has one step per op (``STEPS`` in chaos.cluster.node_kit.reap). Each backend's
+reaper says which ops it handles (``HANDLED_OPS``, a set of :class:`UndoOp`); a unit test fails
+when the fault table names one that no reaper of a backend able to do the fault handles.
 """
 
 from __future__ import annotations
