@@ -53,6 +53,9 @@ RECORDED_BEFORE: dict[str, tuple[str, str | None]] = {
     "partition": ("partitioned", "#6baed6"),
     "crash": ("crash", "#e76f51"),
 }
+# and which of them stopped a process (``stops``) or moved clocks (``moves_clocks``)
+STOPPED_BEFORE = frozenset({"pause", "freeze"})
+CLOCKS_BEFORE = frozenset({"clock"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,7 +65,8 @@ class FaultInterval:
     ``targets``: the resolved targets (one dict per process or node hit); ``nodes`` and
     ``process``: where it hit, for lanes and labels (a partition's nodes are its grudge's);
     ``detail``: the start's completion value when it is an object (``signal``, ``pid``,
-    ``grudge``, ...); ``verb`` and ``colour``: how it reads, as its start op recorded them.
+    ``grudge``, ...); ``verb`` and ``colour``: how it reads, ``stops`` and ``moves_clocks``: what
+    it does, as its start op recorded them (its row's; old records: :data:`RECORDED_BEFORE`).
     """
 
     fault_id: Any
@@ -76,6 +80,8 @@ class FaultInterval:
     detail: dict[str, Any] = field(default_factory=dict)
     verb: str = ""
     colour: str | None = None
+    stops: bool = False  # the process stopped and went on later (pause, freeze)
+    moves_clocks: bool = False
 
     def covers(self, t: float) -> bool:
         return self.start <= t and (self.end is None or t <= self.end)
@@ -216,7 +222,10 @@ def _interval(req: NemesisOp, comp: NemesisOp | None, end: float | None) -> Faul
     trigger = req.extra.get("trigger")
     fault = str(req.extra.get("fault") or req.f)
     verb, colour = _reading(req, fault)
+    stops, clocks = req.extra.get("stops"), req.extra.get("moves_clocks")
     return FaultInterval(
+        stops=stops if isinstance(stops, bool) else fault in STOPPED_BEFORE,
+        moves_clocks=clocks if isinstance(clocks, bool) else fault in CLOCKS_BEFORE,
         fault_id=fid if fid is not None else f"@{req.index}",
         fault=fault,
         start=src.time,

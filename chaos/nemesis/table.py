@@ -66,6 +66,9 @@ class FaultKind:
     # the faulted process ends: nothing is left to answer a trigger's release, and a write held
     # before it never left the process (the proxy drops it)
     dies: bool = False
+    # the faulted process stops and goes on later, its memory whole (a lease it held ran out
+    # meanwhile: lab1's unsafe-lease reads these stops)
+    stops: bool = False
     # what a trigger's firing faults: the process that reached the point, or its node cut off
     aim: Literal["process", "node"] = "process"
     triggerable: bool = True
@@ -91,6 +94,7 @@ KINDS: tuple[FaultKind, ...] = (
         verb="paused",
         colour="#f4a261",
         undo=UndoOp.SIGCONT,
+        stops=True,
     ),
     FaultKind(
         name="freeze",
@@ -100,6 +104,7 @@ KINDS: tuple[FaultKind, ...] = (
         colour="#e9c46a",
         undo=UndoOp.THAW,
         needs=Freezable,
+        stops=True,
     ),
     FaultKind(
         name="kill",
@@ -177,4 +182,12 @@ def recorded() -> dict[str, dict[str, Any]]:
     """What the history's start ops of each kind carry besides its name (the ledger adds it): how
     the checkers describe the fault and the report colours it, read from the run's own record
     (they sit below this table, and a stored run is read the same way years later)."""
-    return {k.name: {"verb": k.verb, "colour": k.colour} for k in KINDS}
+    return {
+        k.name: {
+            "verb": k.verb,
+            "colour": k.colour,
+            "stops": k.stops,
+            "moves_clocks": k.moves_clocks,
+        }
+        for k in KINDS
+    }

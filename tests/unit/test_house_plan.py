@@ -85,6 +85,8 @@ def test_no_reader_of_faults_tells_one_from_another_by_name() -> None:
         root / "checkers" / "faults.py",
         *sorted((root / "report").glob("*.py")),
         *sorted((root / "cluster").rglob("*.py")),
+        *sorted((root / "workloads").glob("*/model.py")),
+        *sorted((root / "workloads").glob("*/checkers/*.py")),
     ]
     found = []
     for path in readers:

@@ -34,7 +34,6 @@ from chaos.checkers.faults import FaultInterval, fault_intervals
 from chaos.checkers.journal import Journal, read_journal
 from chaos.histories.ops import Event, Op
 
-STOP_FAULTS = ("pause", "freeze")
 APPLIED = "applied"
 STALE = "rejected-stale"
 # the events of one grant: what its holder did under its token
@@ -228,7 +227,7 @@ def stops_in(faults: Sequence[FaultInterval]) -> list[Stop]:
             trigger=str(f.trigger.get("kind")) if f.trigger else None,
         )
         for f in faults
-        if f.fault in STOP_FAULTS
+        if f.stops
         for t in f.targets
         if t.get("node")
     ]
@@ -351,7 +350,7 @@ def applications(events: Sequence[Event], final: Mapping[str, Any] | None) -> li
 def clock_shifts(faults: Sequence[FaultInterval]) -> list[ClockShift]:
     out = []
     for f in faults:
-        if f.fault != "clock":
+        if not f.moves_clocks:
             continue
         for t in f.targets:
             if not t.get("node"):
