@@ -410,20 +410,15 @@ def _setup(part: Partition, model: Model) -> _Search:
 
 
 def _walk(s: _Search, part: Partition, model: Model) -> Generator[int, None, _Outcome]:
-    """The search loop of :func:`_search`, with all it touches in locals: it runs once per
-    candidate tried. Only trying indeterminate candidates is a call, once per blocking return."""
+    """The search loop of :func:`_search`, all it touches in locals (it runs once a candidate)."""
     nxt, prv, rank, det, slot = s.nxt, s.prv, s.rank, s.det, s.slot
     inputs, outputs, pure, step = s.inputs, s.outputs, part.pure, model.step
     cache, stack, head, tail, optional = s.cache, s.stack, s.head, s.head + 1, _optional(s)
     add, push, pop, cut = cache.add, stack.append, stack.pop, s.failed if s.counts[0] else None
     state, low, window, imask, limit, blocking, blocked = model.init, 0, 0, 0, 0, -1, -1
-    # The longest prefix so far is kept apart from the stack; it agrees with the stack below
-    # ``kept`` (the lowest depth the stack has had since the prefix was last taken), so taking
-    # a longer one copies only what was pushed since, not the whole stack at every dead end
-    # (that copy made a long valid key's search quadratic).
-    longest: list[int] = []
-    kept = 0
-    entry, optional_phase, at_block, budget = nxt[head], False, state, _SLICE
+    # the longest prefix, apart from the stack: equal to it below ``kept`` (its lowest depth since)
+    longest: list[int] = []  # so a longer one copies only the new frames (a full copy: quadratic)
+    entry, optional_phase, at_block, budget, kept = nxt[head], False, state, _SLICE, 0
     while True:
         if optional_phase or entry & 1:
             if not optional_phase:  # the first pending return: its op goes before it; first
@@ -448,14 +443,12 @@ def _walk(s: _Search, part: Partition, model: Model) -> Generator[int, None, _Ou
                         break
                 else:
                     return _Outcome(False, len(cache), longest, blocked, at_block)
-                if len(stack) < kept:
-                    kept = len(stack)
+                kept = min(kept, len(stack))
                 optional_phase, entry = not det[entry >> 1], nxt[entry]
         else:
             ok, new = step(state, inputs[op := entry >> 1], outputs[op])
             if ok:
-                b = slot[op] - low
-                new_low, new_window = low, window | (1 << b)
+                new_low, new_window = low, window | (1 << (b := slot[op] - low))
                 if not b:  # the lowest pending op: slide the window past the done ones
                     shift = (~new_window & (new_window + 1)).bit_length() - 1
                     new_window, new_low = new_window >> shift, low + shift
@@ -467,10 +460,8 @@ def _walk(s: _Search, part: Partition, model: Model) -> Generator[int, None, _Ou
             add(key)
             push((entry, state, low, window, imask, pure[op], 0, -1))
             state, low, window = new, new_low, new_window
-            a, b = prv[entry], nxt[entry]
-            nxt[a], prv[b] = b, a
-            a, b = prv[entry | 1], nxt[entry | 1]
-            nxt[a], prv[b] = b, a
+            nxt[prv[entry]], prv[nxt[entry]] = nxt[entry], prv[entry]
+            nxt[prv[entry | 1]], prv[nxt[entry | 1]] = nxt[entry | 1], prv[entry | 1]
             entry = nxt[head]
             if entry == tail:  # every determinate op is linearized
                 return _Outcome(True, len(cache), [e[0] >> 1 for e in stack])

@@ -30,12 +30,18 @@ from chaos.histories.files import read_regular
 from chaos.histories.limits import loads_bounded
 
 PORT = 2479
+
+
 # in the node's log folder, root's (mode 755, this folder 0700): the Docker backend's is a volume
 # of the run, which the engine's archive API reaches (a container's own tmpfs mounts, /data among
 # them, it does not); a backend that maps node paths into the run's folder (SSH) maps it too
+def state_files(state: str) -> tuple[str, str]:
+    """A root-owned proxy's control folder and journal, in its state folder (root's, 0700)."""
+    return f"{state}/control", f"{state}/journal.jsonl"
+
+
 STATE = "/var/log/chaos/etcd-proxy"
-JOURNAL = f"{STATE}/journal.jsonl"
-CONTROL = f"{STATE}/control"
+CONTROL, JOURNAL = state_files(STATE)
 NAME = "etcd-proxy"
 # only root's processes (etcd, the proxy) reach etcd's ports: the services run as uids of their
 # run, node and service (chaos.cluster.docker.cluster.service_uid), so the rule names root, not them

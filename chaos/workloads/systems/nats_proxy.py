@@ -27,8 +27,7 @@ from chaos.workloads.systems import etcd_proxy, nats
 PORT = 4223
 # root's folder (0700) in the node's log folder, as the etcd proxy's (etcd_proxy.STATE)
 STATE = "/var/log/chaos/nats-proxy"
-CONTROL = f"{STATE}/control"
-JOURNAL = f"{STATE}/journal.jsonl"
+CONTROL, JOURNAL = etcd_proxy.state_files(STATE)
 NAME = "nats-proxy"
 
 
