@@ -190,28 +190,13 @@ def stop_all(grace: float = TERM_GRACE) -> int:
     return len(procs)
 
 
-def _load_prctl() -> Any:
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):  # not Linux: an orphaned run then runs to its end
-        return None
-
-
-# loaded here, never in the forked child: an import there could wait forever on a lock another
-# thread of the worker held at fork time
-_PRCTL = _load_prctl()
-PR_SET_PDEATHSIG = 1
-
-
 def _own_session_dying_with_parent() -> None:
     """In the child before exec: its own process group (a time-out kills the run's group, never
     the worker), and SIGTERM when the worker dies, so an orphaned run heals and removes its
-    cluster instead of running on. Only async-signal-safe calls here (see _PRCTL)."""
+    cluster instead of running on. Only async-signal-safe calls here (see warm.PRCTL)."""
     os.setsid()
-    if _PRCTL is not None:
-        _PRCTL(PR_SET_PDEATHSIG, int(signal.SIGTERM))
+    if warm.PRCTL is not None:
+        warm.PRCTL(warm.PR_SET_PDEATHSIG, int(signal.SIGTERM))
 
 
 def _worker_name() -> str:

@@ -38,6 +38,7 @@ from typing import Any
 # what a run imports (measured: the modules loaded by a lab3 run and a lab1 run); a name that
 # cannot be imported is skipped by the fork server, and the run then imports it itself
 PRELOAD = (
+    "chaos.grade.warm",  # the children's own code (their target, and prctl loaded)
     "chaos.cli",
     "chaos.orchestrator.plan",
     "chaos.orchestrator.run",
@@ -120,7 +121,7 @@ class WarmRun:
         return code
 
 
-def _prctl() -> Any:
+def _load_prctl() -> Any:
     try:
         import ctypes
 
@@ -129,6 +130,9 @@ def _prctl() -> Any:
         return None
 
 
+# loaded with the module, never in a child forked from a threaded process (chaos.grade.task's
+# subprocesses): an import there could wait forever on a lock another thread held at fork time
+PRCTL = _load_prctl()
 PR_SET_PDEATHSIG = 1
 
 
@@ -136,9 +140,8 @@ def _child(module: str, args: tuple[str, ...], output: str) -> None:
     """In the fork: its own session, SIGTERM when the fork server dies, the output to ``output``
     and nothing on stdin, then the command line as ``MODULE args`` would run it."""
     os.setsid()
-    prctl = _prctl()
-    if prctl is not None:
-        prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM))
+    if PRCTL is not None:
+        PRCTL(PR_SET_PDEATHSIG, int(signal.SIGTERM))
         if os.getppid() == 1:  # the server died before the call: no signal will come
             os._exit(128 + int(signal.SIGTERM))
     fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
