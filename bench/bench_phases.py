@@ -1,6 +1,7 @@
 """Where one graded lab3 run spends its wall and CPU time, by phase and by process.
 
     python bench/bench_phases.py [--runs N] [--cold] [--config NAME]
+    python bench/bench_phases.py --creates ROUNDS    # 3 nodes created in a row, then at once
 
 Each run is one job of lab3's default matrix (chaos/workloads/lab3/grade.yaml, configuration
 ``pause`` unless --config), on the reference solution, through the grader's own task function
@@ -222,12 +223,65 @@ def one(job: RunJob, marker: str) -> tuple[dict[str, float], dict[str, float], s
     return wall_by, cpu, got.result.status
 
 
+def creates(rounds: int) -> None:
+    """Three nodes' creation (a log volume and a container each, as DockerCluster makes them)
+    one after another, then side by side, alternating, ``rounds`` times each: what creating
+    the nodes concurrently buys at this load. Everything made is removed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import docker
+
+    from chaos.cluster.docker.image import image_tag
+
+    client = docker.from_env()
+    label = {"chaos.bench": f"creates-{os.getpid()}"}
+
+    def one(name: str) -> None:
+        vol = client.volumes.create(name=f"{name}-logs", labels=label)
+        client.containers.create(
+            image_tag(), command=["sleep", "infinity"], name=name, labels=label, init=True,
+            mounts=[docker.types.Mount("/var/log/chaos", vol.name, type="volume")],
+        )  # fmt: skip
+
+    took: dict[str, list[float]] = {"one after another": [], "side by side": []}
+    try:
+        for r in range(rounds):
+            for how in took:
+                names = [
+                    f"chaos-bench-create-{os.getpid()}-{r}-{how.split()[0]}-{i}" for i in range(3)
+                ]
+                t0 = time.monotonic()
+                if how == "side by side":
+                    with ThreadPoolExecutor(3) as pool:
+                        list(pool.map(one, names))
+                else:
+                    for n in names:
+                        one(n)
+                took[how].append(time.monotonic() - t0)
+    finally:
+        for c in client.containers.list(
+            all=True, filters={"label": f"chaos.bench={label['chaos.bench']}"}
+        ):
+            c.remove(force=True)
+        for v in client.volumes.list(filters={"label": f"chaos.bench={label['chaos.bench']}"}):
+            v.remove(force=True)
+    print(f"load {os.getloadavg()[0]:.1f}: creating 3 nodes, {rounds} rounds each, alternating")
+    for how, xs in took.items():
+        print(
+            f"  {how:18} mean {statistics.mean(xs):.2f} s  (min {min(xs):.2f}, max {max(xs):.2f})"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--creates", type=int, metavar="ROUNDS", help="only time the nodes' creation")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--config", default="pause")
     ap.add_argument("--cold", action="store_true", help="chaos run in a subprocess (no fork)")
     args = ap.parse_args()
+    if args.creates:
+        creates(args.creates)
+        return
     if args.cold:
         os.environ["CHAOS_GRADE_WARM"] = "0"
     marker = f"chaos-bench-phases-{os.getpid()}"
