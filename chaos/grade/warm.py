@@ -86,11 +86,15 @@ def _forkserver() -> Any:
 
 
 def start() -> None:
-    """Start the fork server now rather than with the first run (its imports: a second or more)."""
-    from multiprocessing import forkserver
+    """Start the fork server now rather than with the first run, and wait until it has made its
+    imports (a second or more): one fork that does nothing."""
+    proc = _forkserver().Process(target=_nothing, name="chaos-warm-up")
+    proc.start()
+    proc.join()
 
-    _forkserver()
-    forkserver.ensure_running()
+
+def _nothing() -> None:
+    pass
 
 
 def server_pid() -> int | None:
