@@ -32,7 +32,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 # what a run imports (measured: the modules loaded by a lab3 run and a lab1 run); a name that
@@ -88,8 +88,9 @@ def _forkserver() -> Any:
 def start() -> None:
     """Start the fork server now rather than with the first run, and wait until it has made its
     imports (a second or more): one fork that does nothing."""
-    proc = _forkserver().Process(target=_nothing, name="chaos-warm-up")
-    proc.start()
+    proc = _forkserver().Process(target=_nothing, name="chaos-warm-up", daemon=True)
+    with _lock, _not_daemonic():
+        proc.start()
     proc.join()
 
 
@@ -111,10 +112,13 @@ class WarmRun:
     and Ctrl-C treat a warm run and a subprocess alike (chaos.grade.task)."""
 
     def __init__(self, module: str, args: Sequence[str], output: str) -> None:
+        # daemon: a worker that exits terminates (SIGTERM) a run still under way, which heals and
+        # tears down, rather than waiting for it
         self._proc = _forkserver().Process(
-            target=_child, args=(module, tuple(args), output), name="chaos-run"
+            target=_child, args=(module, tuple(args), output), name="chaos-run", daemon=True
         )
-        self._proc.start()
+        with _lock, _not_daemonic():
+            self._proc.start()
         self.pid: int = self._proc.pid
 
     def wait(self, timeout: float | None = None) -> int:
@@ -123,6 +127,21 @@ class WarmRun:
         if code is None:
             raise subprocess.TimeoutExpired("chaos run", timeout or 0.0)
         return code
+
+
+@contextlib.contextmanager
+def _not_daemonic() -> Iterator[None]:
+    """A Dask worker started by its nanny is a daemonic process, and multiprocessing refuses
+    children to those (so that none is orphaned when it is terminated). A run is not orphaned:
+    the fork server exits with the worker and the run then gets SIGTERM (PR_SET_PDEATHSIG), heals
+    and tears down. So the refusal is lifted for the start (under _lock: it is the process's)."""
+    config: dict[str, Any] = multiprocessing.current_process()._config  # type: ignore[attr-defined]
+    daemon = config.pop("daemon", None)
+    try:
+        yield
+    finally:
+        if daemon is not None:
+            config["daemon"] = daemon
 
 
 def _load_prctl() -> Any:
