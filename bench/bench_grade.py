@@ -3,6 +3,12 @@
     python bench/bench_grade.py overhead          # Dask's cost per run vs a plain loop (in memory)
     python bench/bench_grade.py throughput        # lab3 runs/hour at 1, 2, 3 concurrent runs (Docker)
     python bench/bench_grade.py all
+    python bench/bench_grade.py matrix --parallel 1,2 --both   # lab3's default matrix (Docker)
+
+matrix: lab3's default matrix (chaos/workloads/lab3/grade.yaml) over its shipped solutions as
+control rows, graded as `chaos grade` grades them (session.grade, a local cluster of P slots):
+runs/hour at each --parallel; --both runs it cold (CHAOS_GRADE_WARM=0: a `chaos run` subprocess
+a run) then warm (a fork of the warm process a run) and compares every run's status.
 
 overhead: N runs of the in-memory lab3 (tests/fixtures/grade_cli.py; each a real `chaos run`
 subprocess on the fake backend) one after another, first by calling the task function in a plain
@@ -168,8 +174,92 @@ def throughput(levels: tuple[int, ...] = (1, 2, 3), per_level: int = 3) -> None:
         )
 
 
+def lab3_matrix(
+    parallel: int,
+    cold: bool,
+    repeats: int = 1,
+    seed: int = 1,
+    controls: tuple[str, ...] | None = None,
+) -> dict[str, str]:
+    """lab3's default matrix over its shipped solutions (the control rows, no student), as
+    ``chaos grade`` runs it on a local cluster of ``parallel`` slots: runs/hour and every run's
+    status (returned by row/config/repeat, to compare two modes' verdicts)."""
+    from chaos.grade import matrix as matrices
+    from chaos.grade.session import GradeRequest, grade
+    from chaos.workloads.lab3.workload import Lab3
+
+    os.environ["CHAOS_GRADE_WARM"] = "0" if cold else "1"
+    work = Path(tempfile.mkdtemp(prefix=f"chaos-bench-matrix-p{parallel}-"))
+    (work / "subs").mkdir()
+    req = GradeRequest(
+        lab="lab3",
+        submissions=work / "subs",
+        matrix=matrices.load(Lab3.grade_matrix),
+        repeats=repeats,
+        seed=seed,
+        out=work / "out",
+        controls=controls,
+    )
+    load0 = os.getloadavg()
+    t0 = time.monotonic()
+    got = grade(req, controls=Lab3.grade_controls, parallel=parallel)
+    wall = time.monotonic() - t0
+    load1 = os.getloadavg()
+    statuses: dict[str, str] = {}
+    for line in (req.out / "runs.jsonl").read_text().splitlines():
+        if line.strip():
+            import json
+
+            d = json.loads(line)
+            statuses[f"{d['student']}/{d['config']}/{d['repeat']}"] = d["status"]
+    counts: dict[str, int] = {}
+    for v in statuses.values():
+        counts[v] = counts.get(v, 0) + 1
+    mode = "cold (a subprocess a run)" if cold else "warm (a fork a run)"
+    print(
+        f"lab3 default matrix x {len(controls or Lab3.grade_controls)} shipped solutions, {mode}, "
+        f"--parallel {parallel}: {got.ran} runs in {wall:.0f} s = {got.ran / wall * 3600:.0f} "
+        f"runs/hour; statuses {counts}; load {load0[0]:.1f} before, {load1[0]:.1f} after "
+        f"(1-min avg); out {req.out}"
+    )
+    rows = {r.name: r for r in got.table.rows}
+    for name, row in rows.items():
+        cells = " ".join(
+            f"{c}={row.cells[c].tally.runs - row.cells[c].tally.passes}/{row.cells[c].tally.runs}"
+            for c in row.cells
+        )
+        print(f"  {name}: failed/runs {cells}")
+    return statuses
+
+
+def _matrix_main(argv: list[str]) -> None:
+    """bench_grade.py matrix [--parallel 1,2] [--cold|--both] [--repeats N] [--seed S]"""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="bench_grade.py matrix")
+    ap.add_argument("--parallel", default="1,2")
+    ap.add_argument("--cold", action="store_true", help="only the subprocess a run")
+    ap.add_argument("--both", action="store_true", help="cold then warm at each level")
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--controls", help="comma-separated shipped solutions (default: all)")
+    args = ap.parse_args(argv)
+    controls = tuple(args.controls.split(",")) if args.controls else None
+    for p in [int(x) for x in args.parallel.split(",")]:
+        modes = [True, False] if args.both else [args.cold]
+        seen = [lab3_matrix(p, cold, args.repeats, args.seed, controls) for cold in modes]
+        if len(seen) == 2:
+            same = [k for k in seen[0] if seen[0][k] == seen[1].get(k)]
+            print(f"  cold and warm: the same status in {len(same)} of {len(seen[0])} runs")
+            for k in sorted(set(seen[0]) - set(same)):
+                print(f"    {k}: cold {seen[0][k]}, warm {seen[1].get(k)}")
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "all"
+    if what == "matrix":
+        _matrix_main(sys.argv[2:])
+        sys.exit(0)
     if what in ("overhead", "all"):
         overhead()
     if what in ("throughput", "all"):

@@ -1,7 +1,9 @@
 """One run of one submission under one configuration: the Dask task.
 
-The run is ``chaos run`` itself, in a subprocess, with ``--store`` pointed at a temporary folder.
-Why a subprocess rather than calling ``run_test`` in the worker's thread:
+The run is ``chaos run`` itself, in a process of its own, with ``--store`` pointed at a temporary
+folder: a fork of a warm process that has chaos imported (chaos.grade.warm; no interpreter start
+and imports per run), or with ``CHAOS_GRADE_WARM=0`` or a ``--chaos-command`` of another
+interpreter, a subprocess. Why a process rather than calling ``run_test`` in the worker's thread:
 
 - the same code path as a student's own ``chaos run`` (option parsing, preflight, exit codes), so
   the command in the report's tooltip re-runs exactly what was graded;
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.exits import Exit
+from chaos.grade import warm
 from chaos.histories.files import read_input
 from chaos.histories.limits import MAX_INPUT_BYTES
 
@@ -163,7 +166,9 @@ class Finished:
 
 # ---------------------------------------------------------------- the children of this process
 
-_children: set[subprocess.Popen[bytes]] = set()
+# a run under way: `chaos run` in a subprocess, or a fork of the warm process (the same pid/wait)
+_Child = subprocess.Popen[bytes] | warm.WarmRun
+_children: set[_Child] = set()
 _lock = threading.Lock()
 
 
@@ -185,28 +190,13 @@ def stop_all(grace: float = TERM_GRACE) -> int:
     return len(procs)
 
 
-def _load_prctl() -> Any:
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):  # not Linux: an orphaned run then runs to its end
-        return None
-
-
-# loaded here, never in the forked child: an import there could wait forever on a lock another
-# thread of the worker held at fork time
-_PRCTL = _load_prctl()
-PR_SET_PDEATHSIG = 1
-
-
 def _own_session_dying_with_parent() -> None:
     """In the child before exec: its own process group (a time-out kills the run's group, never
     the worker), and SIGTERM when the worker dies, so an orphaned run heals and removes its
-    cluster instead of running on. Only async-signal-safe calls here (see _PRCTL)."""
+    cluster instead of running on. Only async-signal-safe calls here (see warm.PRCTL)."""
     os.setsid()
-    if _PRCTL is not None:
-        _PRCTL(PR_SET_PDEATHSIG, int(signal.SIGTERM))
+    if warm.PRCTL is not None:
+        warm.PRCTL(warm.PR_SET_PDEATHSIG, int(signal.SIGTERM))
 
 
 def _worker_name() -> str:
@@ -224,7 +214,6 @@ def _worker_name() -> str:
 def run_one(job: RunJob) -> Finished:
     """Run ``job`` and return its result with its run folder zipped. Raises RunEnvironmentError
     (for Dask to retry) when the run failed for a reason of the environment."""
-    prefix = list(job.chaos) if job.chaos else [sys.executable, "-m", "chaos.cli"]
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="chaos-grade-") as tmp:
         store = Path(tmp) / "store"
@@ -233,7 +222,7 @@ def run_one(job: RunJob) -> Finished:
             # the worker's own copy, under the student's folder name
             solution = str(Path(tmp) / "submission" / Path(job.solution).name)
             unpack(job.submission, Path(solution))
-        argv = [*prefix, *job.run_argv(solution), "--store", str(store), "-q"]
+        argv = [*job.run_argv(solution), "--store", str(store), "-q"]
         if job.kept_at is not None:
             argv += ["--stored-path", job.kept_at]
         if solution is not None:
@@ -241,24 +230,17 @@ def run_one(job: RunJob) -> Finished:
             # copy (deleted below)
             argv += ["--stored-command", job.command(), "--stored-solution", job.solution]
         out_path = Path(tmp) / "output.txt"
-        with open(out_path, "wb") as out:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                preexec_fn=_own_session_dying_with_parent,  # see its docstring
-            )
+        proc = _start(job.chaos, argv, out_path)
+        with _lock:
+            _children.add(proc)
+        try:
+            code: int | None = proc.wait(job.timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+            _terminate(proc)
+        finally:
             with _lock:
-                _children.add(proc)
-            try:
-                code: int | None = proc.wait(job.timeout)
-            except subprocess.TimeoutExpired:
-                code = None
-                _terminate(proc)
-            finally:
-                with _lock:
-                    _children.discard(proc)
+                _children.discard(proc)
         said = out_path.read_text(errors="replace")
         seconds = round(time.monotonic() - t0, 2)
         run_dir = _run_dir(store)
@@ -279,7 +261,30 @@ def run_one(job: RunJob) -> Finished:
         return Finished(result=result, archive=_zip(run_dir) if run_dir else b"")
 
 
-def _terminate(proc: subprocess.Popen[bytes]) -> None:
+def _start(chaos: tuple[str, ...] | None, argv: list[str], out_path: Path) -> _Child:
+    """The run: a fork of the warm process (chaos.grade.warm) when its command is this Python's
+    ``-m MODULE`` (the default), else ``chaos run`` in a subprocess; either alone in its session,
+    its output (stdout and stderr) in ``out_path``."""
+    module = warm.module_of(chaos)
+    if module is not None and warm.enabled():
+        try:
+            return warm.WarmRun(module, argv, str(out_path))
+        except (EOFError, OSError):
+            # the fork server died (it is started again by the next run, once it is reaped):
+            # this run goes cold
+            pass
+    prefix = list(chaos) if chaos else [sys.executable, "-m", "chaos.cli"]
+    with open(out_path, "wb") as out:
+        return subprocess.Popen(
+            [*prefix, *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_own_session_dying_with_parent,  # see its docstring
+        )
+
+
+def _terminate(proc: _Child) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
     try:

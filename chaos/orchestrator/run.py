@@ -269,7 +269,16 @@ class _Run:
     def __init__(
         self, spec: TestSpec, wl: Workload, *, store: Path, progress: Callable[[str], None]
     ) -> None:
-        self.spec, self.wl, self.progress = spec, wl, progress
+        self.spec, self.wl = spec, wl
+        # every progress line with its time on the run's clock: spec.json's "steps" (bring-up's
+        # parts: the nodes, etcd and the broker, the services; bench/bench_phases.py reads them)
+        self.steps: list[tuple[float, str]] = []
+
+        def stamped(message: str) -> None:
+            self.steps.append((round(time.monotonic() - self.origin, 3), message))
+            progress(message)
+
+        self.progress = stamped
         self.run_dir = new_run_dir(store, spec.workload)
         self.live = self.run_dir / "live"
         make_live(self.live, spec.nodes)
@@ -525,6 +534,7 @@ class _Run:
             warnings=self.tail.problems,
             page=page,
             kept_at=kept_at,
+            steps=self.steps,
         )
 
     def note_events_cap(self) -> None:
@@ -548,6 +558,7 @@ def finish(
     warnings: list[str] | None = None,
     page: bool = True,
     kept_at: Path | None = None,
+    steps: list[tuple[float, str]] | None = None,
 ) -> RunOutcome:
     t0 = time.monotonic()
     progress("checking the history")
@@ -562,7 +573,11 @@ def finish(
         write_history_edn(run_dir)  # for Elle, Knossos and Jepsen's own tools
     except Exception as e:  # the JSONL history is the record; the EDN copy is a convenience
         progress(f"history.edn not written: {type(e).__name__}: {e}")
+    # the checks with the lab report and history.edn ("check" is the checkers' own part)
+    timings["results"] = round(time.monotonic() - t0, 3)
     meta = read_json(run_dir / "spec.json", {})
+    if steps is not None:
+        meta["steps"] = [list(s) for s in steps]
     meta.update(
         {
             "status": "interrupted" if interrupted else "done",

@@ -7,15 +7,18 @@ one of them ends at its deploy."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import docker
 import pytest
 
 from chaos.workloads.lab3.workload import SOLUTIONS_DIR
+from tests.fixtures.grade_class import processes_with
 from tests.integration.conftest import REPO, leftovers
 
 pytestmark = pytest.mark.integration
@@ -56,8 +59,15 @@ def test_a_tiny_class_on_docker(tmp_path: Path, engine: docker.DockerClient) -> 
          "--matrix", str(tmp_path / "grade.yaml"), "--repeats", "1", "--seed", "7",
          "--out", str(out), "--parallel", "4", "--controls", "reference"],
         cwd=REPO, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "CHAOS_TEST_GRADE_MARK": str(out)},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    # the runs were forks of the grader's warm process (chaos.grade.warm), and none of them, nor
+    # that process, outlives the grade (each inherited the mark)
+    deadline = time.monotonic() + 15
+    while processes_with(f"CHAOS_TEST_GRADE_MARK={out}") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not processes_with(f"CHAOS_TEST_GRADE_MARK={out}")
     doc = json.loads((out / "grades.json").read_text())
     rows = {r["name"]: r for r in doc["rows"]}
     cell = {n: r["cells"]["on-delivery"] for n, r in rows.items()}

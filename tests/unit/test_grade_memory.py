@@ -16,7 +16,7 @@ from pathlib import Path
 from chaos.grade import ledger, matrix
 from chaos.grade.seeds import run_seed
 from chaos.grade.session import GradeRequest, grade
-from tests.fixtures.grade_class import CHAOS, REPO, make_class
+from tests.fixtures.grade_class import CHAOS, REPO, make_class, processes_with
 from tests.fixtures.grade_cli import MATRIX, GradedMemoryLab3
 
 
@@ -95,7 +95,9 @@ def test_ctrl_c_stops_cleanly_and_resume_goes_on(tmp_path: Path) -> None:
     out = tmp_path / "out"
     cmd = [*CHAOS, "grade"]
     common = ["--parallel", "1", "--chaos-command", " ".join(CHAOS)]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # every process of this grade inherits the mark: its runs, forked or not, and the warm process
+    mark = f"CHAOS_TEST_GRADE_MARK={out}"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CHAOS_TEST_GRADE_MARK": str(out)}
     proc = subprocess.Popen(
         [*cmd, str(subs), "--workload", "memory-lab3", "--repeats", "1", "--seed", "5", "--out", str(out), *common],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -119,8 +121,13 @@ def test_ctrl_c_stops_cleanly_and_resume_goes_on(tmp_path: Path) -> None:
     assert 2 <= len(first) < 6
     assert (out / "report.html").is_file()  # the partial report
 
-    # no run of the grade was left running
+    # no run of the grade was left running, nor the warm process the runs were forked from
     assert not _processes_naming("tests.fixtures.grade_cli\0run\0memory-lab3")
+    # (the warm process exits when it sees the grader gone: a moment under load)
+    deadline = time.monotonic() + 15
+    while processes_with(mark) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not processes_with(mark)
 
     done = subprocess.run(
         [*cmd, "--resume", str(out), *common], cwd=REPO, env=env, capture_output=True, text=True, timeout=180,

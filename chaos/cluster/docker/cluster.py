@@ -131,8 +131,13 @@ class DockerCluster:
         self._isolated_network(name)
         self._confine_live()
         volumes = self._volumes()
-        for node in self.nodes:
-            self._containers[node] = self._create_node(node, name, volumes)
+        # side by side too: each create is two calls the engine answers (the log volume, the
+        # container), mostly waiting; whatever was made before one fails is labelled with the
+        # run, and teardown removes it by that label
+        with ThreadPoolExecutor(max_workers=len(self.nodes) or 1) as pool:
+            made = [pool.submit(self._create_node, node, name, volumes) for node in self.nodes]
+            for node, f in zip(self.nodes, made, strict=True):
+                self._containers[node] = f.result()
         # side by side: a start is the engine's network and mount set-up, mostly waiting, and
         # three in a row were most of bring-up's first second
         with ThreadPoolExecutor(max_workers=len(self._containers) or 1) as pool:
