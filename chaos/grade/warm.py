@@ -40,12 +40,13 @@ from typing import Any
 PRELOAD = (
     "chaos.grade.warm",  # the children's own code (their target, and prctl loaded)
     "chaos.cli",
+    "chaos.cli.run",
+    "chaos.cli.check",
+    "chaos.cli.report",
     "chaos.orchestrator.plan",
     "chaos.orchestrator.run",
     "chaos.cluster.docker.backend",
     "chaos.cluster.ssh",
-    "chaos.checkers.cli",
-    "chaos.report.cli",
     "chaos.report.page",
     "chaos.report.plots",
     "chaos.workloads.lab1.workload",
