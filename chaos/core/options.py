@@ -75,7 +75,7 @@ class WorkloadOption:
             return f"{var}{'>' if self.above else '>='}{low}"
         return f"{var}<={high}" if high else var
 
-    def parse(self, raw: Any) -> int | float | str:
+    def parse(self, raw: object) -> int | float | str:
         """The typed value of ``raw`` (command-line text, or a YAML scalar); ValueError saying what
         is accepted."""
         text = str(raw).strip()
