@@ -28,7 +28,7 @@ SHOWN = 50
 _ADDS = ("add", "increment", "inc")
 
 
-def _amount(v: Any) -> int | float | None:
+def _amount(v: object) -> int | float | None:
     if v is None:
         return 1
     if isinstance(v, (int, float)) and not isinstance(v, bool):

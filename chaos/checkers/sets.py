@@ -29,14 +29,14 @@ from typing import Any
 from chaos.checkers._rows import OpRows, Row, completions, ordered, rows_of
 from chaos.checkers.models import freeze, thaw
 from chaos.checkers.verdict import CheckResult, Verdict
-from chaos.histories.ops import Op
+from chaos.histories.ops import JSONValue, Op
 
 __all__ = ["set_full", "set_full_rows"]
 
 SHOWN = 50
 
 
-def _hashable(v: Any) -> Any:
+def _hashable(v: JSONValue) -> JSONValue:  # a list or map frozen, to be hashed
     try:
         hash(v)
     except TypeError:
