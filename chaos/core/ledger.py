@@ -40,7 +40,7 @@ class ActiveFault:
     fault_id: int
     fault: str
     targets: list[dict[str, Any]]
-    undo: Callable[[], Any]
+    undo: Callable[[], object]  # what it healed: recorded, never read
     extra: dict[str, Any] = field(default_factory=dict)
     applied: threading.Event = field(default_factory=threading.Event)
 
@@ -76,7 +76,7 @@ class FaultLedger:
         self,
         fault: str,
         apply: Callable[[], list[dict[str, Any]]],
-        undo: Callable[[], Any],
+        undo: Callable[[], object],
         *,
         intent: object = None,
         trigger: dict[str, Any] | None = None,
