@@ -121,7 +121,7 @@ def _pair(history: Sequence[Op]) -> _Pairs:
     completions: list[Op | None] = []
     invoke_at: list[int] = []
     completion_at: list[int] = []
-    slot_of: dict[Any, int] = {}  # process -> its open op's slot
+    slot_of: dict[int | str, int] = {}  # process -> its open op's slot
     unmatched: list[int] = []
     invoke = OpType.INVOKE
     pairs_only = True
