@@ -32,7 +32,7 @@ from itertools import pairwise
 from typing import Any
 
 from chaos.checkers.budget import DEFAULT_MAX_STATES, DEFAULT_TIME_LIMIT
-from chaos.checkers.models import MODELS, UNKNOWN, Model, UnknownOp, _show, freeze, thaw
+from chaos.checkers.models import MODELS, UNKNOWN, Input, Model, UnknownOp, _show, freeze, thaw
 from chaos.checkers.register_precheck import REGISTER_MODELS, precheck_register
 from chaos.checkers.verdict import CheckResult, Verdict
 from chaos.histories.ops import JSONValue, Op, OpType
@@ -64,8 +64,8 @@ class Partition:
     (indeterminate ops have no return)."""
 
     key: JSONValue  # the ops' key, as decoded; _NO_KEY when not split by key
-    inputs: list[Any] = field(default_factory=list)
-    outputs: list[Any] = field(default_factory=list)
+    inputs: list[Input] = field(default_factory=list)
+    outputs: list[object] = field(default_factory=list)
     determinate: list[bool] = field(default_factory=list)
     # determinate ops that leave every state unchanged (reads): forced moves in the search
     pure: list[bool] = field(default_factory=list)
@@ -368,8 +368,8 @@ class _Search:
     slot: list[int]
     det: list[bool]
     counts: list[int]  # [indeterminate ops, determinate ops]
-    inputs: list[Any]
-    outputs: list[Any]
+    inputs: list[Input]
+    outputs: list[object]
     step: Callable[[Any, Any, Any], tuple[bool, Any]]
     cache: set[tuple[int, int, int, Hashable]] = field(default_factory=set)
     failed: set[tuple[int, int, int, Hashable]] = field(default_factory=set)

@@ -39,6 +39,7 @@ __all__ = [
     "MODELS",
     "UNKNOWN",
     "FailedCas",
+    "Input",
     "Model",
     "NilRead",
     "Typed",
