@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
-from chaos.histories.ops import NEMESIS, Op, OpType
+from chaos.histories.ops import NEMESIS, JSONValue, Op, OpType
 
-Row = tuple[int, Any, str, Any, Any]
+# (position, process, type, value, error), from an Op
+Row = tuple[int, int | str, str, JSONValue, str | None]
 
 __all__ = ["NEMESIS", "OpRows", "Row", "completions", "ordered", "rows_of"]
 
@@ -65,7 +65,7 @@ def completions(rows: list[tuple[str, Row]]) -> list[int]:
     a subset of ``f``s is the same as pairing in the whole history.
     """
     out = [-1] * len(rows)
-    open_: dict[Any, int] = {}
+    open_: dict[int | str, int] = {}
     for i, (_f, (_pos, p, t, _v, _e)) in enumerate(rows):
         if t == "invoke":
             open_[p] = i

@@ -28,7 +28,7 @@ SHOWN = 50
 _ADDS = ("add", "increment", "inc")
 
 
-def _amount(v: Any) -> int | float | None:
+def _amount(v: object) -> int | float | None:
     if v is None:
         return 1
     if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -92,8 +92,8 @@ def _bounded_reads(
     comp = completions(ops)
     lower: float = init
     upper: float = init
-    pending: dict[Any, float] = {}  # process -> lower bound at its read's invoke
-    adding: dict[Any, float] = {}  # process -> amount of its outstanding add
+    pending: dict[int | str, float] = {}  # process -> lower bound at its read's invoke
+    adding: dict[int | str, float] = {}  # process -> amount of its outstanding add
     reads: list[tuple[float, Any, float, int]] = []
     bad_values: list[int] = []
     for i, (f, (pos, p, t, v, _e)) in enumerate(ops):

@@ -35,7 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.histories.ops import NEMESIS, OpLike
+from chaos.histories.ops import NEMESIS, JSONValue, OpLike
 
 __all__ = ["RECORDED_BEFORE", "FaultInterval", "NemesisOp", "fault_intervals"]
 
@@ -69,7 +69,7 @@ class FaultInterval:
     it does, as its start op recorded them (its row's; old records: :data:`RECORDED_BEFORE`).
     """
 
-    fault_id: Any
+    fault_id: JSONValue  # as the start op recorded it
     fault: str
     start: float
     end: float | None  # None: never healed
@@ -141,7 +141,7 @@ def _clock_amount(t: dict[str, Any]) -> str:
     return ""
 
 
-def _targets(value: Any) -> list[dict[str, Any]]:
+def _targets(value: object) -> list[dict[str, Any]]:
     if isinstance(value, dict):
         if "targets" in value and isinstance(value["targets"], list):
             return [t for t in value["targets"] if isinstance(t, dict)]
@@ -151,7 +151,7 @@ def _targets(value: Any) -> list[dict[str, Any]]:
     return []
 
 
-def _where(value: Any, op: NemesisOp) -> tuple[tuple[str, ...], str | None]:
+def _where(value: object, op: NemesisOp) -> tuple[tuple[str, ...], str | None]:
     """The nodes and the process a start op's value names."""
     detail = value if isinstance(value, dict) else {}
     nodes: list[str] = []
@@ -170,11 +170,11 @@ def _where(value: Any, op: NemesisOp) -> tuple[tuple[str, ...], str | None]:
     return tuple(nodes), (str(process) if process else None)
 
 
-def _fid(op: NemesisOp) -> Any:
+def _fid(op: NemesisOp) -> JSONValue:
     return op.extra.get("fault_id")
 
 
-def _key(fid: Any) -> str | None:
+def _key(fid: object) -> str | None:
     # compared as text: a fault id read back from JSON, EDN or a log keeps one spelling per run
     return None if fid is None else str(fid)
 

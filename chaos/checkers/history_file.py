@@ -25,7 +25,7 @@ module, and every command must stay quick to start.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +33,9 @@ from typing import TYPE_CHECKING, Any
 from chaos.checkers.budget import DEFAULT_MAX_STATES, DEFAULT_TIME_LIMIT
 
 if TYPE_CHECKING:  # annotations only: this module stays quick to import
+    from chaos.checkers.semantics import Semantics
     from chaos.checkers.verdict import CheckResult, Verdict
+    from chaos.histories.ops import JSONValue
 
 __all__ = [
     "MODELS",
@@ -108,7 +110,7 @@ class Answer:
     deciding: tuple[str, ...]
     problems: Sequence[Any]
     dropped: int
-    sem: Any = None
+    sem: Semantics | None = None
 
     @property
     def main(self) -> list[CheckResult]:
@@ -142,7 +144,7 @@ def model_argv(
     independent: bool | None,
     empty: str | None,
     lenient: bool = False,
-    **version_order: Any,
+    **version_order: object,
 ) -> list[str]:
     """The command-line form of the model options (to name them in a refusal, or forward them;
     ``version_order``: the values of rw-register's version-order options, by name)."""
@@ -163,7 +165,7 @@ def model_argv(
     return argv
 
 
-def version_order_argv(given: dict[str, Any]) -> list[str]:
+def version_order_argv(given: Mapping[str, object]) -> list[str]:
     """The version-order options given (a flag set, a file named), as command-line words."""
     from chaos.checkers.elle.options import OPTIONS
 
@@ -178,7 +180,7 @@ def version_order_argv(given: dict[str, Any]) -> list[str]:
     return out
 
 
-def parse_init(text: str) -> Any:
+def parse_init(text: str) -> JSONValue:
     """``--init``'s value: JSON first (``null``, ``{"a": 1}``), else EDN (``nil``, ``:a``).
 
     Raises ``ValueError`` saying so when it is neither.
@@ -302,7 +304,7 @@ def _semantics(
     init: str | None,
     nil_read: str | None,
     failed_cas: str | None,
-) -> Any:
+) -> Semantics:
     """The :class:`~chaos.checkers.semantics.Semantics` the options ask for; ``ValueError``
     with a message naming the option when they make no sense together."""
     from chaos.checkers.semantics import counter_start, semantics  # start-up time, as above

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chaos.histories.limits import load_value
+from chaos.histories.ops import JSONValue
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,9 +34,11 @@ class Write:
     outcome: str  # ok | error | injected | forwarded | refused, dropped (never reached etcd)
     revision: int | None
     succeeded: bool | None
-    puts: tuple[tuple[str, Any, int], ...]  # (key, value as sent, lease)
+    puts: tuple[tuple[str, JSONValue, int], ...]  # (key, value as sent, lease)
     deletes: tuple[tuple[str, str], ...]  # (key, range_end)
-    maybe: tuple[tuple[str, Any, int], ...]  # the other branch's puts, when the outcome is unknown
+    maybe: tuple[
+        tuple[str, JSONValue, int], ...
+    ]  # the other branch's puts, when the outcome is unknown
     lease: int | None
     time: float | None
     gen: str | None = None
@@ -51,7 +54,7 @@ class Write:
             _in_range(key, k, end) for k, end in self.deletes
         )
 
-    def value_of(self, key: str) -> Any:
+    def value_of(self, key: str) -> JSONValue:
         """The value this write put at ``key`` (JSON decoded where it is JSON), or None."""
         for k, v, _ in self.puts:
             if k == key:
@@ -67,7 +70,7 @@ class Write:
         return out
 
 
-def decode(v: Any) -> Any:
+def decode(v: JSONValue) -> JSONValue:
     """A journalled value read as the record reads it (a value nested too deep is the same
     marker in both, never a RecursionError)."""
     if isinstance(v, str):
@@ -86,11 +89,11 @@ def _in_range(key: str, start: str, end: str) -> bool:
     return start <= key < end
 
 
-def _int(x: Any) -> int | None:
+def _int(x: object) -> int | None:
     return x if isinstance(x, int) and not isinstance(x, bool) else None
 
 
-def _puts(raw: Any) -> tuple[tuple[str, Any, int], ...]:
+def _puts(raw: object) -> tuple[tuple[str, JSONValue, int], ...]:
     out = []
     for p in raw if isinstance(raw, list) else []:
         if isinstance(p, dict) and isinstance(p.get("key"), str):
@@ -98,7 +101,7 @@ def _puts(raw: Any) -> tuple[tuple[str, Any, int], ...]:
     return tuple(out)
 
 
-def _deletes(raw: Any) -> tuple[tuple[str, str], ...]:
+def _deletes(raw: object) -> tuple[tuple[str, str], ...]:
     out = []
     for d in raw if isinstance(raw, list) else []:
         if isinstance(d, dict) and isinstance(d.get("key"), str):
@@ -160,7 +163,7 @@ def read_journal(final: Mapping[str, Any] | None) -> Journal | None:
                    nodes=tuple(sorted(nodes or {})), unread=_unread(raw.get("unread")))  # fmt: skip
 
 
-def _unread(raw: Any) -> dict[str, str] | None:
+def _unread(raw: object) -> dict[str, str] | None:
     """``journal.unread`` (node → reason), or None when the run has none: a malformed one is
     read as "unknown which", never as "every journal was read"."""
     if not isinstance(raw, Mapping):

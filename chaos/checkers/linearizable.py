@@ -32,10 +32,10 @@ from itertools import pairwise
 from typing import Any
 
 from chaos.checkers.budget import DEFAULT_MAX_STATES, DEFAULT_TIME_LIMIT
-from chaos.checkers.models import MODELS, UNKNOWN, Model, UnknownOp, _show, freeze, thaw
+from chaos.checkers.models import MODELS, UNKNOWN, Input, Model, UnknownOp, _show, freeze, thaw
 from chaos.checkers.register_precheck import REGISTER_MODELS, precheck_register
 from chaos.checkers.verdict import CheckResult, Verdict
-from chaos.histories.ops import Op, OpType
+from chaos.histories.ops import JSONValue, Op, OpType
 
 __all__ = [
     "KEYED_NOTE",
@@ -49,7 +49,7 @@ __all__ = [
 PREFIX_SHOWN = 200  # longest-prefix evidence keeps at most this many ops (the tail)
 _SLICE = 4096  # search steps between looks at the clock / switches to another key
 
-_NO_KEY: Any = None
+_NO_KEY: JSONValue = None
 KEYED_NOTE = (
     "the values look like Jepsen independent [key value] tuples (every invoke is a pair and "
     "reads are invoked as [k nil]), but keys are split only when asked: checked as ONE "
@@ -63,9 +63,9 @@ class Partition:
     lists the nodes in history order, ``2*id`` for a call and ``2*id+1`` for a return
     (indeterminate ops have no return)."""
 
-    key: Any
-    inputs: list[Any] = field(default_factory=list)
-    outputs: list[Any] = field(default_factory=list)
+    key: JSONValue  # the ops' key, as decoded; _NO_KEY when not split by key
+    inputs: list[Input] = field(default_factory=list)
+    outputs: list[object] = field(default_factory=list)
     determinate: list[bool] = field(default_factory=list)
     # determinate ops that leave every state unchanged (reads): forced moves in the search
     pure: list[bool] = field(default_factory=list)
@@ -80,13 +80,13 @@ class _Outcome:
     states: int
     longest: list[int]
     blocked: int = -1  # op that could not be linearized after ``longest``
-    state: Any = None
+    state: object = None  # the model's state, opaque here
 
 
 # -------------------------------------------------------------------- preparing
 
 
-def _is_pair(v: Any) -> bool:
+def _is_pair(v: object) -> bool:
     return isinstance(v, (list, tuple)) and len(v) == 2
 
 
@@ -121,7 +121,7 @@ def _pair(history: Sequence[Op]) -> _Pairs:
     completions: list[Op | None] = []
     invoke_at: list[int] = []
     completion_at: list[int] = []
-    slot_of: dict[Any, int] = {}  # process -> its open op's slot
+    slot_of: dict[int | str, int] = {}  # process -> its open op's slot
     unmatched: list[int] = []
     invoke = OpType.INVOKE
     pairs_only = True
@@ -236,7 +236,7 @@ def _records(
     ):
         if comp is None:
             typ = None
-            v_out: Any = None
+            v_out: JSONValue = None
         else:
             typ = comp.type
             if typ is info:
@@ -246,7 +246,7 @@ def _records(
                 dropped += 1
                 continue
             v_out = comp.value
-        v_in: Any = inv.value
+        v_in: JSONValue = inv.value
         if independent:
             key, v_in = v_in
             if v_out.__class__ in (list, tuple) and len(v_out) == 2:
@@ -368,8 +368,8 @@ class _Search:
     slot: list[int]
     det: list[bool]
     counts: list[int]  # [indeterminate ops, determinate ops]
-    inputs: list[Any]
-    outputs: list[Any]
+    inputs: list[Input]
+    outputs: list[object]
     step: Callable[[Any, Any, Any], tuple[bool, Any]]
     cache: set[tuple[int, int, int, Hashable]] = field(default_factory=set)
     failed: set[tuple[int, int, int, Hashable]] = field(default_factory=set)
@@ -478,7 +478,7 @@ def _optional(s: _Search) -> Callable[[int, int, int, Any, int, int, int], tuple
     rank, inputs, outputs, step, push = s.rank, s.inputs, s.outputs, s.step, s.stack.append
 
     def linearize(
-        entry: int, limit: int, blocking: int, state: Any, low: int, window: int, imask: int
+        entry: int, limit: int, blocking: int, state: object, low: int, window: int, imask: int
     ) -> tuple[Any, int] | None:
         """Linearize the first indeterminate op from ``entry`` on, invoked before the blocking
         return's ``limit``, that changes the state, is new and is not dominated (see

@@ -30,15 +30,16 @@ import json
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeAlias
 
 from chaos.histories.edn import Char, Keyword, Symbol, dumps
-from chaos.histories.ops import OpType
+from chaos.histories.ops import JSONValue, OpType
 
 __all__ = [
     "MODELS",
     "UNKNOWN",
     "FailedCas",
+    "Input",
     "Model",
     "NilRead",
     "Typed",
@@ -68,7 +69,11 @@ class _Unknown:
 UNKNOWN: Final = _Unknown()
 
 # encode(f, invoke value, completion value, completion type or None) -> (input, output) | None
-Encoder = Callable[[str, Any, Any, "OpType | None"], "tuple[Any, Any] | None"]
+Encoder = Callable[[str, JSONValue, JSONValue, "OpType | None"], "tuple[Any, Any] | None"]
+
+
+# A model's input: its op code first, then the op's frozen values (read by the model that made them)
+Input: TypeAlias = tuple[Any, ...]
 
 
 class UnknownOp(ValueError):
@@ -101,7 +106,7 @@ class Typed:
     """
 
     kind: str  # "bool", "float", "keyword", "symbol", "char" or "decimal"
-    value: Any
+    value: object
 
 
 _UNFROZEN: Final[dict[str, Callable[[Any], Any]]] = {
@@ -113,7 +118,7 @@ _TRUE: Final = Typed("bool", True)
 _FALSE: Final = Typed("bool", False)
 
 
-def freeze(v: Any) -> Any:
+def freeze(v: JSONValue) -> Any:  # Any: a frozen value, read by the model that made it
     """A hashable form of a JSON/EDN value whose ``==`` is EDN's (Clojure's ``=``).
 
     Lists become tuples, maps a tagged tuple of sorted items, sets frozensets; booleans, floats
@@ -150,7 +155,7 @@ def freeze(v: Any) -> Any:
     return v
 
 
-def thaw(v: Any) -> Any:
+def thaw(v: object) -> JSONValue:
     """The JSON form of a frozen value, for evidence: keywords as ``":name"`` strings."""
     if type(v) is Typed:
         if v.kind in ("symbol", "char", "decimal"):
@@ -165,11 +170,11 @@ def thaw(v: Any) -> Any:
     return v
 
 
-def _out(typ: OpType | None, value: Any) -> Any:
+def _out(typ: OpType | None, value: JSONValue) -> object:
     return freeze(value) if typ is OpType.OK else UNKNOWN
 
 
-def _show(v: Any) -> str:
+def _show(v: object) -> str:
     """A value as EDN text (``nil``, ``:y``, ``"a"``, ``[1 2]``), for summaries and evidence."""
     if v is None:
         return "nil"
@@ -219,7 +224,9 @@ def _register_encode(with_cas: bool, nil_read: NilRead, failed_cas: FailedCas) -
     ok, fail = OpType.OK, OpType.FAIL
     codes = _REGISTER_F if with_cas else {f: c for f, c in _REGISTER_F.items() if c != CAS}
 
-    def encode(f: str, v_in: Any, v_out: Any, typ: OpType | None) -> tuple[Any, Any] | None:
+    def encode(
+        f: str, v_in: JSONValue, v_out: JSONValue, typ: OpType | None
+    ) -> tuple[Any, Any] | None:
         code = codes.get(f)
         if code is None:
             raise UnknownOp(f)
@@ -251,7 +258,7 @@ def _register_encode(with_cas: bool, nil_read: NilRead, failed_cas: FailedCas) -
     return encode
 
 
-def _register_step(state: Any, inp: Any, out: Any) -> tuple[bool, Any]:
+def _register_step(state: object, inp: Input, out: object) -> tuple[bool, object]:
     code = inp[0]
     if code == READ:
         return (out is UNKNOWN or out == state), state
@@ -262,7 +269,7 @@ def _register_step(state: Any, inp: Any, out: Any) -> tuple[bool, Any]:
     return out is not True, state
 
 
-def _register_describe(inp: Any, out: Any) -> str:
+def _register_describe(inp: Input, out: object) -> str:
     code = inp[0]
     if code == READ:
         return f"read() -> {'?' if out is UNKNOWN else _show(out)}"
@@ -272,15 +279,15 @@ def _register_describe(inp: Any, out: Any) -> str:
     return f"cas({_show(inp[1])}, {_show(inp[2])}) -> {res}"
 
 
-def _is_read(inp: Any, out: Any) -> bool:
+def _is_read(inp: Input, out: object) -> bool:
     return bool(inp[0] == READ)
 
 
-def _register_read_only(inp: Any, out: Any) -> bool:
+def _register_read_only(inp: Input, out: object) -> bool:
     return bool(inp[0] == READ or (inp[0] == CAS and out is False))
 
 
-def register(init: Any = None, *, nil_read: NilRead = "value") -> Model:
+def register(init: JSONValue = None, *, nil_read: NilRead = "value") -> Model:
     """A read/write register (``f`` read or write; ``get``/``put`` also accepted).
 
     ``init`` is the value before any write (nil: absent). ``nil_read="any"`` is Knossos': a
@@ -298,7 +305,7 @@ def register(init: Any = None, *, nil_read: NilRead = "value") -> Model:
 
 
 def cas_register(
-    init: Any = None, *, nil_read: NilRead = "value", failed_cas: FailedCas = "observed"
+    init: JSONValue = None, *, nil_read: NilRead = "value", failed_cas: FailedCas = "observed"
 ) -> Model:
     """A register with compare-and-set (``cas`` value ``[expected new]``), Knossos' cas-register.
 
@@ -324,7 +331,9 @@ _EMPTY = ("", ())
 
 
 def _kv_encode(nil_read: NilRead) -> Encoder:
-    def encode(f: str, v_in: Any, v_out: Any, typ: OpType | None) -> tuple[Any, Any] | None:
+    def encode(
+        f: str, v_in: JSONValue, v_out: JSONValue, typ: OpType | None
+    ) -> tuple[Any, Any] | None:
         code = _KV_F.get(f)
         if code is None:
             raise UnknownOp(f)
@@ -339,7 +348,7 @@ def _kv_encode(nil_read: NilRead) -> Encoder:
     return encode
 
 
-def _kv_step(state: Any, inp: Any, out: Any) -> tuple[bool, Any]:
+def _kv_step(state: object, inp: Input, out: object) -> tuple[bool, object]:
     code = inp[0]
     if code == GET:
         if out is UNKNOWN or out == state:
@@ -358,7 +367,7 @@ def _kv_step(state: Any, inp: Any, out: Any) -> tuple[bool, Any]:
     return False, state
 
 
-def _kv_describe(inp: Any, out: Any) -> str:
+def _kv_describe(inp: Input, out: object) -> str:
     code = inp[0]
     if code == GET:
         return f"get() -> {'?' if out is UNKNOWN else _show(out)}"
@@ -366,7 +375,7 @@ def _kv_describe(inp: Any, out: Any) -> str:
     return f"{name}({_show(inp[1])})" + (" -> ?" if out is UNKNOWN else "")
 
 
-def kv(init: Any = None, *, nil_read: NilRead = "value") -> Model:
+def kv(init: JSONValue = None, *, nil_read: NilRead = "value") -> Model:
     """A key-value store: get, put and append on each key (keys checked independently).
 
     ``append`` concatenates strings (Porcupine's kv) or adds an element to a list (Jepsen's
@@ -389,7 +398,9 @@ ADD = 3  # distinct from READ: set and counter inputs are (ADD, x) or (READ, Non
 _SET_F = {"add": ADD, "read": READ}
 
 
-def _set_encode(f: str, v_in: Any, v_out: Any, typ: OpType | None) -> tuple[Any, Any] | None:
+def _set_encode(
+    f: str, v_in: JSONValue, v_out: JSONValue, typ: OpType | None
+) -> tuple[Any, Any] | None:
     code = _SET_F.get(f)
     if code is None:
         raise UnknownOp(f)
@@ -404,13 +415,13 @@ def _set_encode(f: str, v_in: Any, v_out: Any, typ: OpType | None) -> tuple[Any,
     return (READ, None), frozenset(freeze(x) for x in v_out)
 
 
-def _set_step(state: Any, inp: Any, out: Any) -> tuple[bool, Any]:
+def _set_step(state: frozenset[Hashable], inp: Input, out: object) -> tuple[bool, object]:
     if inp[0] == ADD:
         return True, (state if inp[1] in state else state | {inp[1]})
     return (out is UNKNOWN or out == state), state
 
 
-def _set_describe(inp: Any, out: Any) -> str:
+def _set_describe(inp: Input, out: object) -> str:
     if inp[0] == ADD:
         return f"add({_show(inp[1])})" + (" -> ?" if out is UNKNOWN else "")
     return f"read() -> {'?' if out is UNKNOWN else _show(out)}"
@@ -434,7 +445,9 @@ ENQ, DEQ = 0, 1
 _QUEUE_F = {"enqueue": ENQ, "dequeue": DEQ}
 
 
-def _queue_encode(f: str, v_in: Any, v_out: Any, typ: OpType | None) -> tuple[Any, Any] | None:
+def _queue_encode(
+    f: str, v_in: JSONValue, v_out: JSONValue, typ: OpType | None
+) -> tuple[Any, Any] | None:
     code = _QUEUE_F.get(f)
     if code is None:
         raise UnknownOp(f)
@@ -445,7 +458,7 @@ def _queue_encode(f: str, v_in: Any, v_out: Any, typ: OpType | None) -> tuple[An
     return (DEQ, None), _out(typ, v_out)
 
 
-def _queue_step(state: Any, inp: Any, out: Any) -> tuple[bool, Any]:
+def _queue_step(state: tuple[Hashable, ...], inp: Input, out: object) -> tuple[bool, object]:
     if inp[0] == ENQ:
         return True, (*state, inp[1])
     if out is UNKNOWN:
@@ -455,7 +468,7 @@ def _queue_step(state: Any, inp: Any, out: Any) -> tuple[bool, Any]:
     return out == state[0], state[1:]
 
 
-def _queue_describe(inp: Any, out: Any) -> str:
+def _queue_describe(inp: Input, out: object) -> str:
     if inp[0] == ENQ:
         return f"enqueue({_show(inp[1])})" + (" -> ?" if out is UNKNOWN else "")
     return f"dequeue() -> {'?' if out is UNKNOWN else _show(out)}"
@@ -478,7 +491,9 @@ def queue() -> Model:
 _COUNTER_F = {"add": ADD, "increment": ADD, "inc": ADD, "read": READ}
 
 
-def _counter_encode(f: str, v_in: Any, v_out: Any, typ: OpType | None) -> tuple[Any, Any] | None:
+def _counter_encode(
+    f: str, v_in: JSONValue, v_out: JSONValue, typ: OpType | None
+) -> tuple[Any, Any] | None:
     code = _COUNTER_F.get(f)
     if code is None:
         raise UnknownOp(f)
@@ -494,13 +509,13 @@ def _counter_encode(f: str, v_in: Any, v_out: Any, typ: OpType | None) -> tuple[
     return (READ, None), _out(typ, v_out)
 
 
-def _counter_step(state: Any, inp: Any, out: Any) -> tuple[bool, Any]:
+def _counter_step(state: int | float, inp: Input, out: object) -> tuple[bool, object]:
     if inp[0] == ADD:
         return True, state + inp[1]
     return (out is UNKNOWN or out == state), state
 
 
-def _counter_describe(inp: Any, out: Any) -> str:
+def _counter_describe(inp: Input, out: object) -> str:
     if inp[0] == ADD:
         return f"add({_show(inp[1])})" + (" -> ?" if out is UNKNOWN else "")
     return f"read() -> {'?' if out is UNKNOWN else _show(out)}"

@@ -22,7 +22,7 @@ end, or every element still inside counts as lost.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 from chaos.checkers._rows import OpRows, rows_of
@@ -41,8 +41,8 @@ def _listing(ms: dict[Any, int], kind: str) -> list[dict[str, Any]]:
 
 
 def _multisets(
-    attempts: list[Any], enqueues: list[Any], dequeues: list[Any]
-) -> tuple[int, dict[Any, int], dict[Any, int], dict[Any, int], dict[Any, int]]:
+    attempts: list[Hashable], enqueues: list[Hashable], dequeues: list[Hashable]
+) -> tuple[int, dict[Hashable, int], dict[Hashable, int], dict[Hashable, int], dict[Hashable, int]]:
     """ok count, lost, unexpected, duplicated, recovered — Jepsen's multiset algebra."""
     d = Counter(dequeues)
     dk = d.keys()

@@ -33,6 +33,7 @@ from chaos.checkers.models import (
     set_model,
     thaw,
 )
+from chaos.histories.ops import JSONValue
 
 __all__ = [
     "DEFAULT_SEMANTICS",
@@ -53,7 +54,7 @@ class Semantics:
     it too when it is a number, else at 0."""
 
     preset: str
-    init: Any
+    init: JSONValue  # decoded from --init or a preset's, frozen
     nil_read: NilRead
     failed_cas: FailedCas
     custom: bool = False
@@ -90,7 +91,7 @@ _UNSET: Final = object()
 def semantics(
     preset: str | None = None,
     *,
-    init: Any = _UNSET,
+    init: JSONValue = _UNSET,
     nil_read: str | None = None,
     failed_cas: str | None = None,
 ) -> Semantics:

@@ -23,20 +23,20 @@ is read; ``unknown`` when no element ever became stable (nothing was really test
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 from chaos.checkers._rows import OpRows, Row, completions, ordered, rows_of
 from chaos.checkers.models import freeze, thaw
 from chaos.checkers.verdict import CheckResult, Verdict
-from chaos.histories.ops import Op
+from chaos.histories.ops import JSONValue, Op
 
 __all__ = ["set_full", "set_full_rows"]
 
 SHOWN = 50
 
 
-def _hashable(v: Any) -> Any:
+def _hashable(v: JSONValue) -> JSONValue:  # a list or map frozen, to be hashed
     try:
         hash(v)
     except TypeError:
@@ -107,19 +107,19 @@ def set_full_rows(rows: OpRows, *, linearizable: bool = False) -> CheckResult:
 
 
 # ok reads as (invoke position, completion position, members)
-_Reads = list[tuple[int, int, frozenset[Any]]]
+_Reads = list[tuple[int, int, frozenset[Hashable]]]
 
 
 def _scan(
     ops: list[tuple[str, Row]],
-) -> tuple[dict[Any, int], dict[Any, int], _Reads, dict[Any, int]]:
+) -> tuple[dict[Hashable, int], dict[Hashable, int], _Reads, dict[Hashable, int]]:
     """Each element's add invoke position and where an ok add made it known, the ok reads, and
     the elements one read returned more than once (with the most copies)."""
     comp = completions(ops)
-    add_invoke: dict[Any, int] = {}  # element -> position of its add's invoke
-    known: dict[Any, int] = {}  # element -> position where it became known
+    add_invoke: dict[Hashable, int] = {}  # element -> position of its add's invoke
+    known: dict[Hashable, int] = {}  # element -> position where it became known
     reads: _Reads = []
-    duplicated: dict[Any, int] = {}
+    duplicated: dict[Hashable, int] = {}
     for i, (f, (pos, _p, t, v, _e)) in enumerate(ops):
         if t != "invoke":
             continue
@@ -140,10 +140,12 @@ def _scan(
     return add_invoke, known, reads, duplicated
 
 
-def _known_by_reads(reads: _Reads, add_invoke: dict[Any, int], known: dict[Any, int]) -> set[Any]:
+def _known_by_reads(
+    reads: _Reads, add_invoke: dict[Hashable, int], known: dict[Hashable, int]
+) -> set[Hashable]:
     """Known through a read: the first read (by completion) that saw the element (``known`` is
     updated). Returns the elements read that were never added."""
-    unexpected: set[Any] = set()
+    unexpected: set[Hashable] = set()
     for _, done, members in sorted(reads, key=lambda r: r[1]):
         for x in members:
             if x not in add_invoke:
@@ -154,13 +156,13 @@ def _known_by_reads(reads: _Reads, add_invoke: dict[Any, int], known: dict[Any, 
 
 
 def _last_reads(
-    reads: _Reads, elements: set[Any], add_invoke: dict[Any, int]
-) -> tuple[dict[Any, int], dict[Any, int]]:
+    reads: _Reads, elements: set[Hashable], add_invoke: dict[Hashable, int]
+) -> tuple[dict[Hashable, int], dict[Hashable, int]]:
     """Per element, the invoke position of the latest read that saw it and of the latest that
     missed it (reads that completed after its add was invoked)."""
     # Latest-invoked reads first: each element takes the first one that saw it / missed it.
-    last_present: dict[Any, int] = {}
-    last_absent: dict[Any, int] = {}
+    last_present: dict[Hashable, int] = {}
+    last_absent: dict[Hashable, int] = {}
     for inv, done, members in sorted(reads, key=lambda r: r[0], reverse=True):
         for x in (members & elements) - last_present.keys():
             if add_invoke[x] < done:
@@ -172,16 +174,16 @@ def _last_reads(
 
 
 def _classify(
-    elements: set[Any],
-    last_present: dict[Any, int],
-    last_absent: dict[Any, int],
-    known: dict[Any, int],
-) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+    elements: set[Hashable],
+    last_present: dict[Hashable, int],
+    last_absent: dict[Hashable, int],
+    known: dict[Hashable, int],
+) -> tuple[list[Hashable], list[Hashable], list[Hashable], list[Hashable]]:
     """(stable, lost, never read, stale) elements, as Jepsen's set-full checker sorts them."""
-    stable: list[Any] = []
-    lost: list[Any] = []
-    never_read: list[Any] = []
-    stale: list[Any] = []
+    stable: list[Hashable] = []
+    lost: list[Hashable] = []
+    never_read: list[Hashable] = []
+    stale: list[Hashable] = []
     for x in elements:
         lp = last_present.get(x, -1)
         la = last_absent.get(x, -1)

@@ -40,7 +40,7 @@ class ActiveFault:
     fault_id: int
     fault: str
     targets: list[dict[str, Any]]
-    undo: Callable[[], Any]
+    undo: Callable[[], object]  # what it healed: recorded, never read
     extra: dict[str, Any] = field(default_factory=dict)
     applied: threading.Event = field(default_factory=threading.Event)
 
@@ -76,9 +76,9 @@ class FaultLedger:
         self,
         fault: str,
         apply: Callable[[], list[dict[str, Any]]],
-        undo: Callable[[], Any],
+        undo: Callable[[], object],
         *,
-        intent: Any = None,
+        intent: object = None,
         trigger: dict[str, Any] | None = None,
         extra: dict[str, Any] | None = None,
     ) -> int:
@@ -125,7 +125,7 @@ class FaultLedger:
         active: ActiveFault,
         targets: list[dict[str, Any]],
         *,
-        intent: Any,
+        intent: object,
         trigger: dict[str, Any] | None,
         meta: dict[str, Any],
     ) -> None:
@@ -134,7 +134,7 @@ class FaultLedger:
             active.targets = targets
             active.applied.set()
             self._save()
-            value: Any = targets[0] if len(targets) == 1 else {"targets": targets}
+            value: object = targets[0] if len(targets) == 1 else {"targets": targets}
             op = self._history.record(
                 process=NEMESIS, type=OpType.INFO, f=active.fault, value=value, extra=meta
             )
@@ -149,7 +149,7 @@ class FaultLedger:
                 }
             )
 
-    def heal(self, fid: int, value: Any = None) -> None:
+    def heal(self, fid: int, value: object = None) -> None:
         with self._lock:
             pending = self.active.get(fid)
         if pending is None:

@@ -11,7 +11,10 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: the command line imports this module
+    from chaos.histories.ops import JSONValue
 
 __all__ = ["WorkloadOption", "help_line", "markdown_table", "parse", "stored"]
 
@@ -75,7 +78,7 @@ class WorkloadOption:
             return f"{var}{'>' if self.above else '>='}{low}"
         return f"{var}<={high}" if high else var
 
-    def parse(self, raw: Any) -> int | float | str:
+    def parse(self, raw: object) -> int | float | str:
         """The typed value of ``raw`` (command-line text, or a YAML scalar); ValueError saying what
         is accepted."""
         text = str(raw).strip()
@@ -96,7 +99,7 @@ class WorkloadOption:
 
 
 def parse(
-    workload: str, declared: Sequence[WorkloadOption], given: Mapping[str, Any]
+    workload: str, declared: Sequence[WorkloadOption], given: Mapping[str, object]
 ) -> dict[str, int | float | str]:
     """The given options as typed values, every declared option with a default filled in;
     ValueError naming the workload, the option, the value and what is accepted (for an unknown
@@ -120,7 +123,7 @@ def parse(
 
 
 def stored(
-    workload: str, declared: Sequence[WorkloadOption], spec: Mapping[str, Any]
+    workload: str, declared: Sequence[WorkloadOption], spec: Mapping[str, JSONValue]
 ) -> dict[str, int | float | str]:
     """The option values a stored ``spec.json`` recorded, read back through the declarations
     that wrote them (:func:`parse`): its ``options``, and, for a run stored before the workloads

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 import msgspec
 
@@ -29,6 +29,10 @@ ABSTAINED = "abstained"
 
 OP_FIELDS = frozenset({"index", "time", "process", "type", "f", "value", "error"})
 OP_TYPES = frozenset(t.value for t in OpType)
+
+# A decoded JSON value (an op's value, a field of a final state or a journal): a true boundary, its
+# shape is known only once a reader checks it, so it stays Any; the alias names where a value is JSON.
+JSONValue: TypeAlias = Any
 
 OpFields = tuple[int, float, int | str, str, str, Any, Any]
 EventFields = tuple[float, str, str, str, Any, Any, Any, dict[str, Any]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 from typing import Any, Protocol, runtime_checkable
 
@@ -25,7 +26,7 @@ class Fault(Protocol):
 
     name: str
 
-    def resolve(self, ctx: RunContext, spec: str | None, rng: Any) -> Resolved: ...
+    def resolve(self, ctx: RunContext, spec: str | None, rng: random.Random) -> Resolved: ...
 
     def start(
         self,
@@ -68,4 +69,4 @@ class CustomGrudge(Protocol):
     """Optional fault capability: apply a grudge given as data (a schedule file's ``grudge:``),
     ``{receiver: [senders it drops]}`` or ``[[component], ...]``, instead of a target spec."""
 
-    def custom(self, ctx: RunContext, grudge: Any) -> Resolved: ...
+    def custom(self, ctx: RunContext, grudge: object) -> Resolved: ...

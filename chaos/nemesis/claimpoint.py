@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from chaos.core.context import Claim, RunContext
+from chaos.histories.ops import Event
 from chaos.nemesis import hostkill
 
 # a claim file exists a moment before its content is written: how long an unreadable one is
@@ -141,7 +142,7 @@ def _refusal(ctx: RunContext, claim: Claim, component: str) -> str | None:
     return None
 
 
-def _said(ctx: RunContext, point: str, claim: Claim | None, since: int) -> Any:
+def _said(ctx: RunContext, point: str, claim: Claim | None, since: int) -> Event | None:
     """The claimer's ``fault-point`` event for ``point`` (narration), if it wrote one."""
     ctx.events.poll()
     for e in reversed(ctx.events.snapshot()[since:]):

@@ -134,7 +134,9 @@ def _offset(rng: random.Random, lo: float = MIN_OFFSET, hi: float = MAX_OFFSET) 
     return round(rng.choice((-1, 1)) * rng.uniform(lo, hi), 3)
 
 
-def draw(mode: str, amount: float | None, targets: list[Target], rng: Any) -> dict[str, Any]:
+def draw(
+    mode: str, amount: float | None, targets: list[Target], rng: random.Random
+) -> dict[str, Any]:
     """The parameters of one clock fault: per-target offsets, or a strobe's Δ, or a drift's rate."""
     keys = [f"{t.node}/{t.process}" for t in targets]
     if mode == "bump":
@@ -160,7 +162,7 @@ class ClockFault:
     def __init__(self, workload: Workload | None = None) -> None:
         self.workload = workload
 
-    def resolve(self, ctx: RunContext, spec: str | None, rng: Any) -> Resolved:
+    def resolve(self, ctx: RunContext, spec: str | None, rng: random.Random) -> Resolved:
         cs = parse(spec)
         mode = cs.mode or rng.choice(MODES)
         found = resolve_targets(ctx, self.workload, cs.target or "one", rng)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -77,7 +78,7 @@ def parse(spec: str | None) -> tuple[float, str]:
     return p, target
 
 
-def links(nodes: list[str], target: str, rng: Any) -> dict[str, list[str]]:
+def links(nodes: list[str], target: str, rng: random.Random) -> dict[str, list[str]]:
     """The lossy links ``{receiver: [senders]}`` a target names."""
     if ">" in target:
         a, _, b = target.partition(">")
@@ -109,7 +110,7 @@ class PacketLossFault:
     def __init__(self, workload: Workload | None = None) -> None:
         self.workload = workload
 
-    def resolve(self, ctx: RunContext, spec: str | None, rng: Any) -> Resolved:
+    def resolve(self, ctx: RunContext, spec: str | None, rng: random.Random) -> Resolved:
         p, target = parse(spec)
         lk = links(sorted(ctx.cluster.nodes), target, rng)
         return Resolved(spec=spec or target, grudge=lk, params={"probability": p})

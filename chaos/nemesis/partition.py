@@ -12,6 +12,7 @@ confirm is an error, not a silent no-op.
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from chaos.cluster import net
@@ -35,7 +36,7 @@ class PartitionFault:
         self.workload = workload
         self.probe_port = probe_port
 
-    def resolve(self, ctx: RunContext, spec: str | None, rng: Any) -> Resolved:
+    def resolve(self, ctx: RunContext, spec: str | None, rng: random.Random) -> Resolved:
         nodes = list(ctx.cluster.nodes)
         if spec is None:
             spec = rng.choice(gr.RANDOM_SHAPES)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0}
 
@@ -45,6 +45,11 @@ def parse_duration(text: object) -> float:
     return value
 
 
+# A schedule file's data as written, without YAML's implicit typing (a custom grudge): text, and
+# lists and maps of it.
+Plain: TypeAlias = str | list["Plain"] | dict[str, "Plain"]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Step:
     """One fault of a schedule: start ``at`` seconds after the workload starts, last ``duration``.
@@ -57,7 +62,7 @@ class Step:
     fault: str
     duration: float
     target: str | None = None
-    grudge: Any = None
+    grudge: Plain | None = None
     source: str = "seed"
     index: int = 0
 
@@ -137,8 +142,8 @@ def generate(
     return steps
 
 
-def _targets_key(entry: dict[str, Any]) -> Any:
-    out: list[Any] = []
+def _targets_key(entry: dict[str, Any]) -> tuple[object, ...]:
+    out: list[object] = []
     for t in entry.get("targets") or []:
         if not isinstance(t, dict):
             continue

@@ -7,13 +7,14 @@ which is when the workload starts.
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chaos.core.context import RunContext
-from chaos.core.target import RoleUnplayed
+from chaos.core.target import Resolved, RoleUnplayed
 from chaos.nemesis.base import CustomGrudge, Fault
 from chaos.nemesis.plan import Step
 
@@ -51,7 +52,9 @@ class ScheduleNemesis:
             raise RuntimeError("; ".join(self.errors))
 
     @staticmethod
-    def _resolve_when_played(ctx: RunContext, fault: Fault, step: Step, rng: Any) -> Any:
+    def _resolve_when_played(
+        ctx: RunContext, fault: Fault, step: Step, rng: random.Random
+    ) -> Resolved:
         """Resolve the step's target; a role nobody plays yet (early in a run, before the first
         grant) is waited for, up to the step's duration, rather than the step being lost."""
         deadline = time.monotonic() + max(step.duration, ROLE_WAIT_MIN)

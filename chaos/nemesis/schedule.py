@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -29,7 +28,7 @@ from chaos.core.workload import Workload
 from chaos.histories.files import read_input_text
 from chaos.histories.limits import InputError
 from chaos.nemesis.base import CustomGrudge
-from chaos.nemesis.plan import Plan, Step, parse_duration
+from chaos.nemesis.plan import Plain, Plan, Step, parse_duration
 from chaos.nemesis.table import BY_NAME, FAULTS
 from chaos.nemesis.trigger import TriggerError, bind, parse_trigger
 
@@ -67,7 +66,7 @@ def _duration(where: _Where, node: yaml.Node, field: str) -> float:
         raise where.err(node, field, str(e)) from None
 
 
-def _plain(node: yaml.Node) -> Any:
+def _plain(node: yaml.Node) -> Plain:
     """A node as plain data (for a grudge), without YAML's implicit typing of node names."""
     if isinstance(node, yaml.MappingNode):
         return {str(_plain(k)): _plain(v) for k, v in node.value}

@@ -20,7 +20,6 @@ from __future__ import annotations
 import difflib
 import random
 from collections.abc import Collection, Sequence
-from typing import Any
 
 from chaos.cluster.base import Reapable, node_names
 from chaos.core.capabilities import RoleResolver
@@ -218,6 +217,6 @@ class TargetedFault:
     def __init__(self, workload: Workload | None = None) -> None:
         self.workload = workload
 
-    def resolve(self, ctx: RunContext, spec: str | None, rng: Any) -> Resolved:
+    def resolve(self, ctx: RunContext, spec: str | None, rng: random.Random) -> Resolved:
         spec = spec or "one"
         return Resolved(spec=spec, targets=tuple(resolve_targets(ctx, self.workload, spec, rng)))

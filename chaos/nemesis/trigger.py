@@ -268,7 +268,7 @@ def _bind_broker(trigger: Trigger, op: str, group: str, workload: Workload, name
 
 def _wait_event(
     ctx: RunContext,
-    pred: Any,
+    pred: Callable[[Event], bool],
     since: int,
     timeout: float,
     give_up: threading.Event | None = None,

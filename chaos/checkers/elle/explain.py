@@ -14,6 +14,7 @@ from chaos.checkers.elle.cycles import Cycle
 from chaos.checkers.elle.graph import KIND_NAMES
 from chaos.checkers.elle.inference import Explainer, show
 from chaos.checkers.elle.txns import Txn
+from chaos.histories.ops import JSONValue
 
 __all__ = ["cycle_anomaly", "describe_mops", "mops_data"]
 
@@ -32,7 +33,7 @@ def mops_data(t: Txn) -> list[list[Any]]:
     return [[f, k, None if f == "r" and t.type != "ok" else _plain(v)] for f, k, v in t.mops]
 
 
-def _plain(v: Any) -> Any:
+def _plain(v: object) -> JSONValue:
     return [_plain(x) for x in v] if isinstance(v, tuple | list) else v
 
 

@@ -9,6 +9,7 @@ where a read proves its write took effect; a ``fail`` transaction appears in non
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -58,7 +59,7 @@ class Findings:
         return [{**c, "count": self._counts[c["type"]]} for cs in self._cases.values() for c in cs]
 
 
-def show(v: Any) -> str:
+def show(v: object) -> str:
     """A value as a Jepsen user writes it: nil, [1 2 3], :k, "s"."""
     if v is None:
         return "nil"
@@ -73,8 +74,8 @@ def unwritten_read(
     found: Findings,
     reader: Txn,
     failed: Txn | None,
-    key: Any,
-    value: Any,
+    key: Hashable,
+    value: object,
     *,
     read: str,
     done: tuple[str, str],

@@ -22,7 +22,7 @@ holds them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +47,7 @@ class _Explainer:
         self.seen = seen  # key -> every element some read shows
         self._pos: dict[Any, dict[Any, int]] = {}
 
-    def _unread(self, t: Txn, k: Any) -> Any:
+    def _unread(self, t: Txn, k: Hashable) -> object:  # an element, or _NOTHING
         """An element ``t`` (committed) appended to ``k`` that no read shows, if any."""
         seen = self.seen.get(k, set())
         for f, k2, y in t.mops:
@@ -55,7 +55,7 @@ class _Explainer:
                 return y
         return _NOTHING
 
-    def _position(self, k: Any) -> dict[Any, int]:
+    def _position(self, k: Hashable) -> dict[Any, int]:
         p = self._pos.get(k)
         if p is None:
             p = self._pos[k] = {e: i for i, e in enumerate(self.orders.get(k, ()))}
@@ -250,13 +250,13 @@ def _failed_appends(t: Txn, s: _Scan) -> None:
                 s.failed[wk] = t.id
 
 
-def _not_a_list(t: Txn, k: Any, r: Any) -> TxnInputError:
+def _not_a_list(t: Txn, k: Hashable, r: object) -> TxnInputError:
     return TxnInputError(
         f"op {t.index}: a list-append read of key {show(k)} returned {show(r)}, not a list"
     )
 
 
-def _duplicates(t: Txn, k: Any, r: tuple[Any, ...]) -> dict[str, Any]:
+def _duplicates(t: Txn, k: Hashable, r: tuple[Any, ...]) -> dict[str, Any]:
     return {
         "txn": t.index,
         "key": k,
@@ -315,7 +315,7 @@ def _version_orders(txns: Sequence[Txn], s: _Scan, graph: DepGraph, found: Findi
 
 
 def _dirty_updates(
-    txns: Sequence[Txn], s: _Scan, k: Any, order: tuple[Any, ...], found: Findings
+    txns: Sequence[Txn], s: _Scan, k: Hashable, order: tuple[Any, ...], found: Findings
 ) -> None:
     """A committed append right after (info ones aside) an element a failed transaction
     appended, in the key's version order: a dirty update (Elle's; it implies G1a)."""
@@ -389,7 +389,12 @@ def _duplicate_appends(txns: Sequence[Txn], s: _Scan, found: Findings) -> None:
 
 
 def _incompatible(
-    txns: Sequence[Txn], k: Any, r: tuple[Any, ...], reader: int, longest: tuple[Any, ...], by: int
+    txns: Sequence[Txn],
+    k: Hashable,
+    r: tuple[Any, ...],
+    reader: int,
+    longest: tuple[Any, ...],
+    by: int,
 ) -> dict[str, Any]:
     return {
         "key": k,
@@ -429,7 +434,7 @@ def _read_edges(
 
 
 def _intermediate(
-    txns: Sequence[Txn], k: Any, r: tuple[Any, ...], w: int, tid: int
+    txns: Sequence[Txn], k: Hashable, r: tuple[Any, ...], w: int, tid: int
 ) -> dict[str, Any]:
     return {
         "txns": [txns[w].index, txns[tid].index],
@@ -488,7 +493,7 @@ def _lost_updates(
 
 def _internal(
     t: Txn,
-    k: Any,
+    k: Hashable,
     r: tuple[Any, ...],
     expected: tuple[Any, ...] | None,
     own: tuple[Any, ...] | None,
@@ -510,16 +515,16 @@ def _garbage(
     found: Findings,
     txns: Sequence[Txn],
     reads: dict[tuple[Any, ...], int],
-    k: Any,
+    k: Hashable,
     i: int,
-    e: Any,
+    e: object,
 ) -> None:
     reader = next(t for r, t in reads.items() if len(r) > i and r[i] == e)
     unwritten_read(found, txns[reader], None, k, e,
                    read=f"read {show(e)} in key {show(k)}", done=("appended", "appended"))  # fmt: skip
 
 
-def _future(t: Txn, k: Any, v: Any) -> dict[str, Any]:
+def _future(t: Txn, k: Hashable, v: object) -> dict[str, Any]:
     return {
         "txn": t.index,
         "key": k,

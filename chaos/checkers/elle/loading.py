@@ -18,7 +18,7 @@ from chaos.checkers.elle.txns import RawOp, TxnInputError
 from chaos.histories import edn
 from chaos.histories.edn_types import EdnError, Tagged
 from chaos.histories.jsonl import LineProblem, read_history
-from chaos.histories.ops import Op
+from chaos.histories.ops import JSONValue, Op
 
 __all__ = ["NoHistory", "raw_ops", "read_commit_order", "read_raw_ops"]
 
@@ -76,7 +76,7 @@ def _line(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
-def _op(m: Any, pos: int, line: int | None) -> RawOp:
+def _op(m: JSONValue, pos: int, line: int | None) -> RawOp:
     where = f"line {line}" if line is not None else f"op {pos}"
     if isinstance(m, Tagged) and isinstance(m.value, dict):
         m = m.value  # #jepsen.history.Op{...}

@@ -22,7 +22,7 @@ key's version order (cyclic versions, :mod:`.versions`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,7 +81,7 @@ class _Explainer:
                         }
         return {"text": f"{a} < {b}"}  # not reached for an edge infer() added
 
-    def _why(self, b: str, k: Any, x: Any, y: Any) -> str:
+    def _why(self, b: str, k: Hashable, x: object, y: object) -> str:
         src = "initial-state" if x is None else self.source.get((k, x, y), "initial-state")
         return WORDS[src].format(b=b, x=show(x), y=show(y))
 
@@ -246,7 +246,7 @@ def _scan(txns: Sequence[Txn], found: Findings, writes_follow_reads: bool) -> _S
     return s
 
 
-def _future(t: Txn, k: Any, v: Any) -> dict[str, Any]:
+def _future(t: Txn, k: Hashable, v: object) -> dict[str, Any]:
     return {
         "txn": t.index,
         "key": k,
@@ -279,7 +279,7 @@ def _duplicate_writes(txns: Sequence[Txn], dup: set[tuple[Any, Any]], found: Fin
         )
 
 
-def _internal(t: Txn, k: Any, v: Any, before: Any, wrote: bool) -> dict[str, Any]:
+def _internal(t: Txn, k: Hashable, v: object, before: object, wrote: bool) -> dict[str, Any]:
     src = "wrote" if wrote else "read"
     return {
         "txn": t.index,

@@ -18,6 +18,8 @@ from typing import Any
 
 import msgspec
 
+from chaos.histories.ops import JSONValue
+
 __all__ = ["APPEND", "READ", "WRITE", "Mop", "RawOp", "Txn", "TxnInputError", "transactions"]
 
 APPEND = "append"
@@ -42,10 +44,10 @@ class RawOp(msgspec.Struct, frozen=True, gc=False):
 
     pos: int
     index: int
-    process: Any
+    process: JSONValue  # as decoded: a number, "nemesis", or None when absent
     type: str
     f: str | None
-    value: Any
+    value: JSONValue
     line: int | None = None
 
     def where(self) -> str:
@@ -58,7 +60,7 @@ class Txn(msgspec.Struct, frozen=True, gc=False):
     id: int
     index: int
     invoke_index: int | None
-    process: Any
+    process: JSONValue  # as decoded: a number, "nemesis", or None when absent
     type: str
     mops: tuple[Mop, ...]
     invoke_pos: int | None
@@ -87,7 +89,7 @@ class _Where:
         return f"{self.op.where()}, micro-op {self.i}"
 
 
-def _freeze(v: Any, where: object) -> Any:
+def _freeze(v: JSONValue, where: object) -> object:  # hashable: a list as a tuple
     """Keys and written values become dict keys: lists become tuples, maps are refused."""
     t = type(v)
     if t is int or v is None:
@@ -103,7 +105,7 @@ def _freeze(v: Any, where: object) -> Any:
     return v
 
 
-def _mops(value: Any, op: RawOp, completed: bool) -> tuple[Mop, ...]:
+def _mops(value: JSONValue, op: RawOp, completed: bool) -> tuple[Mop, ...]:
     if not isinstance(value, list | tuple):
         raise TxnInputError(f"{op.where()}: a txn's value must be a list of [f key value]")
     out: list[Mop] = []

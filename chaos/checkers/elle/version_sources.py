@@ -20,7 +20,7 @@ each source's reason into words.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from chaos.checkers.elle.txns import READ, WRITE, Txn
@@ -73,7 +73,7 @@ def ends(txns: Sequence[Txn]) -> Ends:
     return out
 
 
-def _link(out: Pairs, k: Any, x: Any, y: Any) -> None:
+def _link(out: Pairs, k: Hashable, x: Hashable, y: Hashable) -> None:
     if x != y:
         out.setdefault(k, set()).add((x, y))
 

@@ -11,7 +11,7 @@ transactions' ``ww`` and ``rw`` edges come from the sources that agree.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,10 +110,10 @@ class _Nil:
 _NIL = _Nil()
 
 
-def _report(found: Findings, k: Any, adj: Mapping[Any, set[Any]], sources: list[str]) -> None:
+def _report(found: Findings, k: Hashable, adj: Mapping[Any, set[Any]], sources: list[str]) -> None:
     """Each strongly connected set of versions (Elle's ``:scc``), one cycle of it in words."""
 
-    def node(v: Any) -> Any:
+    def node(v: Hashable) -> Hashable:
         return _NIL if v is None else v
 
     g = nx.DiGraph((node(x), node(y)) for x, ys in adj.items() for y in ys)
