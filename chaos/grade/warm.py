@@ -35,7 +35,10 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-# what a run imports (measured: the modules loaded by a lab3 run and a lab1 run); a name that
+from chaos.workloads import registry
+
+# what a run imports (measured: the modules loaded by a lab3 run and a lab1 run), with every
+# built-in workload's module (chaos.workloads.registry); a name that
 # cannot be imported is skipped by the fork server, and the run then imports it itself
 PRELOAD = (
     "chaos.grade.warm",  # the children's own code (their target, and prctl loaded)
@@ -49,8 +52,6 @@ PRELOAD = (
     "chaos.cluster.ssh",
     "chaos.report.page",
     "chaos.report.plots",
-    "chaos.workloads.lab1.workload",
-    "chaos.workloads.lab3.workload",
     "nats.aio.client",
     "nats.js",
     "PIL.PngImagePlugin",
@@ -81,7 +82,7 @@ def _forkserver() -> Any:
     with _lock:
         if _context is None:
             ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(list(PRELOAD))
+            ctx.set_forkserver_preload([*PRELOAD, *registry.builtin_modules()])
             _context = ctx
         return _context
 

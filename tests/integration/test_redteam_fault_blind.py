@@ -144,40 +144,26 @@ def test_lab1_no_fencing_while_unarmed_is_caught_at_a_write_the_proxy_holds(
         assert "applied twice" in results["no-double-apply"]["summary"]
 
 
-DECOY_CTA = str(REPO / "tests" / "fixtures" / "redteam" / "decoy_calls")
 DECOY_SECOND_TXN = str(REPO / "tests" / "fixtures" / "redteam" / "decoy_second_txn")
 
 
-def test_decoy_calls_neither_take_the_firing_nor_let_the_real_call_through(
+def test_decoy_writes_neither_take_the_firing_nor_let_the_real_write_through(
     tmp_path: Path,
 ) -> None:
-    """Blinding the aim of the proxy's points ("Why" 6): a worker thread sends, every 20 ms, a
-    read of the counter, a rewrite of the counter's own value and a transaction behind a compare
-    that always fails. A point that fired on the first matching call fired on those and the bug
-    stayed hidden (measured before the fix: both runs valid, docs/security.md). A write point
-    fires only on a write that changes its group, and every call of a point is held while it is:
-    both bugs are caught, with their evidence."""
-    cases = {
-        "check-then-act + decoys": (DECOY_CTA, "hold worker before read of counter for 2.5s"),
-        "second-txn-dedup + decoys": (DECOY_SECOND_TXN, PROXY_POINT),
-    }
-    with ThreadPoolExecutor(len(cases)) as pool:
-        futures = {
-            name: pool.submit(_run, tmp_path / str(i), sol, tr)
-            for i, (name, (sol, tr)) in enumerate(cases.items())
-        }
-        got = {name: f.result() for name, f in futures.items()}
-    for name, (code, results, run) in got.items():
-        assert code == 1, (name, results)
-        assert results["double-apply"]["verdict"] == "invalid", (name, results["double-apply"])
-        assert "incremented twice" in results["double-apply"]["summary"], name
-        fired = [
-            o.extra["trigger"] for o in run.history if isinstance(o.extra.get("trigger"), dict)
-        ]
-        assert fired and fired[0]["decided_by"] == "etcd-proxy", (name, fired)
-    # the kill landed after a write that changed the counter: the real commit, not a decoy
-    _, results, _ = got["second-txn-dedup + decoys"]
+    """Blinding the aim of the proxy's write points ("Why" 6): a worker thread sends, every
+    20 ms, a read of the counter, a rewrite of the counter's own value and a transaction behind
+    a compare that always fails. A point that fired on the first matching write fired on those
+    and second-txn-dedup's bug stayed hidden (measured before the fix: valid, seed 4). A write
+    point fires only on a write that changes its group: the kill lands after the real commit.
+    (The same decoys against the read hold of hold-after-check are not defended: see
+    docs/security.md.)"""
+    code, results, run = _run(tmp_path, DECOY_SECOND_TXN, PROXY_POINT)
+    assert code == 1, results
+    assert results["double-apply"]["verdict"] == "invalid", results["double-apply"]
+    assert "incremented twice" in results["double-apply"]["summary"]
     assert (
         "changed the counter without writing the dedup record"
         in (results["double-apply"]["summary"])
     )
+    fired = [o.extra["trigger"] for o in run.history if isinstance(o.extra.get("trigger"), dict)]
+    assert fired and fired[0]["decided_by"] == "etcd-proxy", fired

@@ -10,7 +10,8 @@ from chaos.workloads.systems import etcd
 # the role words a target may use on a workload that runs each system (its Names.roles)
 # etcd-proxy: the root-owned proxy in front of each member (chaos.workloads.systems.etcd_proxy)
 ETCD_ROLES = ("etcd", "etcd-proxy", "leader", "primaries")
-NATS_ROLES = ("nats", "broker")
+# nats-proxy: the root-owned proxy in front of each broker (chaos.workloads.systems.nats_proxy)
+NATS_ROLES = ("nats", "nats-proxy", "broker")
 
 
 def system_role(ctx: RunContext, role: str) -> list[Target] | None:
