@@ -20,7 +20,10 @@ from chaos.workloads.lab3.workload import Lab3
 from tests.unit.test_fault_confirmation import _ctx, hold_reached
 
 SPEC = TestSpec(workload="fake", seed=1)
-WAIT = 4.0  # the time limit a later firing would otherwise be awaited for
+# the time limit a later firing would otherwise be awaited for: long enough that the grace and a
+# few polls fit well under it on a loaded machine (at 4 s, one suite run beside the integration
+# stream took 6.2 s to see the rest)
+WAIT = 8.0
 
 
 class _System:
