@@ -4,9 +4,10 @@ The fencing token rejects a stale holder only *after* the new holder wrote an or
 order of events — the stale holder wakes up and reaches an order first, then the new holder writes
 it — is what the night guard (the idempotency key) is for: ``row["night"] >= change.night`` means
 "already applied". This solution compares with ``>``, so the new holder applies the night's
-change a second time. It shows when a paused holder resumes near its lease's expiry, just before
-or as the next replica takes over (``--trigger "pause holder before write for 2.7s" -o job=20``):
-``no-double-apply`` names the order, the night and both tokens, the resumed holder's write first.
+change a second time. It shows when a holder's write lands just after its lease's expiry, as the
+next replica takes over (the grade matrix's ``resume-at-expiry``: ``--trigger "hold holder before
+write of orders for 2.7s" -o job=20 -o nights=2``): ``no-double-apply`` names the order, the night
+and both tokens, the late holder's write first.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ ShedLock's extend is ``UPDATE shedlock SET lock_until = :until WHERE name = :nam
 :me AND lock_until > :now``. This one drops the last two conditions: a holder that was paused past
 its lease wakes up, renews "its" lease — in fact its successor's — is told it succeeded, and goes
 on acting as the holder. A leader whose renewal should have failed did not stop. Run with renewal
-on (``-o renew=5 --trigger "pause holder before write for 5s"``): ``lease-exclusivity`` names
-the renewal made after another replica had taken the lock.
+on and an answer held past the lease (the grade matrix's ``renewal``: ``-o renew=2 -o nights=2 -o
+lock_at_most=15 --trigger "hold holder after write of orders for 2.5s"``): ``lease-exclusivity``
+names the renewal made after another replica had taken the lock.
 """
 
 from __future__ import annotations
