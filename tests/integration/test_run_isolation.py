@@ -3,10 +3,10 @@ the second.
 
 Both runs go through the grader's own task function (chaos.grade.task.run_one, a fork of the
 worker's warm process, the submission as zip bytes), one after the other, in this process. The
-first submission is ``leave_traces`` (tests/fixtures/redteam): each of its services plants files
-named with a mark wherever its user can write, a detached sleeper, etcd keys inside and outside the
-lab's prefix and, through its broker user, a stream, a consumer, a bucket and two messages. The
-second, ``find_traces``, looks for them from inside.
+first submission is the ``traces`` red team (tests/fixtures/redteam) set to leave: each of its
+services plants files named with a mark wherever its user can write, a detached sleeper, etcd keys
+inside and outside the lab's prefix and, through its broker user, a stream, a consumer, a bucket
+and two messages. The second is the same set to find: it looks for them from inside.
 
 What each run holds is read from chaos's side while it runs, never from the solution's reports
 (which only say when the planting or looking is done): every file name in each node, walked by
@@ -56,15 +56,17 @@ OPTIONS = ("--rate", "1", "--time-limit", "8", "--recovery-timeout", "5",
 WRITABLE = ("/tmp", "/dev/shm", "/dev/mqueue", "/chaos/events", "/chaos/claims")
 
 
-def _submission(root: Path, fixture: str, token: str) -> tuple[Path, bytes]:
-    folder = root / "subs" / fixture
-    shutil.copytree(REDTEAM / fixture, folder)
+def _submission(root: Path, mode: str, token: str) -> tuple[Path, bytes]:
+    """The ``traces`` red team as a student's folder, set to ``mode`` (leave, find)."""
+    folder = root / "subs" / f"{mode}_traces"
+    shutil.copytree(REDTEAM / "traces", folder)
     (folder / "token.txt").write_text(token + "\n")
+    (folder / "mode.txt").write_text(mode + "\n")
     return folder, pack_submission(folder)
 
 
-def _job(fixture: str, folder: Path, archive: bytes, seed: int) -> RunJob:
-    return RunJob(student=fixture, config="isolation", repeat=0, seed=seed, lab="lab3",
+def _job(folder: Path, archive: bytes, seed: int) -> RunJob:
+    return RunJob(student=folder.name, config="isolation", repeat=0, seed=seed, lab="lab3",
                   solution=str(folder), options=OPTIONS, submission=archive,
                   timeout=240)  # fmt: skip
 
@@ -260,7 +262,7 @@ def test_nothing_of_one_run_is_visible_to_the_next(
     token = secrets.token_hex(4)
     mark = f"chaos-trace-{token}"
 
-    first = _job("leave_traces", *_submission(tmp_path, "leave_traces", token), seed=31)
+    first = _job(*_submission(tmp_path, "leave", token), seed=31)
     outcome, planted, said = during(engine, root, first, token)
     run1 = run_id_of(outcome, tmp_path / "run1")
     print("run 1, the solution's report:", json.dumps(said, indent=1))
@@ -278,7 +280,7 @@ def test_nothing_of_one_run_is_visible_to_the_next(
     assert not [b for b in planted["broker"] if not b.startswith("message TASKS#")]
     assert left_behind(engine, run1, root, mark) == []
 
-    second = _job("find_traces", *_submission(tmp_path, "find_traces", token), seed=32)
+    second = _job(*_submission(tmp_path, "find", token), seed=32)
     outcome, seen, looked = during(engine, root, second, token)
     run2 = run_id_of(outcome, tmp_path / "run2")
     print("run 2, the solution's report:", json.dumps(looked, indent=1))
