@@ -203,16 +203,18 @@ def during(
     seen: dict[str, list[str]] = {}
     reports: dict[str, Any] = {}
     deadline = time.monotonic() + 150
-    while t.is_alive() and time.monotonic() < deadline:
-        nodes = _ours(engine, root)
-        if len(nodes) == len(NODES):
-            live = Path(nodes["n1"].labels["chaos.live"])
-            reports = _reports(live, "api")
-            if set(reports) == set(NODES):
-                seen = traces(nodes, token)
-                break
-        time.sleep(0.3)
-    t.join(240)
+    try:
+        while t.is_alive() and time.monotonic() < deadline:
+            nodes = _ours(engine, root)
+            if len(nodes) == len(NODES):
+                live = Path(nodes["n1"].labels["chaos.live"])
+                reports = _reports(live, "api")
+                if set(reports) == set(NODES):
+                    seen = traces(nodes, token)
+                    break
+            time.sleep(0.3)
+    finally:  # a reading that failed still lets the run end (and tear down) before the test does
+        t.join(240)
     assert got and not t.is_alive(), f"{job.student}: the run did not end"
     assert seen, f"{job.student}: the run ended before every api reported ({reports})"
     return got[0], seen, reports
