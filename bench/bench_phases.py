@@ -2,6 +2,7 @@
 
     python bench/bench_phases.py [--runs N] [--cold] [--config NAME]
     python bench/bench_phases.py --creates ROUNDS    # 3 nodes created in a row, then at once
+    python bench/bench_phases.py --runs N --pieces ROUNDS  # and the Docker parts of a cluster
 
 Each run is one job of lab3's default matrix (chaos/workloads/lab3/grade.yaml, configuration
 ``pause`` unless --config), on the reference solution, through the grader's own task function
@@ -19,6 +20,13 @@ subprocess), one at a time. Printed per run, then the mean over the runs:
   /proc counters over the run — the engine serves other users' containers too, so on a shared
   machine this is an upper bound), and each node's processes (sampled from the nodes' cgroups every
   0.25 s while they live: a process that ends between two samples loses its last 0.25 s at most).
+
+With ``--pieces ROUNDS``, after the runs: the Docker backend's own cluster (chaos's
+DockerCluster, three nodes of the run's image, its live folder's mounts) started and torn down
+ROUNDS times with nothing in it, each step of the two timed where chaos calls it (the network,
+its host chain, the live folder's mounts, the nodes; then the containers' removal, the chain's,
+the network's, the volumes', the mounts'), and each step's share of the mean run above: what
+reusing a piece across the runs of one worker could save at most.
 """
 
 from __future__ import annotations
@@ -272,12 +280,103 @@ def creates(rounds: int) -> None:
         )
 
 
+def _timing(
+    timed: dict[str, float], owner: object, name: str, key: str
+) -> tuple[object, str, object]:
+    """Wrap ``owner.name`` so that each call adds its wall time to ``timed[key]``; returns what
+    puts it back."""
+    orig = getattr(owner, name)
+
+    def timed_call(*args: object, **kwargs: object) -> object:
+        t0 = time.monotonic()
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            timed[key] = timed.get(key, 0.0) + time.monotonic() - t0
+
+    setattr(owner, name, timed_call)
+    return owner, name, orig
+
+
+def _wrap_cluster(timed: dict[str, float]) -> list[tuple[object, str, object]]:
+    """Time the steps of DockerCluster.start and .teardown where chaos calls them."""
+    from chaos.cluster.docker import cluster as dc
+    from chaos.cluster.docker import firewall, resources
+
+    return [
+        _timing(timed, owner, name, key)
+        for owner, name, key in (
+            (dc.DockerCluster, "start", "up: all"),
+            (dc.DockerCluster, "_isolated_network", "up: network and its host chain"),
+            (firewall, "install", "up: the host chain (iptables)"),
+            (dc.DockerCluster, "_confine_live", "up: the live folder's tmpfs mounts"),
+            (dc, "remove_run", "down: all Docker resources and the chain"),
+            (resources, "remove_container", "down: the containers (one by one)"),
+            (firewall, "remove_all", "down: the host chain (iptables)"),
+            (resources, "_remove_network", "down: the network"),
+            (dc, "unmount_keeping", "down: the live folder's mounts"),
+        )
+    ]
+
+
+def _one_cluster(r: int) -> dict[str, float]:
+    """One empty cluster up and down, by step (see :func:`pieces`)."""
+    from chaos.cluster.docker.cluster import DockerCluster
+    from chaos.cluster.docker.image import image_tag
+    from chaos.orchestrator.run import make_live
+    from chaos.workloads import solutions
+    from chaos.workloads.lab3.workload import SOLUTIONS_DIR
+
+    timed: dict[str, float] = {}
+    live = Path(os.environ["TMPDIR"]) / f"pieces-{r}" / "live"
+    make_live(live, 3)
+    undo = _wrap_cluster(timed)
+    try:
+        cluster = DockerCluster(
+            run_id=f"bench{os.getpid()}p{r}", nodes=3, image=image_tag(), src_dir=ROOT,
+            live_dir=live, extra_mounts=solutions.mounts(SOLUTIONS_DIR, "reference"),
+        )  # fmt: skip
+        t0 = time.monotonic()
+        with cluster:
+            pass
+        timed["up and down"] = time.monotonic() - t0
+    finally:
+        for owner, name, orig in reversed(undo):
+            setattr(owner, name, orig)
+    net = timed["up: network and its host chain"]
+    timed["up: the network alone (create)"] = net - timed["up: the host chain (iptables)"]
+    timed["up: the nodes (create, start, hide)"] = (
+        timed["up: all"] - net - timed["up: the live folder's tmpfs mounts"]
+    )
+    parts = ("containers (one by one)", "host chain (iptables)", "network")
+    timed["down: the volumes (and the lists)"] = timed[
+        "down: all Docker resources and the chain"
+    ] - sum(timed.get(f"down: the {k}", 0.0) for k in parts)
+    return dict(sorted(timed.items()))
+
+
+def pieces(rounds: int, run_wall: float | None) -> None:
+    """The Docker backend's cluster, empty, started and torn down ``rounds`` times, by step;
+    each step's share of ``run_wall`` (a run's mean wall, measured just before)."""
+    load0 = os.getloadavg()[0]
+    rows = [_one_cluster(r) for r in range(rounds)]
+    print(
+        f"\nload {load0:.1f} to {os.getloadavg()[0]:.1f}: an empty 3-node cluster up and down, "
+        f"{rounds} rounds"
+    )
+    _table("Docker steps (s)", rows, share_of=run_wall)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--creates", type=int, metavar="ROUNDS", help="only time the nodes' creation")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--config", default="pause")
     ap.add_argument("--cold", action="store_true", help="chaos run in a subprocess (no fork)")
+    ap.add_argument(
+        "--pieces", type=int, default=0, metavar="ROUNDS",
+        help="after the runs, time the Docker steps of an empty cluster, ROUNDS times",
+    )  # fmt: skip
     args = ap.parse_args()
     if args.creates:
         creates(args.creates)
@@ -311,17 +410,25 @@ def main() -> None:
         cpus.append(cpu)
         print(f"run {i + 1}: {status}, {wall_by['total']:.1f} s wall")
     print(f"load after: {os.getloadavg()}")
-    _table("wall by phase (s)", walls)
-    _table("CPU by process (s)", cpus)
+    run_wall = statistics.mean(w["total"] for w in walls) if walls else None
+    if walls:
+        _table("wall by phase (s)", walls, share_of=run_wall)
+        _table("CPU by process (s)", cpus)
+    if args.pieces:
+        pieces(args.pieces, run_wall)
 
 
-def _table(title: str, rows: list[dict[str, float]]) -> None:
+def _table(title: str, rows: list[dict[str, float]], share_of: float | None = None) -> None:
+    """Mean, min and max of each key; with ``share_of``, the mean's share of it (a run's wall)."""
     keys = list(dict.fromkeys(k for r in rows for k in r))
-    print(f"\n| {title} | mean | min | max |\n|---|---|---|---|")
+    share = " share of a run |" if share_of else ""
+    print(f"\n| {title} | mean | min | max |{share}\n|---|---|---|---|{'---|' * bool(share)}")
     for k in keys:
         vals = [r.get(k, 0.0) for r in rows]
-        print(f"| {k} | {statistics.mean(vals):.2f} | {min(vals):.2f} | {max(vals):.2f} |")
-    if "total" not in keys:  # the node totals repeat the processes': count those once
+        mean = statistics.mean(vals)
+        pct = f" {100 * mean / share_of:.1f} % |" if share_of else ""
+        print(f"| {k} | {mean:.2f} | {min(vals):.2f} | {max(vals):.2f} |{pct}")
+    if "total" not in keys and "up and down" not in keys:  # the node totals repeat the processes'
         tot = [sum(v for k, v in r.items() if not k.startswith("node ")) for r in rows]
         print(f"| total | {statistics.mean(tot):.2f} | {min(tot):.2f} | {max(tot):.2f} |")
 
