@@ -96,3 +96,45 @@ def test_a_removal_the_engine_failed_is_asked_again(monkeypatch: pytest.MonkeyPa
     with pytest.raises(docker.errors.APIError, match="something else"):
         resources.remove_container(c)
     assert c.removes == 1
+
+
+def test_a_runs_containers_go_side_by_side_and_one_failure_leaves_none_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """remove_run removes the run's nodes at once (each waits on the engine); a node the engine
+    will not remove is raised only after every other node was asked and removed."""
+    import threading
+
+    from chaos.cluster.docker import firewall, resources
+
+    monkeypatch.setattr(resources, "REMOVE_RETRY_PAUSE", 0.0)
+    at_once = threading.Barrier(3, timeout=5)  # breaks (and fails the test) one after another
+
+    class Node(Removable):
+        def __init__(self, name: str, errors: list[Exception]) -> None:
+            super().__init__(errors)
+            self.name = name
+
+        def remove(self, force: bool, v: bool) -> None:
+            if self.removes == 0:
+                at_once.wait()
+            super().remove(force, v)
+
+    nodes = [
+        Node("n1", []),
+        Node("n2", [ENGINE] * resources.REMOVE_ATTEMPTS),
+        Node("n3", []),
+    ]
+
+    class Empty:
+        def list(self, filters: object) -> list[object]:
+            return []
+
+    class Client:
+        networks = volumes = Empty()
+
+    monkeypatch.setattr(resources, "list_containers", lambda client, filters: nodes)
+    monkeypatch.setattr(firewall, "remove_all", lambda runs: [])
+    with pytest.raises(docker.errors.APIError, match="exit event"):
+        resources.remove_run(Client(), "r1")
+    assert [n.removes for n in nodes] == [1, resources.REMOVE_ATTEMPTS, 1]
