@@ -47,9 +47,10 @@ pytestmark = pytest.mark.integration
 
 REDTEAM = REPO / "tests" / "fixtures" / "redteam"
 NODES = ("n1", "n2", "n3")
-# a short load-mode run: its services live long enough (the workload's 8 s) for both the
-# solution's planting or looking and chaos's reading beside it
-OPTIONS = ("--rate", "1", "--time-limit", "8", "--recovery-timeout", "5",
+# a short load-mode run: its services live long enough (the workload's 12 s) for both the
+# solution's planting or looking and chaos's reading beside it (8 s was short at load 39, and the
+# suite runs two streams at once)
+OPTIONS = ("--rate", "1", "--time-limit", "12", "--recovery-timeout", "5",
            "-o", "ack_wait=1", "-o", "work_seconds=0.2")  # fmt: skip
 # run 1's user can write these (the node's tmpfs folders and message queues, the live folder's
 # shared ones): chaos must see a trace in each on every node, or the test proves nothing
