@@ -265,8 +265,19 @@ class WritePoints(Protocol):
     broker_components: tuple[str, ...]
 
     def arm_write_point(
-        self, ctx: RunContext, op: str, moment: str, group: str, hold: float | None = None
-    ) -> str: ...
+        self,
+        ctx: RunContext,
+        op: str,
+        moment: str,
+        group: str,
+        hold: float | None = None,
+        then: int = 0,
+    ) -> str:
+        """Arm every node's proxy; return the generation. ``then`` > 0 arms that many later
+        firings with it (generations :func:`chained`): each proxy takes the next one as soon as
+        the one before fired anywhere in the cluster, with no word from the orchestrator, whose
+        latency must not decide whether a later firing (a redelivery's write) is caught."""
+        ...
 
     def write_point_fired(self, ctx: RunContext, gen: str) -> dict[str, Any] | None: ...
 
@@ -281,6 +292,12 @@ class WritePoints(Protocol):
     def disarm_write_point(self, ctx: RunContext, op: str = "write") -> None: ...
 
     def group_state(self, ctx: RunContext, group: str) -> frozenset[str] | None: ...
+
+
+def chained(gen: str, k: int) -> str:
+    """The generation of the ``k``-th firing (1-based) of an arming made with ``then``: the
+    node's proxies (chaos.node.proxy_points, standard library only) name them the same way."""
+    return gen if k <= 1 else f"{gen}-{k}"
 
 
 # the broker's points, held by the nodes' NATS proxies (the others are the etcd proxies')

@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from chaos.core.capabilities import BROKER_OPS, WritePoints
+from chaos.core.capabilities import BROKER_OPS, WritePoints, chained
 from chaos.core.context import RunContext
 from chaos.core.rest import RestWatch
 from chaos.core.target import Resolved
@@ -42,6 +42,7 @@ class WriteTriggerNemesis(TriggerNemesis):
         super().__init__(*args, **kwargs)
         self.writes = writes
         self._next: str | None = None  # an arming made before the previous firing healed
+        self._chain: tuple[str, int] | None = None  # the last arming's first gen and `then`
 
     def _once(self, ctx: RunContext, n: int) -> bool:
         tr = self.trigger
@@ -50,8 +51,22 @@ class WriteTriggerNemesis(TriggerNemesis):
         if note is None:
             return False
         node, gen = note["node"], note["gen"]
-        resolved, record = self._aimed_write(ctx, note, n)
         died = self.kind.dies
+        if died and (tr.times is None or n + 1 < tr.times):
+            # the next firing: the work the kill cuts short comes back (a redelivery after
+            # AckWait) on another node while the host still seeks the sender (at load 20 the
+            # orchestrator armed it again 1.7 s after the firing, after the redelivery's write:
+            # ack-on-redelivery valid under double-kill). A bounded `N times` chained it in the
+            # proxies at the first arming; past a chain, it is armed at once, before the kill. A
+            # matching call of the dying process is held with this firing and dropped with it
+            self._next = self._chained_after(gen) or self.writes.arm_write_point(
+                ctx, tr.op, tr.moment, tr.write
+            )
+        try:
+            resolved, record = self._aimed_write(ctx, note, n)
+        except BaseException:
+            self._drop_next(ctx)
+            raise
         # a held read ends once another writer puts a value new to its group; a held write, and
         # any fault's process, keeps its `for`: when it resumes is the race (lab1's holder
         # resuming at its lease's expiry, a stale write landing after the others' commits)
@@ -60,15 +75,12 @@ class WriteTriggerNemesis(TriggerNemesis):
         try:
             fid = self.fault.start(ctx, resolved, intent=intent, trigger=record)
         except BaseException:
+            self._drop_next(ctx)
             self.writes.release_write_point(ctx, node, gen, forward=True, op=tr.op)
             raise
         if died:
             # the sender is gone: a write held before it is dropped (it never left the process)
             self.writes.release_write_point(ctx, node, gen, forward=False, op=tr.op)
-            if tr.times is None or n + 1 < tr.times:
-                # the next firing is armed before the restart: the work the fault cut short comes
-                # back (a redelivery) as soon as the process does, or sooner, elsewhere
-                self._next = self.writes.arm_write_point(ctx, tr.op, tr.moment, tr.write)
         ctx.progress(
             f"'{tr.phrase}' fired on {node} ({record['component']}, {record['decided_by']})"
         )
@@ -79,6 +91,20 @@ class WriteTriggerNemesis(TriggerNemesis):
             self.writes.release_write_point(ctx, node, gen, forward=True, op=tr.op)
         ctx.faults.heal(fid)
         return True
+
+    def _chained_after(self, gen: str) -> str | None:
+        """The generation the proxies take after ``gen`` in the last arming's chain, or None."""
+        if self._chain is None:
+            return None
+        first, then = self._chain
+        gens = [chained(first, k) for k in range(1, then + 2)]
+        return gens[gens.index(gen) + 1] if gen in gens[:-1] else None
+
+    def _drop_next(self, ctx: RunContext) -> None:
+        """Disarm the next firing armed ahead: this one failed, and nothing will await it."""
+        if self._next is not None:
+            self._next = None
+            self.writes.disarm_write_point(ctx, op=self.trigger.op)
 
     def _last_held(
         self, ctx: RunContext, fired: frozenset[str] | None, held_at: float | None = None
@@ -117,20 +143,31 @@ class WriteTriggerNemesis(TriggerNemesis):
         deadline = ctx.now() + self.wait
         quiet = _Quiet(ctx, watch)
         try:
-            while not ctx.stop.is_set() and ctx.now() < deadline and not quiet.rested():
+            # a firing armed ahead (chained in the proxies, or armed before the kill) is looked
+            # for even when the system rests: its write may be held already — the proxy holds it,
+            # so the services fall quiet (ack-on-redelivery ACKs first, and the broker rests)
+            while self._next is not None or (
+                not ctx.stop.is_set() and ctx.now() < deadline and not quiet.rested()
+            ):
                 # a held call goes on by itself after `for` (the proxy's clock), so when it lands
                 # does not wait on the orchestrator's latency; one whose process dies waits to be
                 # dropped
                 hold = None if self.kind.dies else self.duration
-                gen = self._next or self.writes.arm_write_point(
-                    ctx, tr.op, tr.moment, tr.write, hold
-                )
+                gen = self._next
+                if gen is None:
+                    # a kill's later firings are chained in the proxies themselves
+                    then = tr.times - 1 if self.kind.dies and tr.times else 0
+                    gen = self.writes.arm_write_point(
+                        ctx, tr.op, tr.moment, tr.write, hold, then=then
+                    )
+                    self._chain = (gen, then)
+                    which = "NATS proxies' broker" if tr.op in BROKER_OPS else "etcd proxies' write"
+                    ctx.progress(f"armed the {which} point for '{tr.phrase}'")
                 self._next = None
                 self.armed.set()
-                which = "NATS proxies' broker" if tr.op in BROKER_OPS else "etcd proxies' write"
-                ctx.progress(f"armed the {which} point for '{tr.phrase}'")
                 note = self._fired(ctx, gen, deadline, quiet)
-                self.writes.disarm_write_point(ctx, op=tr.op)
+                if note is None or self._chained_after(gen) is None:
+                    self.writes.disarm_write_point(ctx, op=tr.op)
                 # a proxy may fire between the last look and the disarm
                 note = note or self.writes.write_point_fired(ctx, gen)
                 if note is None:
@@ -154,12 +191,13 @@ class WriteTriggerNemesis(TriggerNemesis):
     def _fired(
         self, ctx: RunContext, gen: str, deadline: float, quiet: _Quiet
     ) -> dict[str, Any] | None:
-        while not ctx.stop.is_set() and ctx.now() < deadline and not quiet.rested():
+        while True:  # looked at once at least: a chained firing may have come already
             note = self.writes.write_point_fired(ctx, gen)
             if note is not None:
                 return note
+            if ctx.stop.is_set() or ctx.now() >= deadline or quiet.rested():
+                return None
             ctx.stop.wait(POLL)
-        return None
 
     def _writer(self, ctx: RunContext, note: dict[str, Any]) -> str | None:
         port = note.get("port")

@@ -41,6 +41,8 @@ ARM_FILE = "write-point"
 # a held call waits at most this long for its release, then goes on as if released (the
 # orchestrator died or lost the run): a proxy never keeps a write forever
 HOLD_LIMIT = 120.0
+# later firings an arming may chain (``then``): a trigger's ``N times`` of a fault that kills
+MAX_THEN = 16
 POLL = 0.005
 _EXCL = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
 
@@ -139,10 +141,29 @@ class WritePoints:
         prefixes = [str(p) for p in spec.get("keys") or [] if str(p)]
         if not gen or "/" in gen or gen.startswith(".") or not prefixes:
             return None
+        then = spec.get("then")
+        if isinstance(then, int) and not isinstance(then, bool) and 0 < then <= MAX_THEN:
+            gen = self._next_unfired(gen, then)
         hold = spec.get("hold")
         if isinstance(hold, bool) or not isinstance(hold, int | float):
             return gen, prefixes, None
         return gen, prefixes, float(hold) if 0 <= hold <= HOLD_LIMIT else None
+
+    def _next_unfired(self, gen: str, then: int) -> str:
+        """The first of an arming's chained generations (``gen``, ``gen-2``, … ``gen-<then+1>``,
+        as chaos.core.capabilities.chained names them) that no proxy of the cluster fired yet, by
+        the claims every proxy sees (this proxy's own firings, without a shared claims folder):
+        a later firing is armed the moment the one before fired, whatever the orchestrator's
+        latency (a redelivery's write came 2 s after the first kill, before the orchestrator's
+        next arming at load 20). The last when all fired (:meth:`fire` refuses it)."""
+        gens = [gen, *(f"{gen}-{k}" for k in range(2, then + 2))]
+        for g in gens:
+            if g in self._fired:
+                continue
+            if self._claims is not None and (self._claims / f"write-{g}").exists():
+                continue
+            return g
+        return gens[-1]
 
     def take(
         self,

@@ -188,16 +188,24 @@ class FakeWrites:
         self.writers = writers
         self.armed: list[tuple[str, str, str]] = []
         self.holds: list[float | None] = []
+        self.thens: list[int] = []
         self.released: list[tuple[str, str, bool]] = []
         self.disarmed = 0
         self.reads = 0
         self.ops: list[str] = []  # the op each call named: which proxy it went to
 
     def arm_write_point(
-        self, ctx: RunContext, op: str, moment: str, group: str, hold: float | None = None
+        self,
+        ctx: RunContext,
+        op: str,
+        moment: str,
+        group: str,
+        hold: float | None = None,
+        then: int = 0,
     ) -> str:
         self.armed.append((op, moment, group))
         self.holds.append(hold)
+        self.thens.append(then)
         return f"g{len(self.armed)}"
 
     def write_point_fired(self, ctx: RunContext, gen: str) -> dict[str, Any] | None:
@@ -337,20 +345,56 @@ def test_a_hold_is_only_the_proxys_no_signal_reaches_the_process(tmp_path: Path)
 
 
 def test_a_second_kill_is_armed_before_the_first_one_heals(tmp_path: Path) -> None:
+    """`2 times` of a kill is one arming with one later firing chained in the proxies: nothing
+    waits on the orchestrator to arm the redelivery's write."""
     ctx, _ = _ctx(tmp_path)
     writes = FakeWrites(["worker", "worker"])
     healed_when_armed: list[int] = []
     arm = writes.arm_write_point
 
-    def spy(c: RunContext, op: str, moment: str, group: str, hold: float | None = None) -> str:
+    def spy(
+        c: RunContext,
+        op: str,
+        moment: str,
+        group: str,
+        hold: float | None = None,
+        then: int = 0,
+    ) -> str:
         healed_when_armed.append(sum(1 for o in c.history.ops if o.extra.get("phase") == "heal"))
-        return arm(c, op, moment, group, hold)
+        return arm(c, op, moment, group, hold, then)
 
     writes.arm_write_point = spy  # type: ignore[method-assign]
     _nemesis("kill worker before write of counter for 0.05s 2 times", KillFault(), writes).run(ctx)
-    assert writes.released == [("n2", "g1", False), ("n2", "g2", False)]
-    assert healed_when_armed == [0, 0], "the second arming came before the first kill's heal"
-    assert writes.holds == [None, None], "a kill's held write waits to be dropped"
+    assert writes.released == [("n2", "g1", False), ("n2", "g1-2", False)]
+    assert healed_when_armed == [0], "one arming, before any heal"
+    assert writes.thens == [1] and writes.holds == [None], "a kill's held write waits to be dropped"
+
+
+def test_a_chained_firing_is_taken_by_any_proxy_once_the_one_before_fired(tmp_path: Path) -> None:
+    """The later firing of a chain is armed in every proxy the moment the one before fired
+    anywhere (the shared claims say so), while that one is still held: a redelivery's write on
+    another node is caught at once. Each generation fires once in the cluster; past the chain,
+    nothing fires."""
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    n1, n2, n3 = (WritePoints(tmp_path / n / "control", n, claims) for n in ("n1", "n2", "n3"))
+    for n in ("n1", "n2", "n3"):
+        _arm(tmp_path / n / "control", gen="g", op="write", moment="before",
+             keys=["/lab3/counter"], then=1)  # fmt: skip
+    first = n1.take("write", "before", ["/lab3/counter"], PEER)
+    assert first is not None and first.gen == "g"
+    second = n2.take("write", "before", ["/lab3/counter"], PEER)
+    assert second is not None and second.gen == "g-2" and second.first
+    assert json.loads((claims / "write-g-2").read_text())["node"] == "n2"
+    assert n3.take("write", "before", ["/lab3/counter"], PEER) is None, "the chain is spent"
+    # n1's own further call joins its held firing, not a new one
+    joined = n1.take("write", "before", ["/lab3/counter"], PEER)
+    assert joined is not None and joined.gen == "g" and not joined.first
+    # a `then` out of bounds is no chain: one firing
+    _arm(tmp_path / "n3" / "control", gen="h", op="write", moment="before",
+         keys=["/lab3/x"], then=10_000)  # fmt: skip
+    assert (got := n3.take("write", "before", ["/lab3/x"], PEER)) is not None and got.gen == "h"
+    assert n3.take("write", "before", ["/lab3/y"], PEER) is None
 
 
 def test_a_pauses_held_call_goes_on_by_itself_at_its_hold(tmp_path: Path) -> None:
@@ -427,3 +471,42 @@ def test_broker_phrases_bind_to_lab3s_groups() -> None:
         bind(parse_trigger("kill nats before ack of tasks"), Lab3(), "lab3")
     with pytest.raises(TriggerError, match="lab1 has no broker points"):
         bind(parse_trigger("kill holder before publish of orders"), Lab1(), "lab1")
+
+
+class _AtRest:
+    """A system that can tell when it rests (what it says is patched per test)."""
+
+    can_tell = True
+
+    def still(self, ctx: RunContext, now: float, quiet_since: float) -> bool:
+        return True
+
+
+def test_a_chained_firing_held_while_the_system_rests_is_still_faulted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A later firing the proxies took by themselves is looked for even when the system is at
+    rest from the start of the wait (a held write makes its services quiet: ack-on-redelivery
+    ACKed before it); without such a firing, rest ends the wait as before."""
+    from chaos.nemesis import writepoint
+
+    # at rest from the first look of every later firing's wait (the first has no lookout)
+    monkeypatch.setattr(writepoint._Quiet, "rested", lambda self: self._lookout is not None)
+    ctx, _ = _ctx(tmp_path)
+    writes = FakeWrites(["worker", "worker"])
+    nem = _nemesis("kill worker before write of counter for 0.05s 2 times", KillFault(), writes)
+    nem.rest = _AtRest  # type: ignore[assignment]
+    nem.run(ctx)
+    assert writes.released == [("n2", "g1", False), ("n2", "g1-2", False)]
+
+    ctx, _ = _ctx(tmp_path / "unfired")
+    writes = FakeWrites(["worker", "worker"])
+    fired = writes.write_point_fired
+    writes.write_point_fired = (  # type: ignore[method-assign]
+        lambda c, gen: None if gen.endswith("-2") else fired(c, gen)
+    )
+    nem = _nemesis("kill worker before write of counter for 0.05s 2 times", KillFault(), writes)
+    nem.rest = _AtRest  # type: ignore[assignment]
+    nem.run(ctx)
+    assert writes.released == [("n2", "g1", False)], "at rest, no second firing: not awaited"
+    assert writes.disarmed >= 1

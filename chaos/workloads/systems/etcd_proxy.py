@@ -210,6 +210,7 @@ def arm_write_point(
     prefixes: list[str],
     hold: float | None = None,
     control: str = CONTROL,
+    then: int = 0,
 ) -> str:
     """Arm every node's proxy to hold the first ``op`` (``write``/``read``) ``before``/``after``
     it reaches a key under ``prefixes`` (chaos.node.proxy_points), and let it go on by itself
@@ -220,6 +221,8 @@ def arm_write_point(
     spec: dict[str, Any] = {"gen": gen, "op": op, "moment": moment, "keys": prefixes}
     if hold is not None:
         spec["hold"] = hold
+    if then > 0:
+        spec["then"] = then  # later firings, chained (chaos.core.capabilities.chained)
     data = json.dumps(spec).encode()
     _each(ctx.cluster, lambda n: ctx.cluster.put_file(n, f"{control}/{WRITE_POINT}", data))
     return gen

@@ -28,14 +28,22 @@ class ProxyWritePoints:
     broker_components: tuple[str, ...] = ()
 
     def arm_write_point(
-        self, ctx: RunContext, op: str, moment: str, group: str, hold: float | None = None
+        self,
+        ctx: RunContext,
+        op: str,
+        moment: str,
+        group: str,
+        hold: float | None = None,
+        then: int = 0,
     ) -> str:
         if op in BROKER_OPS:
             subjects = self.broker_groups[group].subjects(op)
             return etcd_proxy.arm_write_point(
-                ctx, op, moment, subjects, hold, control=nats_proxy.CONTROL
+                ctx, op, moment, subjects, hold, control=nats_proxy.CONTROL, then=then
             )
-        return etcd_proxy.arm_write_point(ctx, op, moment, list(self.write_groups[group]), hold)
+        return etcd_proxy.arm_write_point(
+            ctx, op, moment, list(self.write_groups[group]), hold, then=then
+        )
 
     def write_point_fired(self, ctx: RunContext, gen: str) -> dict[str, Any] | None:
         # one generation, one proxy's note: both control folders are looked in (where the nodes
