@@ -87,7 +87,7 @@ def _control_names(value: str | None) -> tuple[str, ...] | None:
     "--parallel",
     type=click.IntRange(1, 256),
     default=None,
-    help="Concurrent runs on this machine (default: from its cores and memory).",
+    help="Concurrent runs on this machine (default: two a core, 1.5 GB each).",
 )
 @click.option(
     "--run-timeout",
