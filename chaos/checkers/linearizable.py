@@ -34,6 +34,7 @@ from typing import Any
 from chaos.checkers.budget import DEFAULT_MAX_STATES, DEFAULT_TIME_LIMIT
 from chaos.checkers.models import MODELS, UNKNOWN, Input, Model, UnknownOp, _show, freeze, thaw
 from chaos.checkers.register_precheck import REGISTER_MODELS, precheck_register
+from chaos.checkers.register_records import register_records
 from chaos.checkers.verdict import CheckResult, Verdict
 from chaos.exits import keep_until_exit
 from chaos.histories.ops import JSONValue, Op, OpType
@@ -205,7 +206,13 @@ def prepare(
             raise ValueError(
                 f"op {bad.index} has value {_show(bad.value)}, not an independent [key value] tuple"
             )
-    records, dropped = _records(paired, model, independent)
+    fast = None
+    if independent and model.register is not None and model.partition is None:
+        fast = register_records(
+            model.register, paired.invokes, paired.completions, paired.invoke_at,
+            paired.completion_at, _NEVER,
+        )  # fmt: skip
+    records, dropped = fast if fast is not None else _records(paired, model, independent)
     parts, n_ops, n_determinate = _partitions(records)
     keep_until_exit(paired, records, parts)  # when the process is about to end (chaos.exits)
     stats: dict[str, Any] = {
