@@ -52,7 +52,11 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize(("text", "code", "said"), [(VALID, 0, "valid"), (STALE, 1, "invalid")])
+@pytest.mark.parametrize(
+    ("text", "code", "said"),
+    [(VALID, 0, "valid"), (STALE, 1, "invalid")],
+    ids=["valid", "stale-read"],
+)
 def test_the_process_ends_without_freeing_and_says_everything(
     tmp_path: Path, text: str, code: int, said: str
 ) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import msgspec
 import pytest
 
 from chaos.checkers import linearizable, models
@@ -145,17 +146,7 @@ def test_both_paths_agree_with_the_brute_force_per_key(name: str) -> None:
         by_key: dict[Any, list[Op]] = {}
         for op in ops:
             k, v = op.value
-            by_key.setdefault(repr(k), []).append(
-                Op(
-                    index=op.index,
-                    time=op.time,
-                    process=op.process,
-                    type=op.type,
-                    f=op.f,
-                    value=v,
-                    error=op.error,
-                )
-            )
+            by_key.setdefault(repr(k), []).append(msgspec.structs.replace(op, value=v))
         want = all(_brute_force(sub, model) for sub in by_key.values())
         assert got is (Verdict.VALID if want else Verdict.INVALID), i
         seen.add(got)
