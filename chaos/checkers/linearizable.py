@@ -34,7 +34,9 @@ from typing import Any
 from chaos.checkers.budget import DEFAULT_MAX_STATES, DEFAULT_TIME_LIMIT
 from chaos.checkers.models import MODELS, UNKNOWN, Input, Model, UnknownOp, _show, freeze, thaw
 from chaos.checkers.register_precheck import REGISTER_MODELS, precheck_register
+from chaos.checkers.register_records import register_records
 from chaos.checkers.verdict import CheckResult, Verdict
+from chaos.exits import keep_until_exit
 from chaos.histories.ops import JSONValue, Op, OpType
 
 __all__ = [
@@ -48,6 +50,7 @@ __all__ = [
 
 PREFIX_SHOWN = 200  # longest-prefix evidence keeps at most this many ops (the tail)
 _SLICE = 4096  # search steps between looks at the clock / switches to another key
+_KEPT_CACHE = 1 << 16  # a finished search's cache this large goes with the process (chaos.exits)
 
 _NO_KEY: JSONValue = None
 KEYED_NOTE = (
@@ -203,8 +206,15 @@ def prepare(
             raise ValueError(
                 f"op {bad.index} has value {_show(bad.value)}, not an independent [key value] tuple"
             )
-    records, dropped = _records(paired, model, independent)
+    fast = None
+    if independent and model.register is not None and model.partition is None:
+        fast = register_records(
+            model.register, paired.invokes, paired.completions, paired.invoke_at,
+            paired.completion_at, _NEVER,
+        )  # fmt: skip
+    records, dropped = fast if fast is not None else _records(paired, model, independent)
     parts, n_ops, n_determinate = _partitions(records)
+    keep_until_exit(paired, records, parts)  # when the process is about to end (chaos.exits)
     stats: dict[str, Any] = {
         "ops": n_ops,
         "dropped": dropped,
@@ -348,7 +358,10 @@ def _search(part: Partition, model: Model) -> Generator[int, None, _Outcome]:
     s = _setup(part, model)
     if s.counts[1] == 0:
         return _Outcome(True, 0, [])
-    return (yield from _walk(s, part, model))
+    outcome = yield from _walk(s, part, model)
+    if len(s.cache) >= _KEPT_CACHE:  # freeing a long key's cache at the end: a cost for naught
+        keep_until_exit(s)  # (a short key's memory goes to the next key's search instead)
+    return outcome
 
 
 # a search frame: (call node, state, low, window, imask before it; forced; limit and blocking

@@ -42,6 +42,7 @@ __all__ = [
     "Input",
     "Model",
     "NilRead",
+    "RegisterSpec",
     "Typed",
     "cas_register",
     "counter",
@@ -92,6 +93,18 @@ class Model:
     describe: Callable[[Any, Any], str]
     # Optional extra split of one key's ops into independent parts (by input); None = no split.
     partition: Callable[[Any], Hashable] | None = None
+    # The register models' options, for the checker's one-pass encoding of their ops
+    # (chaos.checkers.register_records, tested against ``encode``); None for other models.
+    register: RegisterSpec | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterSpec:
+    """How a register model reads ops (see :func:`cas_register`)."""
+
+    with_cas: bool
+    nil_read: NilRead
+    failed_cas: FailedCas
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +314,7 @@ def register(init: JSONValue = None, *, nil_read: NilRead = "value") -> Model:
         encode=_register_encode(False, nil_read, "absent"),
         read_only=_register_read_only,
         describe=_register_describe,
+        register=RegisterSpec(False, nil_read, "absent"),
     )
 
 
@@ -320,6 +334,7 @@ def cas_register(
         encode=_register_encode(True, nil_read, failed_cas),
         read_only=_register_read_only,
         describe=_register_describe,
+        register=RegisterSpec(True, nil_read, failed_cas),
     )
 
 

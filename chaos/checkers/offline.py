@@ -31,6 +31,7 @@ from chaos.checkers.sets import set_full_rows
 from chaos.checkers.stats import stats_rows
 from chaos.checkers.unique_ids import unique_ids_rows
 from chaos.checkers.verdict import CheckResult, Verdict, check_safe
+from chaos.exits import keep_until_exit
 from chaos.histories import edn, jepsen_log
 from chaos.histories.files import open_input
 from chaos.histories.jsonl import LineProblem, read_history
@@ -291,7 +292,9 @@ def check_history(
                 ),
             )
         )
-    results += _check_rows(rows_of(ops), counting, sem)
+    rows = rows_of(ops)
+    keep_until_exit(rows)
+    results += _check_rows(rows, counting, sem)
     return results
 
 
@@ -333,6 +336,7 @@ def check_file(
     gc.disable()
     try:
         ops, lines, problems = load_history_lines(path)
+        keep_until_exit(ops)
         if strict and lost(problems):
             return _check_rows(rows_of(ops), ("stats",), sem), problems
         results = check_history(

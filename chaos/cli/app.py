@@ -9,14 +9,17 @@ fault, trigger and schedule against the workload, before anything is created: a 
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from chaos.cli.check import check
 from chaos.cli.cleanup import cleanup
-from chaos.cli.errors import internal_error
+from chaos.cli.errors import PROCESS_ENTRY, internal_error
 from chaos.cli.grade import feedback_command, grade_certs, grade_command
 from chaos.cli.helps import examples
 from chaos.cli.image import image
@@ -24,9 +27,9 @@ from chaos.cli.ls import ls
 from chaos.cli.report import report, serve
 from chaos.cli.run import explore, run
 from chaos.cli.sandbox import sandbox
-from chaos.exits import Exit, usage_status
+from chaos.exits import Exit, holds_kept, usage_status
 
-__all__ = ["ChaosGroup", "main"]
+__all__ = ["ChaosGroup", "entry", "main"]
 
 
 # Each command imports what it runs inside its own body, for start-up time alone (nothing there
@@ -98,3 +101,27 @@ for command in (
     serve,
 ):
     main.add_command(command)
+
+
+def entry() -> Any:
+    """The process's own entry point: the ``chaos`` script and ``python -m chaos.cli`` (a test
+    or a program calling :data:`main` gets its ``SystemExit`` as usual). ``ctx.obj`` tells the
+    commands that they own the process, and one that handed its data to
+    :func:`chaos.exits.keep_until_exit` ends without freeing it."""
+    try:
+        return main(obj=PROCESS_ENTRY)
+    except SystemExit as e:
+        if isinstance(e.code, int) and holds_kept():
+            _end_without_freeing(e.code)
+        raise
+
+
+def _end_without_freeing(code: int) -> NoReturn:
+    """End the process with status ``code`` as Python's own exit would — the exit handlers
+    run, the streams are flushed — but without freeing, one by one, the objects the command
+    kept (chaos.exits.keep_until_exit): the operating system takes the memory back at once."""
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing can reach it
+            stream.flush()
+    os._exit(code)

@@ -12,11 +12,12 @@ import click
 
 from chaos.checkers.history_file import MODELS, ModelCheck, model_argv
 from chaos.cli.deprecation import old_name
-from chaos.cli.errors import fail
+from chaos.cli.errors import PROCESS_ENTRY, fail
 from chaos.cli.helps import examples
 from chaos.cli.model_check import Pages, check_history, model_options
 from chaos.cli.options import click_type
 from chaos.cli.output import print_results
+from chaos.exits import hold_until_exit
 from chaos.histories.safe_text import clean
 from chaos.run_option import POSITIVE, SECONDS
 
@@ -98,6 +99,8 @@ def check(
         )
         files = [path] if is_file else sorted(path.iterdir()) if is_dir else []
         pages = None if out is None else _pages_into(out, path)
+        if ctx.obj == PROCESS_ENTRY:  # the history dies with the process: not freed op by op
+            hold_until_exit()
         _check_history(path, asked, files, as_json=as_json, pages=pages)
     forwarded = model_argv(**model_opts)  # a stored run's check takes none of them
     if consistency is not None:

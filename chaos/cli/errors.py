@@ -14,6 +14,10 @@ import click
 from chaos.exits import Exit
 from chaos.histories.safe_text import clean
 
+# The root context's ``obj`` when the command runs as the process itself (chaos.cli.app's
+# ChaosGroup.__call__), not inside a test's or a caller's interpreter.
+PROCESS_ENTRY = "chaos: the process's own command"
+
 __all__ = ["fail", "internal_error", "run_errors"]
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from typing import Any
 
 from chaos.cluster.base import Backend
@@ -59,8 +58,17 @@ def options() -> tuple[RunOption, ...]:
     return tuple(seen.values())
 
 
+def _plugins() -> Any:
+    """The backends other packages declare (entry points ``chaos.backends``). Looked up when
+    asked: importlib.metadata (with email) is ~10 ms of every command's start, `chaos check`'s
+    too, which never asks."""
+    from importlib.metadata import entry_points
+
+    return entry_points(group="chaos.backends")
+
+
 def names() -> list[str]:
-    return sorted(set(BUILTIN) | {ep.name for ep in entry_points(group="chaos.backends")})
+    return sorted(set(BUILTIN) | {ep.name for ep in _plugins()})
 
 
 def _make(name: str, factory: Callable[..., Backend], options: dict[str, Any]) -> Backend:
@@ -78,7 +86,7 @@ def get(name: str, **options: Any) -> Backend:
     known ones otherwise, or an option the backend does not take."""
     if name in BUILTIN:
         return _make(name, BUILTIN[name](), options)
-    for ep in entry_points(group="chaos.backends"):
+    for ep in _plugins():
         if ep.name == name:
             return _make(name, ep.load(), options)
     raise ValueError(f"unknown backend {name!r}; known: {', '.join(names())}")

@@ -1,6 +1,6 @@
 """`chaos check FILE --model M` starts without the workloads: importing them (etcd3, grpc,
 networkx) cost a 100k-op history's check 0.5 s of its ~1.5 s (docs/benchmarks.md); nor the
-report's HTTP server (http.server, email: ~0.03 s)."""
+report's HTTP server (http.server, email: ~0.03 s); nor importlib.metadata (~0.01 s)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ _HEAVY = (
     "http.server",
     "chaos.report.serve",
     "chaos.report.page",
+    "importlib.metadata",  # the backends' plugins, looked up only when a backend is asked for
 )
 _PROBE = f"""
 import sys
