@@ -27,6 +27,7 @@ Standard library only: runs on the nodes, as root.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -77,10 +78,17 @@ class InFlight:
     def _write(self) -> None:
         body = {"deliveries": [{"subject": s, "mono": t} for s, (_, t) in self._open.items()]}
         tmp = self._path.with_name(f".{self._path.name}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            json.dump(body, fh, separators=(",", ":"))
-        os.replace(tmp, self._path)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                json.dump(body, fh, separators=(",", ":"))
+            os.replace(tmp, self._path)
+        except OSError:
+            # a record not rewritten would say what is no longer so: none at all keeps the
+            # gate shut (the point never fires, the run is unknown), and the broker's traffic
+            # goes on
+            with contextlib.suppress(OSError):
+                os.unlink(self._path)
 
 
 @dataclass(frozen=True, slots=True)

@@ -524,3 +524,16 @@ def test_broker_phrases_bind_to_lab3s_groups() -> None:
         bind(parse_trigger("kill nats before ack of tasks"), Lab3(), "lab3")
     with pytest.raises(TriggerError, match="lab1 has no broker points"):
         bind(parse_trigger("kill holder before publish of orders"), Lab1(), "lab1")
+
+
+def test_a_record_that_cannot_be_rewritten_is_removed_so_the_gate_stays_shut(
+    tmp_path: Path,
+) -> None:
+    file = tmp_path / "state" / "deliveries.json"
+    file.parent.mkdir()
+    record = InFlight(file)
+    record.delivered(ACKS + "a", 40001)
+    assert Gate(file, (ACKS,)).delivery() == ACKS + "a"
+    (file.parent / f".{file.name}.tmp").mkdir()  # the next rewrite fails
+    record.ended(ACKS + "a")
+    assert not file.exists() and Gate(file, (ACKS,)).delivery() is None
