@@ -214,3 +214,28 @@ def test_decoy_reads_do_not_take_a_read_points_firing(tmp_path: Path, seed: str)
         assert fired[0]["component"] == "worker" and "/lab3/counter" in fired[0]["keys"], fired
         # the evidence: the delivery the reading node's NATS proxy had in flight at the read
         assert str(fired[0].get("delivery", "")).startswith("$JS.ACK."), (name, fired)
+
+
+DECOY_FIRST = str(REPO / "tests" / "fixtures" / "redteam" / "decoy_first_read")
+HELD_COMMIT = "hold worker before write of counter for 2.5s"
+
+
+@pytest.mark.slow
+def test_a_decoy_read_before_the_check_is_caught_at_the_held_commit(tmp_path: Path) -> None:
+    """What a read point cannot tell, a write point can: ``decoy_first_read`` reads the counter
+    first in each delivery, so a read point fires on that read and its hold ends before the
+    check (docs/security.md: not defended at hold-after-check's read). Held at its commit
+    instead (AckWait 1 s, as hold-after-check's), the redelivery commits meanwhile and the held
+    transaction's retry applies the task again: invalid."""
+    args = ("-o", "ack_wait=1", "-o", "work_seconds=0.2", "--time-limit", "20",
+            "--recovery-timeout", "15", "--seed", "4", "-q")  # fmt: skip
+    p = chaos("run", "lab3", "--solution", DECOY_FIRST, "--trigger", HELD_COMMIT, *args,
+              store=tmp_path, timeout=400)  # fmt: skip
+    run = load_run(run_dir_from(p))
+    results = {
+        r["checker"]: r for r in json.loads((run.path / "results.json").read_text())["results"]
+    }
+    assert p.returncode == 1, results
+    assert results["double-apply"]["verdict"] == "invalid", results["double-apply"]
+    fired = [o.extra["trigger"] for o in run.history if isinstance(o.extra.get("trigger"), dict)]
+    assert fired and fired[0]["op"] == "write" and fired[0]["component"] == "worker", fired
