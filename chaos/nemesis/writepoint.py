@@ -228,6 +228,9 @@ class WriteTriggerNemesis(TriggerNemesis):
             "time": note.get("time"),
             "firing": n + 1,
         }
+        if isinstance(note.get("delivery"), str):
+            # a gated read point: the delivery the node's NATS proxy had in flight at the read
+            record["delivery"] = note["delivery"]
         return resolved, record
 
 

@@ -21,6 +21,11 @@ root-only file, with ``op`` one of these and ``keys`` the subject prefixes of th
 - ``delivery`` ``after``: a ``MSG``/``HMSG`` whose reply subject is an ACK subject of the group
   (JetStream delivered it; the worker has not got it yet), held before the client gets it.
 
+The proxy also keeps the node's deliveries in flight (chaos.node.deliveries): each ``MSG``/``HMSG``
+with an ACK subject as its reply, from the moment it is forwarded to the client until the client
+ends it (any answer on that subject but ``+WPI``) or its connection closes, in a root-only file the
+node's etcd proxy reads before a read point gated on it fires.
+
 Each firing notes the client's TCP port in ``fired-<gen>`` (and the shared claims folder) for the
 host to find the process that holds the connection; the release says whether the held frame goes
 on (``forward``) or is dropped with the connection (its sender was killed). To the code under test
@@ -39,7 +44,7 @@ import time
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 
-from chaos.node import proxy_points
+from chaos.node import deliveries, proxy_points
 from chaos.node.proxy_points import HOLD_LIMIT, Held, Journal, Match, WritePoints
 
 CRLF = b"\r\n"
@@ -169,6 +174,14 @@ def is_final_ack(frame: Frame) -> bool:
     return body == b"" or body.startswith(FINAL_ACKS)
 
 
+def ends_delivery(frame: Frame) -> bool:
+    """A publish that ends a delivery for the in-flight record (chaos.node.deliveries): any answer
+    on its ACK subject but ``+WPI`` (a ``-NAK`` ends it too: the broker delivers it again, anew)."""
+    if frame.op not in ("PUB", "HPUB") or not frame.subject.startswith(ACK_PREFIX):
+        return False
+    return not frame.body.strip().startswith(b"+WPI")
+
+
 def is_delivery(frame: Frame) -> bool:
     """A message JetStream delivered for a consumer: its reply subject is the ACK subject."""
     reply = frame.reply
@@ -208,6 +221,7 @@ class Connection:
                 t.cancel()
             for _, w in (self.client, self.server):
                 w.close()
+            self.proxy.in_flight.closed(self.port)
 
     async def _upward(self) -> None:
         """The client's frames to the server; a publish or an ACK may be held on the way."""
@@ -227,6 +241,8 @@ class Connection:
                 self.proxy.note("refused", self.port, reason=f"client: {e}")
                 return
             for frame in frames:
+                if ends_delivery(frame):
+                    self.proxy.in_flight.ended(frame.subject)
                 op = _client_op(frame)
                 if op is None:
                     out.write(frame.raw)
@@ -280,6 +296,9 @@ class Connection:
                         await out.drain()
                         await self._held(found, frame)
                 await self.open.wait()
+                if is_delivery(frame):
+                    # said before the client can have it: its first read is made in flight
+                    self.proxy.in_flight.delivered(frame.reply or "", self.port)
                 out.write(frame.raw)
             await out.drain()
 
@@ -311,10 +330,17 @@ async def _raw(
 class Proxy:
     """Every node's one proxy: its points, its journal, its connections."""
 
-    def __init__(self, upstream: tuple[str, int], points: WritePoints, journal: Journal) -> None:
+    def __init__(
+        self,
+        upstream: tuple[str, int],
+        points: WritePoints,
+        journal: Journal,
+        in_flight: deliveries.InFlight,
+    ) -> None:
         self.upstream = upstream
         self.points = points
         self.journal = journal
+        self.in_flight = in_flight
 
     def note(self, outcome: str, port: int, **extra: object) -> None:
         self.journal.write({"outcome": outcome, "port": port, "mono": time.monotonic(),
@@ -368,6 +394,7 @@ def main() -> None:
         _address(a.upstream),
         WritePoints(control, a.node, a.claims),
         Journal(a.state / "journal.jsonl", a.node),
+        deliveries.InFlight(a.state / deliveries.FILE),
     )
     asyncio.run(_main(_address(a.listen), _address(a.upstream), proxy))
 

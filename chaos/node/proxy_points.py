@@ -14,7 +14,10 @@ the node that matches the same point. A write — ``before``: a ``KV/Txn``,
 transaction), held before it is forwarded; ``after``: one that did write there (the executed
 branch), held after etcd answered, before the answer goes back. A read: a ``KV/Range`` of a key
 under ``keys``, held before it is forwarded or after etcd answered (a check whose answer arrives
-late: the race check-then-act lives in). It says so in ``fired-<gen>`` (the node, the peer's
+late: the race check-then-act lives in). An arming with ``during`` (chaos.node.deliveries) fires
+only on a call made while the node's NATS proxy has a delivery in flight to the node's services:
+lab3's read points, so that a read between deliveries — no check is near — does not take the
+one firing. It says so in ``fired-<gen>`` (the node, the peer's
 TCP port, the keys) and waits for the orchestrator's ``release-<gen>`` (``{"forward": bool}``):
 meanwhile the orchestrator finds the process by the port (from the host) and faults it. To the
 code under test the held call is a slow network, before or after the fact: nothing it can read
@@ -37,6 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from chaos.node import deliveries
+from chaos.node.deliveries import Gate
+
 ARM_FILE = "write-point"
 # a held call waits at most this long for its release, then goes on as if released (the
 # orchestrator died or lost the run): a proxy never keeps a write forever
@@ -57,6 +63,16 @@ class Match:
     keys: tuple[str, ...]
     prefixes: tuple[str, ...] = ()
     hold: float | None = None  # the arming's: the call goes on by itself this long after
+    # the arming's ``during``: it fires only while the node has a delivery in flight
+    gate: Gate | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Arming:
+    gen: str
+    prefixes: tuple[str, ...]
+    hold: float | None
+    gate: Gate | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +144,7 @@ class WritePoints:
         self._holding: dict[str, tuple[str, str, list[str], float | None]] = {}
         self._lock = threading.Lock()
 
-    def _arming(self, op: str, moment: str) -> tuple[str, list[str], float | None] | None:
+    def _arming(self, op: str, moment: str) -> _Arming | None:
         try:
             spec = json.loads((self._control / ARM_FILE).read_text() or "{}")
         except (OSError, ValueError):
@@ -144,10 +160,17 @@ class WritePoints:
         then = spec.get("then")
         if isinstance(then, int) and not isinstance(then, bool) and 0 < then <= MAX_THEN:
             gen = self._next_unfired(gen, then)
+        gate = deliveries.gate(spec["during"]) if "during" in spec else None
+        if "during" in spec and gate is None:
+            return None  # a gate it cannot read: never fire ungated
         hold = spec.get("hold")
-        if isinstance(hold, bool) or not isinstance(hold, int | float):
-            return gen, prefixes, None
-        return gen, prefixes, float(hold) if 0 <= hold <= HOLD_LIMIT else None
+        if (
+            isinstance(hold, bool)
+            or not isinstance(hold, int | float)
+            or not 0 <= hold <= HOLD_LIMIT
+        ):
+            hold = None
+        return _Arming(gen, tuple(prefixes), None if hold is None else float(hold), gate)
 
     def _next_unfired(self, gen: str, then: int) -> str:
         """The first of an arming's chained generations (``gen``, ``gen-2``, … ``gen-<then+1>``,
@@ -194,7 +217,13 @@ class WritePoints:
             return None
         if op == "write" and changes is not None and not changes(found.prefixes):
             return None  # a write that leaves the group as it is: not the point's write
-        return self.fire(found, peer)
+        extra: dict[str, str] = {}
+        if found.gate is not None:
+            delivery = found.gate.delivery()
+            if delivery is None:
+                return None  # no delivery in flight on this node: no check is near
+            extra["delivery"] = delivery[:256]  # the evidence, in the firing's note
+        return self.fire(found, peer, extra)
 
     def match(
         self, op: str, moment: str, written: Sequence[str] | Callable[[], Sequence[str]]
@@ -206,7 +235,7 @@ class WritePoints:
             return None
         return _match(arming, op, moment, written() if callable(written) else written)
 
-    def fire(self, found: Match, peer: str) -> Held | None:
+    def fire(self, found: Match, peer: str, extra: dict[str, str] | None = None) -> Held | None:
         """Say that ``found`` fired here (once per generation, once in the cluster); None when it
         fired already, here or on another node's proxy. Until its release, a call that matches
         the same point is held with it (:meth:`take`)."""
@@ -216,7 +245,8 @@ class WritePoints:
             self._fired.add(found.gen)
         note = json.dumps({"node": self._node, "gen": found.gen, "moment": found.moment,
                            "op": found.op, "port": peer_port(peer), "keys": list(found.keys[:16]),
-                           "mono": time.monotonic(), "wall": time.time()})  # fmt: skip
+                           "mono": time.monotonic(), "wall": time.time(),
+                           **(extra or {})})  # fmt: skip
         if not announce(self._control, self._claims, f"write-{found.gen}", found.gen, note):
             return None  # another node's proxy fired this arming
         until = None if found.hold is None else time.monotonic() + found.hold
@@ -253,17 +283,13 @@ class WritePoints:
             self._holding.pop(gen, None)
 
 
-def _match(
-    arming: tuple[str, list[str], float | None] | None,
-    op: str,
-    moment: str,
-    written: Sequence[str],
-) -> Match | None:
+def _match(arming: _Arming | None, op: str, moment: str, written: Sequence[str]) -> Match | None:
     if arming is None:
         return None
-    gen, prefixes, hold = arming
-    keys = _matching(written, prefixes)
-    return Match(gen, op, moment, tuple(keys), tuple(prefixes), hold) if keys else None
+    keys = _matching(written, arming.prefixes)
+    if not keys:
+        return None
+    return Match(arming.gen, op, moment, tuple(keys), arming.prefixes, arming.hold, arming.gate)
 
 
 def _matching(written: Sequence[str], prefixes: Sequence[str]) -> list[str]:

@@ -98,7 +98,7 @@ def test_a_service_cannot_reach_the_broker_around_its_proxy_nor_see_its_points(
     tmp_path: Path,
 ) -> None:
     """``direct_broker`` tries 127.0.0.1:4222 and every address of its /24 on 4222 from each api,
-    and the NATS proxy's journal and control folder; every attempt is refused, its own proxy
+    and the NATS proxy's journal, control folder and deliveries record; every attempt is refused, its own proxy
     answers, and the run (otherwise the reference) is valid."""
     p = chaos("run", "lab3", "--solution", str(REPO / "tests/fixtures/redteam/direct_broker"),
               "--seed", "3", "-q", store=tmp_path, timeout=400)  # fmt: skip
@@ -116,5 +116,5 @@ def test_a_service_cannot_reach_the_broker_around_its_proxy_nor_see_its_points(
         assert all(v.startswith("refused") for v in direct.values()), direct
         assert probe["data"]["proxy"] == "answered"
         files = probe["data"]["files"]
-        assert len(files) == 3 and all(v.startswith("refused") for v in files.values()), files
+        assert len(files) == 5 and all(v.startswith("refused") for v in files.values()), files
     assert p.returncode == 0, p.stdout

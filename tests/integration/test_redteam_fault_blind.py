@@ -155,8 +155,7 @@ def test_decoy_writes_neither_take_the_firing_nor_let_the_real_write_through(
     a compare that always fails. A point that fired on the first matching write fired on those
     and second-txn-dedup's bug stayed hidden (measured before the fix: valid, seed 4). A write
     point fires only on a write that changes its group: the kill lands after the real commit.
-    (The same decoys against the read hold of hold-after-check are not defended: see
-    docs/security.md.)"""
+    (The same decoys against the read hold of hold-after-check: the test below.)"""
     code, results, run = _run(tmp_path, DECOY_SECOND_TXN, PROXY_POINT)
     assert code == 1, results
     assert results["double-apply"]["verdict"] == "invalid", results["double-apply"]
@@ -167,3 +166,76 @@ def test_decoy_writes_neither_take_the_firing_nor_let_the_real_write_through(
     )
     fired = [o.extra["trigger"] for o in run.history if isinstance(o.extra.get("trigger"), dict)]
     assert fired and fired[0]["decided_by"] == "etcd-proxy", fired
+
+
+DECOY_CALLS = str(REPO / "tests" / "fixtures" / "redteam" / "decoy_calls")
+DECOY_IDLE = str(REPO / "tests" / "fixtures" / "redteam" / "decoy_idle_reads")
+# lab3's default matrix's hold-after-check (chaos/workloads/lab3/grade.yaml)
+HOLD_AFTER_CHECK = "hold worker before read of counter for 2.5s"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", ["4", "9"])
+def test_decoy_reads_do_not_take_a_read_points_firing(tmp_path: Path, seed: str) -> None:
+    """Blinding the aim of a read point ("Why" 6): check-then-act with a worker thread that reads
+    the counter every 20 ms, at any moment (``decoy_calls``, with the decoy writes above) or only
+    while the worker handles no delivery, from its start on (``decoy_idle_reads``). A read point
+    that fired on the first read of the counter fired on a decoy between deliveries, and the
+    check-then-act bug stayed hidden (before the gate: ``decoy_idle_reads`` valid on seeds 4 and
+    9). lab3's read points fire only on a read made while the reading node has a delivery in
+    flight, as its NATS proxy saw it: a read between deliveries never fires, and a decoy read
+    during one fires with the real read still to come, which is held with it. Beside them,
+    check-then-act alone under the same trigger and seed: all invalid, ``double-apply``."""
+    args = ("-o", "ack_wait=1", "-o", "work_seconds=0.2", "--time-limit", "20",
+            "--recovery-timeout", "15", "--seed", seed, "-q")  # fmt: skip
+
+    def run(store: Path, solution: str) -> tuple[int, dict[str, Any], Any]:
+        p = chaos("run", "lab3", "--solution", solution, "--trigger", HOLD_AFTER_CHECK, *args,
+                  store=store, timeout=400)  # fmt: skip
+        run = load_run(run_dir_from(p))
+        results = json.loads((run.path / "results.json").read_text())["results"]
+        return p.returncode, {r["checker"]: r for r in results}, run
+
+    cases = {"decoys": DECOY_CALLS, "idle decoys": DECOY_IDLE, "control": "check-then-act"}
+    with ThreadPoolExecutor(len(cases)) as pool:
+        futures = {name: pool.submit(run, tmp_path / name, sol) for name, sol in cases.items()}
+        got = {name: f.result() for name, f in futures.items()}
+    # every case's verdict first: a failure says which attack hid the bug
+    verdicts = {
+        name: (code, results["double-apply"]["verdict"]) for name, (code, results, _) in got.items()
+    }
+    assert all(v == (1, "invalid") for v in verdicts.values()), verdicts
+    for name, (_, results, stored) in got.items():
+        assert "counter incremented" in results["double-apply"]["summary"], name
+        fired = [
+            o.extra["trigger"] for o in stored.history if isinstance(o.extra.get("trigger"), dict)
+        ]
+        assert fired and fired[0]["decided_by"] == "etcd-proxy", (name, fired)
+        assert fired[0]["component"] == "worker" and "/lab3/counter" in fired[0]["keys"], fired
+        # the evidence: the delivery the reading node's NATS proxy had in flight at the read
+        assert str(fired[0].get("delivery", "")).startswith("$JS.ACK."), (name, fired)
+
+
+DECOY_FIRST = str(REPO / "tests" / "fixtures" / "redteam" / "decoy_first_read")
+HELD_COMMIT = "hold worker before write of counter for 2.5s"
+
+
+@pytest.mark.slow
+def test_a_decoy_read_before_the_check_is_caught_at_the_held_commit(tmp_path: Path) -> None:
+    """What a read point cannot tell, a write point can: ``decoy_first_read`` reads the counter
+    first in each delivery, so a read point fires on that read and its hold ends before the
+    check (docs/security.md: not defended at hold-after-check's read). Held at its commit
+    instead (AckWait 1 s, as hold-after-check's), the redelivery commits meanwhile and the held
+    transaction's retry applies the task again: invalid."""
+    args = ("-o", "ack_wait=1", "-o", "work_seconds=0.2", "--time-limit", "20",
+            "--recovery-timeout", "15", "--seed", "4", "-q")  # fmt: skip
+    p = chaos("run", "lab3", "--solution", DECOY_FIRST, "--trigger", HELD_COMMIT, *args,
+              store=tmp_path, timeout=400)  # fmt: skip
+    run = load_run(run_dir_from(p))
+    results = {
+        r["checker"]: r for r in json.loads((run.path / "results.json").read_text())["results"]
+    }
+    assert p.returncode == 1, results
+    assert results["double-apply"]["verdict"] == "invalid", results["double-apply"]
+    fired = [o.extra["trigger"] for o in run.history if isinstance(o.extra.get("trigger"), dict)]
+    assert fired and fired[0]["op"] == "write" and fired[0]["component"] == "worker", fired

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from chaos.node.deliveries import FILE, Gate, InFlight
 from chaos.node.nats_proxy import (
     Frame,
     FrameError,
@@ -73,6 +74,11 @@ def server(tmp_path: Path) -> Iterator[int]:
         proc.wait(5)
 
 
+def _state(journal: Path) -> Path:
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    return journal.parent
+
+
 @dataclass
 class Running:
     port: int
@@ -109,7 +115,8 @@ def proxy(server: int, tmp_path: Path) -> Iterator[Running]:
     control = tmp_path / "control"
     control.mkdir()
     journal = tmp_path / "state" / "journal.jsonl"
-    p = Proxy(("127.0.0.1", server), WritePoints(control, "n1"), Journal(journal, "n1"))
+    in_flight = InFlight(_state(journal) / FILE)
+    p = Proxy(("127.0.0.1", server), WritePoints(control, "n1"), Journal(journal, "n1"), in_flight)
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
@@ -366,7 +373,8 @@ def test_a_client_that_opens_tls_is_forwarded_raw(tmp_path: Path) -> None:
     control = tmp_path / "control"
     control.mkdir()
     journal = tmp_path / "state" / "journal.jsonl"
-    p = Proxy(("127.0.0.1", port), WritePoints(control, "n1"), Journal(journal, "n1"))
+    in_flight = InFlight(_state(journal) / FILE)
+    p = Proxy(("127.0.0.1", port), WritePoints(control, "n1"), Journal(journal, "n1"), in_flight)
 
     async def go() -> bytes:
         srv = await listen(p, "127.0.0.1", 0)
@@ -388,3 +396,58 @@ def test_a_client_that_opens_tls_is_forwarded_raw(tmp_path: Path) -> None:
         proc.wait(5)
     lines = [json.loads(x) for x in journal.read_text().splitlines()]
     assert [x["outcome"] for x in lines] == ["raw"] and "TLS" in lines[0]["reason"]
+
+
+def _gate(proxy: Running, acks: str = "$JS.ACK.TASKS.workers.") -> Gate:
+    return Gate(proxy.journal.parent / FILE, (acks,))
+
+
+def test_a_delivery_is_in_flight_from_its_forwarding_until_the_worker_ends_it(
+    proxy: Running,
+) -> None:
+    """The record a gated read point asks (chaos.node.deliveries), as the proxy keeps it for a
+    real broker: in flight once forwarded, through a +WPI, until the ACK; a -NAK ends it too; a
+    connection's close ends its own; another consumer's deliveries are not the gate's."""
+    gate = _gate(proxy)
+
+    async def go() -> dict[str, Any]:
+        nc, js = await _jetstream(proxy.url())
+        await js.add_consumer("TASKS", durable_name="workers", ack_wait=30)
+        for body in (b"t1", b"t2"):
+            await js.publish("tasks.created", body)
+        seen: dict[str, Any] = {"before": gate.delivery()}
+        sub = await js.pull_subscribe("tasks.created", durable="workers", stream="TASKS")
+        msg = (await sub.fetch(1, timeout=10))[0]
+        seen["reply"], seen["fetched"] = msg.reply, gate.delivery()
+        seen["other consumer"] = _gate(proxy, "$JS.ACK.TASKS.others.").delivery()
+        await msg.in_progress()
+        # a request after it (a PING may overtake a publish in the client's buffer): once its
+        # answer is back, the proxy has seen the +WPI
+        await js.stream_info("TASKS")
+        seen["in progress"] = gate.delivery()
+        await msg.ack_sync(timeout=10)
+        seen["acked"] = gate.delivery()
+        msg = (await sub.fetch(1, timeout=10))[0]
+        seen["second"] = gate.delivery() == msg.reply
+        await msg.nak()
+        await js.stream_info("TASKS")
+        seen["nak"] = gate.delivery()
+        msg = (await sub.fetch(1, timeout=10))[0]  # the same task, delivered anew
+        seen["again"] = gate.delivery() == msg.reply
+        await nc.close()
+        deadline = time.monotonic() + 10
+        while gate.delivery() is not None and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        seen["closed"] = gate.delivery()
+        return seen
+
+    seen = _run(go())
+    assert seen["before"] is None
+    assert seen["fetched"] == seen["reply"] and seen["reply"].startswith("$JS.ACK.TASKS.workers.")
+    assert seen["other consumer"] is None
+    assert seen["in progress"] == seen["reply"]  # +WPI ends nothing
+    assert seen["acked"] is None
+    assert seen["second"] and seen["nak"] is None and seen["again"]
+    assert seen["closed"] is None
+    mode = (proxy.journal.parent / FILE).stat().st_mode & 0o777
+    assert mode == 0o600, oct(mode)

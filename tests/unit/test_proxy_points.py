@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from chaos.nemesis.kill import KillFault
 from chaos.nemesis.pause import PauseFault
 from chaos.nemesis.trigger import TriggerError, bind, parse_trigger
 from chaos.nemesis.writepoint import WriteTriggerNemesis
+from chaos.node.deliveries import MAX_OPEN, Gate, InFlight, as_spec
 from chaos.node.proxy_points import ARM_FILE, Held, WritePoints, peer_port
 from chaos.workloads.lab1.workload import Lab1
 from chaos.workloads.lab3.workload import Lab3
@@ -78,6 +80,101 @@ def test_a_decoy_call_first_does_not_let_the_real_one_through(tmp_path: Path) ->
     (control / "release-g3").write_text('{"forward": false}')
     assert points.wait(decoy) == {"forward": False}
     assert points.take("read", "before", ["/lab3/counter"], PEER) is None
+
+
+def _deliveries(path: Path, *entries: tuple[str, float]) -> None:
+    body = {"deliveries": [{"subject": s, "mono": t} for s, t in entries]}
+    path.write_text(json.dumps(body))
+
+
+ACKS = "$JS.ACK.TASKS.workers."
+
+
+def test_a_gated_read_fires_only_while_the_node_has_a_delivery_in_flight(tmp_path: Path) -> None:
+    """lab3's read point (``during``): a read between deliveries — a thread of the code under test
+    reading the counter every 20 ms — does not take the one firing; a read while a delivery of the
+    consumer is in flight fires, and its note names that delivery (chaos.node.deliveries)."""
+    control, file = tmp_path / "control", tmp_path / "deliveries.json"
+    points = WritePoints(control, "n2")
+    during = as_spec(str(file), [ACKS], 1.0)
+    _arm(control, gen="g4", op="read", moment="before", keys=["/lab3/counter"], during=during)
+    counter = ["/lab3/counter"]
+    assert points.take("read", "before", counter, PEER) is None  # no record yet: shut
+    _deliveries(file)
+    assert points.take("read", "before", counter, PEER) is None  # none in flight
+    now = time.monotonic()
+    _deliveries(file, ("$JS.ACK.OTHER.c.1.1.1.0.0", now))
+    assert points.take("read", "before", counter, PEER) is None  # another consumer's
+    _deliveries(file, (ACKS + "1.1.1.0.0", now - 1.5))
+    assert points.take("read", "before", counter, PEER) is None  # past AckWait: not held open
+    assert not (control / "fired-g4").exists()
+    _deliveries(file, (ACKS + "1.1.1.0.0", now - 1.5), (ACKS + "1.2.2.0.0", now))
+    held = points.take("read", "before", counter, PEER)
+    assert held == Held("g4")
+    note = json.loads((control / "fired-g4").read_text())
+    assert note["delivery"] == ACKS + "1.2.2.0.0"
+    # the real read that follows is held with it, whatever is in flight by then
+    _deliveries(file)
+    assert points.take("read", "before", counter, PEER) == Held("g4", first=False)
+
+
+def test_a_gate_it_cannot_read_never_fires_ungated(tmp_path: Path) -> None:
+    control, file = tmp_path / "control", tmp_path / "deliveries.json"
+    points = WritePoints(control, "n2")
+    _deliveries(file, (ACKS + "1.1.1.0.0", time.monotonic()))
+    for bad in ({"file": "relative", "acks": [ACKS]}, {"file": str(file), "acks": []}, [1]):
+        _arm(control, gen="g5", op="read", moment="before", keys=["/lab3/counter"], during=bad)
+        assert points.take("read", "before", ["/lab3/counter"], PEER) is None, bad
+    file.write_text("{not json")
+    _arm(control, gen="g5", op="read", moment="before", keys=["/lab3/counter"],
+         during=as_spec(str(file), [ACKS], None))  # fmt: skip
+    assert points.take("read", "before", ["/lab3/counter"], PEER) is None
+
+
+def test_the_in_flight_record_follows_deliveries_and_their_connections(tmp_path: Path) -> None:
+    """The NATS proxy's side (chaos.node.deliveries.InFlight), on a fake clock; the same record
+    against a real broker: tests/unit/test_nats_proxy.py."""
+    clock = [100.0]
+    file = tmp_path / "deliveries.json"
+    record = InFlight(file, clock=lambda: clock[0])
+    gate = Gate(file, (ACKS,), within=1.0)
+    assert gate.delivery(now=100.0) is None
+    record.delivered(ACKS + "a", 40001)
+    clock[0] = 100.5
+    record.delivered(ACKS + "b", 40002)
+    assert gate.delivery(now=100.6) == ACKS + "b"  # the newest
+    record.ended(ACKS + "b")
+    assert gate.delivery(now=100.6) == ACKS + "a"
+    assert gate.delivery(now=101.0) is None  # a's AckWait is over
+    assert Gate(file, (ACKS,)).delivery(now=500.0) == ACKS + "a"  # no window: until it ends
+    record.closed(40001)
+    assert Gate(file, (ACKS,)).delivery(now=500.0) is None
+    for i in range(MAX_OPEN + 5):  # a client that never ends any: bounded, the newest kept
+        record.delivered(ACKS + str(i), 40003)
+    kept = json.loads(file.read_text())["deliveries"]
+    assert len(kept) == MAX_OPEN and kept[-1]["subject"] == ACKS + str(MAX_OPEN + 4)
+
+
+def test_lab3_gates_its_read_points_on_deliveries_and_lab1_does_not(tmp_path: Path) -> None:
+    """The workload declares it: lab3's reads wait for a delivery in flight (AckWait long), its
+    writes do not; lab1's read point (acquire-race's ``read of lock``) fires as before."""
+    armed: list[dict[str, Any]] = []
+
+    class Cluster:
+        nodes = ["n1"]
+
+        def put_file(self, node: str, path: str, data: bytes) -> None:
+            armed.append(json.loads(data))
+
+    for workload, op, group in ((Lab3(), "read", "counter"), (Lab3(), "write", "counter"),
+                                (Lab1(), "read", "lock")):  # fmt: skip
+        spec = SimpleNamespace(workload=workload.name, options={"ack_wait": "3"})
+        ctx = SimpleNamespace(cluster=Cluster(), spec=spec)
+        workload.arm_write_point(ctx, op, "before", group)  # type: ignore[arg-type]
+    lab3_read, lab3_write, lab1_read = armed
+    assert lab3_read["during"] == {"file": "/var/log/chaos/nats-proxy/deliveries.json",
+                                   "acks": ["$JS.ACK.TASKS.workers."], "within": 3.0}  # fmt: skip
+    assert "during" not in lab3_write and "during" not in lab1_read
 
 
 def test_a_write_that_changes_nothing_does_not_fire_the_point(tmp_path: Path) -> None:
@@ -510,3 +607,16 @@ def test_a_chained_firing_held_while_the_system_rests_is_still_faulted(
     nem.run(ctx)
     assert writes.released == [("n2", "g1", False)], "at rest, no second firing: not awaited"
     assert writes.disarmed >= 1
+
+
+def test_a_record_that_cannot_be_rewritten_is_removed_so_the_gate_stays_shut(
+    tmp_path: Path,
+) -> None:
+    file = tmp_path / "state" / "deliveries.json"
+    file.parent.mkdir()
+    record = InFlight(file)
+    record.delivered(ACKS + "a", 40001)
+    assert Gate(file, (ACKS,)).delivery() == ACKS + "a"
+    (file.parent / f".{file.name}.tmp").mkdir()  # the next rewrite fails
+    record.ended(ACKS + "a")
+    assert not file.exists() and Gate(file, (ACKS,)).delivery() is None

@@ -126,6 +126,10 @@ class Lab3(write_points.ProxyWritePoints):
     # and the broker steps the nodes' NATS proxies can hold (``kill worker after ack of tasks``)
     broker_groups = points.BROKER_GROUPS
     broker_components = points.BROKER_COMPONENTS
+    # a read point (hold-after-check's ``read of counter``) fires only on a read made while the
+    # node's worker handles a delivery: a read a thread of the solution sends between deliveries
+    # is no check, and took the one firing (issue 29)
+    reads_during = "tasks"
     # one unit of work: a run where a second fault lands in the first one's redelivery; the
     # second kill must be armed again before the redelivery reaches the point, and the first
     # kill's restart takes up to a second, so AckWait (2 s) must outlast it
@@ -141,6 +145,11 @@ class Lab3(write_points.ProxyWritePoints):
 
     def takeover_seconds(self, values: OptionValues) -> float:
         return nats.ack_wait(values)
+
+    def delivery_window(self, ctx: RunContext) -> float | None:
+        # AckWait: the broker takes an unended delivery back then, so holding one (or asking
+        # for more time with +WPI) does not keep the gate open
+        return nats.ack_wait(option_values(self, ctx.spec))
 
     # HostFaultPoints: txn-error-* are fired by the nodes' etcd proxies, confirmed by them;
     # lost-create-response by the orchestrator's own client (chaos.workloads.lab3.lost_answer)

@@ -211,18 +211,22 @@ def arm_write_point(
     hold: float | None = None,
     control: str = CONTROL,
     then: int = 0,
+    during: dict[str, object] | None = None,
 ) -> str:
     """Arm every node's proxy to hold the first ``op`` (``write``/``read``) ``before``/``after``
     it reaches a key under ``prefixes`` (chaos.node.proxy_points), and let it go on by itself
     ``hold`` seconds after it held it (None: only at the orchestrator's release); returns the
     generation. ``control``: the proxy's control folder (the NATS proxy's takes the broker's ops
-    the same way, chaos.workloads.systems.nats_proxy)."""
+    the same way, chaos.workloads.systems.nats_proxy). ``during``: fire only while the node has
+    a delivery in flight (chaos.node.deliveries.as_spec)."""
     gen = secrets.token_hex(8)
     spec: dict[str, Any] = {"gen": gen, "op": op, "moment": moment, "keys": prefixes}
     if hold is not None:
         spec["hold"] = hold
     if then > 0:
         spec["then"] = then  # later firings, chained (chaos.core.capabilities.chained)
+    if during is not None:
+        spec["during"] = during
     data = json.dumps(spec).encode()
     _each(ctx.cluster, lambda n: ctx.cluster.put_file(n, f"{control}/{WRITE_POINT}", data))
     return gen
@@ -266,6 +270,9 @@ def write_point_fired(ctx: RunContext, gen: str, control: str = CONTROL) -> dict
         port, moment = extra.get("port"), extra.get("moment")
         note["port"] = port if isinstance(port, int) else None
         note["moment"] = moment if moment in ("before", "after") else None
+        delivery = extra.get("delivery")
+        if isinstance(delivery, str):  # a gated point: the delivery in flight at the call
+            note["delivery"] = delivery[:256]
         return note
     return None
 

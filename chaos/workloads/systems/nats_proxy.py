@@ -28,6 +28,9 @@ PORT = 4223
 # root's folder (0700) in the node's log folder, as the etcd proxy's (etcd_proxy.STATE)
 STATE = "/var/log/chaos/nats-proxy"
 CONTROL, JOURNAL = etcd_proxy.state_files(STATE)
+# the deliveries in flight on the node (chaos.node.deliveries.FILE), root's: the node's etcd
+# proxy reads it before a read point gated on a delivery fires
+DELIVERIES = f"{STATE}/deliveries.json"
 NAME = "nats-proxy"
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from chaos.cluster.base import SocketOwners
 from chaos.core.capabilities import BROKER_OPS, BrokerGroup
 from chaos.core.context import RunContext
+from chaos.node import deliveries
 from chaos.workloads.systems import etcd, etcd_proxy, nats_proxy, record_values
 
 
@@ -26,6 +27,14 @@ class ProxyWritePoints:
     # the broker's points (a workload with a broker behind the nodes' NATS proxies): none here
     broker_groups: dict[str, BrokerGroup] = {}
     broker_components: tuple[str, ...] = ()
+    # a read point fires only on a read made while the reading node has a delivery of this broker
+    # group in flight, as its NATS proxy saw it (chaos.node.deliveries): a read between
+    # deliveries is no check the point is for. None: the first read of the group (lab1's)
+    reads_during: str | None = None
+
+    def delivery_window(self, ctx: RunContext) -> float | None:
+        """How long after its delivery a delivery counts as in flight (None: until it ends)."""
+        return None
 
     def arm_write_point(
         self,
@@ -41,9 +50,12 @@ class ProxyWritePoints:
             return etcd_proxy.arm_write_point(
                 ctx, op, moment, subjects, hold, control=nats_proxy.CONTROL, then=then
             )
-        return etcd_proxy.arm_write_point(
-            ctx, op, moment, list(self.write_groups[group]), hold, then=then
-        )
+        during = None
+        if op == "read" and self.reads_during is not None:
+            acks = self.broker_groups[self.reads_during].acks
+            during = deliveries.as_spec(nats_proxy.DELIVERIES, acks, self.delivery_window(ctx))
+        prefixes = list(self.write_groups[group])
+        return etcd_proxy.arm_write_point(ctx, op, moment, prefixes, hold, then=then, during=during)
 
     def write_point_fired(self, ctx: RunContext, gen: str) -> dict[str, Any] | None:
         # one generation, one proxy's note: both control folders are looked in (where the nodes
