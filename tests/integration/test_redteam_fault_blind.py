@@ -170,7 +170,8 @@ def test_decoy_writes_neither_take_the_firing_nor_let_the_real_write_through(
 
 DECOY_CALLS = str(REPO / "tests" / "fixtures" / "redteam" / "decoy_calls")
 DECOY_IDLE = str(REPO / "tests" / "fixtures" / "redteam" / "decoy_idle_reads")
-# lab3's default matrix's hold-after-check (chaos/workloads/lab3/grade.yaml)
+# the read hold lab3's hold-after-check had before it held the commit (grade.yaml): a read point
+# is still a trigger anyone may name, and decoys must not blind it
 HOLD_AFTER_CHECK = "hold worker before read of counter for 2.5s"
 
 
