@@ -12,9 +12,10 @@ take seconds. :func:`write_history_edn` exports a stored run's history for Jepse
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import compress, count, repeat
 from operator import attrgetter, eq, not_
 from pathlib import Path
@@ -318,23 +319,12 @@ def check_file(
     history is malformed, and a verdict would be about another history."""
     lin, counting = _plan(model)
     if lin is None:
-        # Millions of rows stay alive while the checkers allocate: every full collection would
-        # walk all of them for nothing (they hold no cycles), so collect after, not during.
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with _collector_off():
             rows, problems = load_rows(path)
             if strict and lost(problems):
                 return _check_rows(rows, ("stats",), sem), problems
             return _check_rows(rows, counting, sem), problems
-        finally:
-            if enabled:
-                gc.enable()
-    # Here too: the ops, the search's cache and its tuples hold no cycles, and the collector
-    # walking hundreds of thousands of them again and again cost a third of the time.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _collector_off():
         ops, lines, problems = load_history_lines(path)
         keep_until_exit(ops)
         if strict and lost(problems):
@@ -355,10 +345,21 @@ def check_file(
             problems += orphan_problems(path, ops, lines)
             if strict:
                 return [r for r in results if r.checker == "stats"], problems
+    return results, problems
+
+
+@contextlib.contextmanager
+def _collector_off() -> Iterator[None]:
+    """No garbage collection while a check runs, one after. Millions of rows, or the ops, the
+    search's cache and its tuples, stay alive while the checkers allocate and hold no cycles:
+    every full collection walked all of them again for nothing (a third of the time)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
     finally:
         if enabled:
             gc.enable()
-    return results, problems
 
 
 def write_history_edn(run_dir: Path) -> Path:

@@ -34,9 +34,9 @@ def register_records(
     completion_at: Sequence[int],
     never: int,
 ) -> tuple[dict[Any, list[tuple[Any, ...]]], int] | None:
-    """The records and the count of dropped ops, as ``_records(..., independent=True)`` makes
-    them for a register model with ``spec``; None when an op is outside the cases here.
-    Every invoke's value must be a ``[key value]`` pair (``prepare`` has checked)."""
+    """The records and the dropped ops' count, as ``_records(..., independent=True)`` makes them
+    for a register model with ``spec`` (every invoke a ``[key value]`` pair: ``prepare`` checked);
+    None when an op is outside the cases here."""
     codes = _CODES if spec.with_cas else {f: c for f, c in _CODES.items() if c != CAS}
     nil_is_any = spec.nil_read == "any"
     fail_observed = spec.failed_cas == "observed"
@@ -79,19 +79,26 @@ def register_records(
                 continue
             if v_in.__class__ not in (list, tuple) or len(v_in) != 2:
                 return None  # the plain path says what a cas value must be
-            a, b = v_in
-            out = True if typ is ok else False if typ is fail else unknown
-            det = out is not unknown
-            inp = (
-                CAS,
-                a if a.__class__ is int else freeze(a),
-                b if b.__class__ is int else freeze(b),
-            )
-            rec = (inp, out, det, out is False, inv, comp, ipos, cpos if det else never)
+            rec = _cas_record(v_in, typ, inv, comp, ipos, cpos, never)
         if key.__class__ is not int:
             key = freeze(key)
         recs = records.get(key)
-        if recs is None:
-            recs = records[key] = []
-        recs.append(rec)
+        (records.setdefault(key, []) if recs is None else recs).append(rec)
     return records, dropped
+
+
+def _cas_record(
+    v_in: Sequence[Any],
+    typ: OpType | None,
+    inv: Op,
+    comp: Op | None,
+    ipos: int,
+    cpos: int,
+    never: int,
+) -> tuple[Any, ...]:
+    """A cas's record (a call of its own: cas ops are the fewest, reads and writes stay inline)."""
+    a, b = v_in
+    out = True if typ is OpType.OK else False if typ is OpType.FAIL else UNKNOWN
+    det = out is not UNKNOWN
+    inp = (CAS, a if a.__class__ is int else freeze(a), b if b.__class__ is int else freeze(b))
+    return (inp, out, det, out is False, inv, comp, ipos, cpos if det else never)
