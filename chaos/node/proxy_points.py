@@ -267,10 +267,12 @@ class WritePoints:
                 self._end(held.gen)
                 return {"forward": True, "released_by": "proxy"}
             try:
-                got = json.loads(release.read_text() or "{}")
-            except (OSError, ValueError):
+                got = json.loads(release.read_text())
+            except (OSError, ValueError):  # not there yet, or being written: not a release
                 got = None
-            if isinstance(got, dict):
+            # only a whole release: a file caught between its creation and its words read as
+            # {} and let a kill's held write go on (forward is the default of a missing word)
+            if isinstance(got, dict) and isinstance(got.get("forward"), bool):
                 self._end(held.gen)
                 return got
             time.sleep(POLL)

@@ -30,11 +30,12 @@ CONFIGS: dict[str, tuple[str, ...]] = {
         "-o",
         "nights=6",
     ),
-    # the holder's order write held by its node's etcd proxy until just after its lease expired,
-    # as the next replica takes over (the grade matrix's resume-at-expiry: no signal reaches it)
+    # resume the paused holder just after its lease expired, as the next replica takes over (the
+    # in-process form of the grade matrix's resume-at-expiry, whose held form lands in a 0.4 s
+    # window: measured in bench/bench_power.py, docs/labs/lab1.md; it missed once in the suite)
     "off-by-one-night": (
         "--trigger",
-        "hold holder before write of orders for 2.7s",
+        "pause holder before write for 2.7s",
         "-o",
         "job=20",
         "-o",
@@ -146,15 +147,14 @@ def test_off_by_one_night_applies_the_night_twice_the_resumed_holder_first(
     # the store's order: the resumed holder's write first, the new holder's after it
     assert [a["rev"] for a in apps] == sorted(a["rev"] for a in apps)
     assert apps[0]["node"] == paused and apps[1]["token"] > apps[0]["token"]
-    assert f"by {paused} with token {apps[0]['token']}" in nda["summary"]
-    assert f"after {paused} had lost the lock" in nda["summary"]
-    # the proxy held the write and let it go at the hold's end (no signal reached the process)
-    heal = [o for o in run.history if o.extra.get("phase") == "heal" and o.f == "heal-hold"]
-    assert heal and {"released": True} in [o.value for o in heal]
-    assert (
-        "accepted because no newer token had written that order yet"
-        in (res["stale-writes"]["summary"])
-    )
+    assert f"after {paused} was paused" in nda["summary"]
+    # the pause ends at the SIGCONT, recorded right before it was sent
+    heal = [o for o in run.history if o.extra.get("phase") == "heal" and isinstance(o.value, dict)]
+    assert heal and heal[-1].value["resumed_at"] <= heal[-1].time
+    ul = res["unsafe-lease"]
+    assert ul["verdict"] == "invalid" and "the change was applied twice" in ul["summary"]
+    assert "no other replica acquired it" not in ul["summary"]
+    assert "no replica wrote after losing its lease" not in res["stale-writes"]["summary"]
     assert res["lease-exclusivity"]["verdict"] == "valid"  # the lock itself was fine
 
 

@@ -222,6 +222,13 @@ def test_a_held_call_waits_for_its_release_and_never_forever(tmp_path: Path) -> 
     held = other.take("write", "before", ["/lab3/counter"], PEER)
     assert held is not None
     assert other.wait(held, limit=0.1) == {"forward": True, "timed_out": True}
+    # a release file caught before its words (created, not yet written) is no release: a kill's
+    # held write must not go on because the proxy read {} (a missing "forward")
+    _arm(control, gen="g5", op="write", moment="before", keys=["/lab3/"])
+    held = other.take("write", "before", ["/lab3/counter"], PEER)
+    assert held is not None
+    (control / "release-g5").write_text("")
+    assert other.wait(held, limit=0.1) == {"forward": True, "timed_out": True}
 
 
 @pytest.mark.parametrize("gen", ["", "../x", ".hidden"])
